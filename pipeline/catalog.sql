@@ -1,0 +1,65 @@
+-- The catalog: small state beside the Parquet datasets. Public for analysts;
+-- bump meta.schema_version when a column changes meaning.
+
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+
+-- Which Parquet files form the live store. A run commits by rewriting rows
+-- here in one transaction; anything on disk not listed is not part of the store.
+CREATE TABLE IF NOT EXISTS generation (
+    dataset VARCHAR NOT NULL,      -- records | postings | sessions
+    file    VARCHAR PRIMARY KEY,   -- path relative to the store root
+    gen     BIGINT NOT NULL,       -- the run that wrote it
+    rows    BIGINT
+);
+
+-- One row per source file: what was read and where the next run resumes.
+CREATE TABLE IF NOT EXISTS manifest (
+    path            VARCHAR PRIMARY KEY,
+    harness         VARCHAR NOT NULL,
+    size            BIGINT,
+    mtime_ns        BIGINT,
+    prefix_hash     VARCHAR,       -- xxh64 of bytes [0, safe_offset): proves an append is an append
+    safe_offset     BIGINT,        -- end of the last complete line read
+    content_version INTEGER,
+    records         BIGINT,
+    malformed       BIGINT,
+    clipped         BIGINT,
+    redactions      VARCHAR,       -- JSON {kind: count} over everything read from this file
+    redaction_total BIGINT,
+    error           VARCHAR,
+    indexed_at      TIMESTAMP
+);
+
+-- What each file says about each session; the sessions dataset is derived from it.
+CREATE TABLE IF NOT EXISTS file_sessions (
+    path            VARCHAR NOT NULL,
+    session_key     VARCHAR NOT NULL,
+    harness         VARCHAR, session_id VARCHAR, project VARCHAR, cwd VARCHAR, branch VARCHAR,
+    title           VARCHAR, title_rank INTEGER, last_prompt VARCHAR,
+    kind            VARCHAR, parent VARCHAR, agent VARCHAR,
+    started         BIGINT, updated BIGINT,          -- epoch ms
+    n_user BIGINT, n_assistant BIGINT, n_tool_output BIGINT, n_command BIGINT,
+    n_files BIGINT, n_edit BIGINT, n_summary BIGINT, words BIGINT,
+    first_user      VARCHAR[],     -- first title-worthy user turns (title derivation)
+    first_assistant VARCHAR, first_output VARCHAR,
+    touched         VARCHAR[],     -- paths, most worked-on first
+    touched_counts  INTEGER[],
+    max_seq         INTEGER,
+    PRIMARY KEY (path, session_key)
+);
+
+-- Stable small integers for sessions; postings carry them.
+CREATE TABLE IF NOT EXISTS session_ords (session_key VARCHAR PRIMARY KEY, ord INTEGER NOT NULL);
+
+-- Compaction-recovery packets (issue: hooks). Preserved by every rebuild.
+CREATE TABLE IF NOT EXISTS packets (
+    session_id VARCHAR, workspace VARCHAR, harness VARCHAR, created TIMESTAMP,
+    delivered BOOLEAN DEFAULT false, body VARCHAR,
+    PRIMARY KEY (session_id, workspace)
+);
+-- Sessions a person told us to forget; a rebuild must not bring them back.
+CREATE TABLE IF NOT EXISTS tombstones (session_key VARCHAR PRIMARY KEY, project VARCHAR, created TIMESTAMP, reason VARCHAR);
+-- What hooks and recall served: ids and counts, never text.
+CREATE TABLE IF NOT EXISTS usage (t TIMESTAMP, kind VARCHAR, bytes BIGINT, sessions VARCHAR[], empty BOOLEAN);
+CREATE TABLE IF NOT EXISTS peers (host VARCHAR PRIMARY KEY, alias VARCHAR, added TIMESTAMP);
+CREATE TABLE IF NOT EXISTS watermarks (peer VARCHAR, source VARCHAR, ts TIMESTAMP, PRIMARY KEY (peer, source));

@@ -1,0 +1,274 @@
+"""The `deja` command: a thin typer layer over the library.
+
+Results go to stdout, notices and progress to stderr. Every failure a user can
+cause prints one line, ``deja: <message>``, and exits 1; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import config
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="A local memory for AI coding agents, built from the transcripts they already write.",
+    pretty_exceptions_enable=False,
+)
+
+
+class Fail(Exception):
+    """A user-facing error: printed as one line, exit 1."""
+
+
+def _err(msg: str) -> None:
+    print(f"deja: {msg}", file=sys.stderr)
+
+
+def _out_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------------------
+# index
+
+
+@app.command()
+def index(
+    rebuild: bool = typer.Option(False, "--rebuild", help="Re-read every store from scratch."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Build or refresh the index in the foreground."""
+    summary = _run_index(rebuild=rebuild, show_progress=not as_json)
+    if as_json:
+        _out_json(summary.as_json())
+        return
+    _print_summary(summary)
+
+
+def _run_index(rebuild: bool = False, env=None, show_progress: bool = True):
+    from .run import run_index
+    from .store import Busy
+
+    env = os.environ if env is None else env
+    progress = None
+    bar = None
+    if show_progress and sys.stderr.isatty():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        bar = Progress(
+            TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            transient=True, console=_stderr_console(),
+        )
+        task = None
+
+        def progress(done, total, path):
+            nonlocal task
+            if task is None:
+                bar.start()
+                task = bar.add_task("index", total=total)
+            bar.update(task, completed=done)
+
+    try:
+        return run_index(env, rebuild=rebuild, progress=progress, notice=_err)
+    except Busy as exc:
+        raise Fail(f"{exc}; try again when it finishes")
+    finally:
+        if bar is not None:
+            bar.stop()
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _print_summary(summary) -> None:
+    if summary.up_to_date:
+        print(f"up to date ({summary.sessions} sessions)", file=sys.stderr)
+        return
+    for hs in summary.harnesses.values():
+        if not hs.files and not hs.sessions:
+            continue
+        line = (
+            f"{hs.harness}: {hs.sessions} sessions, {hs.messages} messages, "
+            f"{hs.redactions} redactions ({hs.read} of {hs.files} files read"
+        )
+        line += f", {hs.malformed} malformed lines" if hs.malformed else ""
+        line += f", {hs.failed} unreadable" if hs.failed else ""
+        print(line + ")")
+    if not summary.harnesses or not any(h.files for h in summary.harnesses.values()):
+        print("no agent stores found (looked for Claude Code and Codex)", file=sys.stderr)
+    for e in summary.errors[:10]:
+        _err(e)
+    print(f"indexed in {summary.seconds:.1f}s", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------
+# doctor
+
+
+@app.command()
+def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Report each agent store, what the index holds, unreadable files, and the store's size."""
+    from .doctor import report, render
+
+    rep = report(os.environ)
+    if as_json:
+        _out_json(rep)
+    else:
+        print(render(rep))
+
+
+# ---------------------------------------------------------------------------
+# search
+
+
+def _search_cmd(
+    query: list[str],
+    as_json: bool,
+    harness: Optional[str],
+    project: Optional[str],
+    since: Optional[str],
+    role: Optional[str],
+    limit: int,
+    show_all: bool,
+) -> None:
+    from deja.queries.search import ROLE_ALIASES, ROLE_CODE, Query, search
+    from deja.queries.store_read import Busy, NoIndex, open_live
+    from deja.stages.sources import harnesses
+
+    text = " ".join(query).strip()
+    if not text:
+        raise Fail("search needs a query")
+    if harness and harness not in harnesses():
+        raise Fail(f"unknown harness {harness!r} (known: {', '.join(harnesses())})")
+    if role and ROLE_ALIASES.get(role, role) not in ROLE_CODE:
+        raise Fail(f"unknown role {role!r} (user, assistant, tool, tool-output, files, command, edit)")
+    if not 1 <= limit <= 100:
+        raise Fail("--limit takes a number from 1 to 100")
+    since_ms = _since_ms(since) if since else None
+    try:
+        live = open_live(config.index_dir())
+    except NoIndex as exc:
+        raise Fail(str(exc))
+    except Busy:
+        raise Fail("the index is busy being written; try again in a moment")
+    try:
+        env = search(live, Query(text, limit, show_all, harness, project, since_ms, role))
+    finally:
+        live.close()
+    if as_json:
+        _out_json(env)
+    else:
+        _print_hits(env)
+    if not env["hits"]:
+        _err("no session matches " + repr(text))
+
+
+def _since_ms(value: str) -> int:
+    import re
+    import time
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(d|h|m|s)\s*", value)
+    if not m:
+        raise Fail(f"--since takes a duration like 7d, 12h or 90m, not {value!r}")
+    n, unit = float(m.group(1)), m.group(2)
+    secs = n * {"d": 86400, "h": 3600, "m": 60, "s": 1}[unit]
+    return int((time.time() - secs) * 1000)
+
+
+def _print_hits(env: dict) -> None:
+    from deja.stages.redact import sanitize_display
+
+    tty = sys.stdout.isatty()
+    width = _term_width()
+    print(f"{env['total']} sessions ({env['tier']})", file=sys.stderr)
+    for hit in env["hits"]:
+        s = hit["session"]
+        when = (s.get("updated") or s.get("started") or "")[:10]
+        title = sanitize_display(s.get("title") or "(untitled)")
+        head = f"{s['harness']}  {s['id'][:12]}  {when}  {s.get('project', '')}"
+        print(("\033[1m" + head + "\033[0m") if tty else head)
+        print("  " + _elide(title, width - 2))
+        for snip in hit["snippets"]:
+            print("    " + _elide(sanitize_display(snip), width - 4))
+
+
+def _term_width() -> int:
+    try:
+        return max(40, os.get_terminal_size().columns)
+    except OSError:
+        return 120
+
+
+def _elide(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+@app.command("search")
+def search_cmd(
+    query: list[str] = typer.Argument(..., help="Words to find (all must appear); \"quoted\" for a phrase."),
+    as_json: bool = typer.Option(False, "--json"),
+    harness: Optional[str] = typer.Option(None, "--harness"),
+    project: Optional[str] = typer.Option(None, "--project"),
+    since: Optional[str] = typer.Option(None, "--since"),
+    role: Optional[str] = typer.Option(None, "--role"),
+    limit: int = typer.Option(15, "--limit"),
+    show_all: bool = typer.Option(False, "--all"),
+) -> None:
+    """Search every agent's history."""
+    _search_cmd(query, as_json, harness, project, since, role, limit, show_all)
+
+
+# ---------------------------------------------------------------------------
+# demo
+
+
+@app.command()
+def demo() -> None:
+    """Index the bundled sample transcripts into a temporary store and search them."""
+    from .demo import run_demo
+
+    run_demo(_run_index, _search_cmd)
+
+
+# ---------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {c.name or c.callback.__name__ for c in app.registered_commands}
+    # `deja <words>` searches unless the first word is a command
+    if argv and argv[0] not in commands and argv[0] not in ("-h", "--help"):
+        argv.insert(0, "search")
+    try:
+        app(argv, prog_name="deja", standalone_mode=False)
+    except Fail as exc:
+        _err(str(exc))
+        sys.exit(1)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and anything unforeseen: one line, not a traceback
+        import click
+
+        if isinstance(exc, click.exceptions.UsageError):
+            _err(exc.format_message())
+            sys.exit(1)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(1)
+        _err(f"{type(exc).__name__}: {exc}")
+        if os.environ.get("DEJA_DEBUG"):
+            raise
+        sys.exit(1)

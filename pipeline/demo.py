@@ -1,0 +1,59 @@
+"""`deja demo`: the whole pipeline on the bundled samples, in a throwaway store.
+
+A newcomer with no agent history on the machine sees it index Claude Code and
+Codex transcripts and answer a few searches. Nothing outside a temp folder is
+read or written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+SEARCHES = [
+    "connection pool exhausted",
+    "flaky test temp dir",
+    "borrow checker",
+    "OPENAI_API_KEY",
+]
+
+
+def samples_dir() -> Path:
+    return Path(str(resources.files("deja.data_samples")))
+
+
+def run_demo(run_index, search) -> None:
+    with tempfile.TemporaryDirectory(prefix="deja-demo-") as tmp:
+        tmp_path = Path(tmp)
+        shutil.copytree(samples_dir(), tmp_path / "samples", ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+        env = {
+            "HOME": str(tmp_path / "home"),
+            "DEJA_INDEX_DIR": str(tmp_path / "index.db"),
+            "DEJA_CLAUDE_ROOT": str(tmp_path / "samples" / "claude" / "projects"),
+            "DEJA_CODEX_ROOT": str(tmp_path / "samples" / "codex"),
+            "PATH": os.environ.get("PATH", ""),
+        }
+        print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)
+        summary = run_index(env=env, show_progress=False)
+        from .cli import _print_summary
+
+        _print_summary(summary)
+        old = os.environ.get("DEJA_INDEX_DIR")
+        os.environ["DEJA_INDEX_DIR"] = env["DEJA_INDEX_DIR"]
+        try:
+            for q in SEARCHES:
+                print(f"\n$ deja {q}")
+                sys.stdout.flush()
+                search([q], False, None, None, None, None, 3, False)
+                sys.stdout.flush()
+        finally:
+            if old is None:
+                os.environ.pop("DEJA_INDEX_DIR", None)
+            else:
+                os.environ["DEJA_INDEX_DIR"] = old
+        print("\nthe secret in the sample transcript was stored as [redacted:…]; "
+              "run `deja index` to index this machine's own agent history.", file=sys.stderr)

@@ -1,0 +1,119 @@
+"""`deja doctor`: what stores exist, what the index holds, what could not be read."""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from deja.stages.sources import harnesses, reader
+
+from . import config
+from .store import Busy, Store
+
+
+def report(env: Mapping[str, str]) -> dict:
+    store = Store(config.index_dir(env))
+    indexed: dict[str, dict] = {}
+    health: dict[str, dict] = {}
+    index = {"state": "missing", "path": str(store.root)}
+    files_by_harness: dict[str, set[str]] = {}
+    if store.exists():
+        try:
+            con = store.connect(read_only=True, retries=20)
+            try:
+                for h, n, malformed, failed, red in con.execute(
+                    "SELECT harness, count(*), sum(malformed), count(error), sum(redaction_total) FROM manifest GROUP BY harness"
+                ).fetchall():
+                    health[h] = {"malformed_lines": int(malformed or 0), "failed_files": int(failed or 0),
+                                 "redactions": int(red or 0)}
+                for h, path, err in con.execute("SELECT harness, path, error FROM manifest WHERE error IS NOT NULL").fetchall():
+                    health.setdefault(h, {}).setdefault("unreadable", []).append({"path": path, "error": err})
+                for path, h in con.execute("SELECT path, harness FROM manifest").fetchall():
+                    files_by_harness.setdefault(h, set()).add(path)
+                sess = store.live_files(con, "sessions")
+                gen = con.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+            finally:
+                con.close()
+            if sess:
+                import duckdb
+
+                q = duckdb.connect()
+                for h, n, m in q.execute(
+                    "SELECT harness, count(*), sum(messages) FROM read_parquet(?) GROUP BY harness", [sess]
+                ).fetchall():
+                    indexed[h] = {"sessions": int(n), "messages": int(m or 0)}
+                q.close()
+            index = {"state": "ok", "path": str(store.root), "generation": int(gen[0]) if gen else 0,
+                     "size_bytes": store.size_bytes()}
+        except Busy:
+            index = {"state": "busy", "path": str(store.root)}
+    stores = []
+    stale = []
+    for h in harnesses():
+        mod = reader(h)
+        try:
+            found = [f.path for f in mod.discover(env)]
+            state = "ok" if found else "missing"
+            err = None
+        except Exception as exc:  # a store we cannot list is reported, never fatal
+            found, state, err = [], "unreadable", str(exc)
+        roots = mod.roots(env) if hasattr(mod, "roots") else []
+        entry = {"name": h, "state": state, "paths": roots, "files": len(found),
+                 "indexed_sessions": indexed.get(h, {}).get("sessions", 0),
+                 "indexed_messages": indexed.get(h, {}).get("messages", 0)}
+        if err:
+            entry["error"] = err
+        if index["state"] == "ok" and set(found) != files_by_harness.get(h, set()):
+            stale.append(h)
+        stores.append(entry)
+    if index["state"] == "ok":
+        index["stale_stores"] = stale
+    rep = {"schema_version": 2, "stores": stores, "index": index}
+    if health:
+        rep["ingest_health"] = health
+    return rep
+
+
+def render(rep: dict) -> str:
+    lines = ["stores:"]
+    for s in rep["stores"]:
+        where = ", ".join(s["paths"]) if s["paths"] else ""
+        lines.append(
+            f"  {s['name']:<8} {s['state']:<10} {s['files']} files, {s['indexed_sessions']} sessions and "
+            f"{s['indexed_messages']} messages indexed  {where}".rstrip()
+        )
+        if s.get("error"):
+            lines.append(f"           error: {s['error']}")
+    idx = rep["index"]
+    if idx["state"] == "ok":
+        lines.append(f"index: ok, {idx['path']}, {_size(idx['size_bytes'])}")
+        if idx.get("stale_stores"):
+            lines.append(f"  stores changed since the last run: {', '.join(idx['stale_stores'])} (run `deja index`)")
+    elif idx["state"] == "busy":
+        lines.append(f"index: busy (being written), {idx['path']}")
+    else:
+        lines.append(f"index: none yet at {idx['path']} (run `deja index`)")
+    for h, info in rep.get("ingest_health", {}).items():
+        bits = []
+        if info.get("malformed_lines"):
+            bits.append(f"{info['malformed_lines']} malformed lines skipped")
+        if info.get("failed_files"):
+            bits.append(f"{info['failed_files']} unreadable files")
+        if info.get("redactions"):
+            bits.append(f"{info['redactions']} secrets redacted")
+        if bits:
+            lines.append(f"  {h}: " + ", ".join(bits))
+        for u in info.get("unreadable", [])[:10]:
+            lines.append(f"    unreadable: {u['path']}: {u['error']}")
+    return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+__all__ = ["report", "render", "json"]

@@ -1,0 +1,81 @@
+"""The incremental plan: what each source file needs this run.
+
+A file is read from its last safe offset only when the bytes already read are
+still byte-for-byte what was read: a rewind that truncates and regrows past the
+old length looks exactly like growth, and appending onto it would leave the
+replaced turns in the store for good. The recorded prefix hash tells the two
+apart.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import xxhash
+
+from .store import CONTENT_VERSION
+
+SKIP, NEW, APPEND, REPLACE, REMOVE = "skip", "new", "append", "replace", "remove"
+
+
+@dataclass(slots=True)
+class Action:
+    kind: str
+    path: str
+    harness: str
+    start: int = 0
+    size: int = 0
+    mtime_ns: int = 0
+
+
+def prefix_hash(path: str, length: int) -> str:
+    h = xxhash.xxh64()
+    remaining = length
+    with open(path, "rb") as fh:
+        while remaining > 0:
+            chunk = fh.read(min(remaining, 4 << 20))
+            if not chunk:
+                break
+            h.update(chunk)
+            remaining -= len(chunk)
+    if remaining > 0:
+        return ""  # the file is shorter than the prefix: cannot match
+    return h.hexdigest()
+
+
+def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: bool = False) -> list[Action]:
+    """Actions for every current source and every manifest row whose file is gone.
+
+    ``sources`` is [(path, harness)]; ``manifest`` maps path → its catalog row.
+    """
+    actions: list[Action] = []
+    seen = set()
+    for path, harness in sources:
+        seen.add(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            if path in manifest:
+                actions.append(Action(REMOVE, path, harness))
+            continue
+        size, mtime = st.st_size, st.st_mtime_ns
+        row = manifest.get(path)
+        if row is None:
+            actions.append(Action(NEW, path, harness, 0, size, mtime))
+            continue
+        if rebuild or row.get("content_version") != CONTENT_VERSION or row.get("harness") != harness:
+            actions.append(Action(REPLACE, path, harness, 0, size, mtime))
+            continue
+        if row.get("size") == size and row.get("mtime_ns") == mtime and not row.get("error"):
+            actions.append(Action(SKIP, path, harness, 0, size, mtime))
+            continue
+        safe = row.get("safe_offset") or 0
+        if size >= safe and safe > 0 and row.get("prefix_hash") and prefix_hash(path, safe) == row["prefix_hash"]:
+            actions.append(Action(APPEND, path, harness, safe, size, mtime))
+        else:
+            actions.append(Action(REPLACE, path, harness, 0, size, mtime))
+    for path, row in manifest.items():
+        if path not in seen:
+            actions.append(Action(REMOVE, path, row.get("harness", "")))
+    return actions

@@ -1,0 +1,490 @@
+"""One index run: discover → plan → read → normalize → redact → tokenize → write → commit.
+
+The run owns order, incrementality and the commit; the stages it calls are
+plain functions. Memory stays bounded by the flush size, not the corpus: parsed
+files accumulate until about ``FLUSH_BYTES`` of text, then are tokenised and
+written as parts, and only file-level metadata is kept until the commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Mapping
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deja.stages import normalize, redact, tokenize, write
+from deja.stages.sources import harnesses, reader
+
+from . import config, manifest as mf
+from .compact import compact
+from .store import CONTENT_VERSION, Store
+
+FLUSH_BYTES = 48 << 20
+STORE_TEXT_CAP = 64 << 10  # bytes kept per message, cut after redaction
+ROLE_CODES = {"user": 0, "assistant": 1, "tool-output": 2, "summary": 3, "note": 4, "command": 5, "files": 6, "edit": 7}
+WORK_CODE_MIN = 5
+
+
+@dataclass
+class HarnessSummary:
+    harness: str
+    files: int = 0
+    read: int = 0
+    sessions: int = 0
+    messages: int = 0
+    records_added: int = 0
+    redactions: int = 0
+    malformed: int = 0
+    failed: int = 0
+
+
+@dataclass
+class Summary:
+    up_to_date: bool = False
+    sessions: int = 0
+    seconds: float = 0.0
+    harnesses: dict[str, HarnessSummary] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {
+            "up_to_date": self.up_to_date,
+            "sessions": self.sessions,
+            "seconds": round(self.seconds, 3),
+            "harnesses": [vars(h) for h in self.harnesses.values()],
+            "errors": self.errors,
+        }
+
+
+# ---------------------------------------------------------------------------
+# per-file processing
+
+
+@dataclass
+class FileOutput:
+    action: mf.Action
+    table: pa.Table | None
+    meta: dict[str, dict]
+    safe_offset: int
+    prefix_hash: str
+    malformed: int
+    clipped: int
+    redactions: dict[str, int]
+    error: str
+    rows: int = 0
+
+
+def process_file(action: mf.Action, prior: dict[str, dict]) -> FileOutput:
+    """Read one file from its start offset and run the per-record stages on it.
+
+    ``prior`` holds this file's file_sessions rows from earlier runs (for an
+    append: seq numbering and the project found by the first read).
+    """
+    mod = reader(action.harness)
+    try:
+        res = mod.read(action.path, action.start)
+    except Exception as exc:  # a reader bug costs one file, never the run
+        return FileOutput(action, None, {}, action.start, "", 0, 0, {}, f"{type(exc).__name__}: {exc}")
+    if res.error:
+        return FileOutput(action, None, {}, action.start, "", res.malformed, 0, {}, res.error)
+    seq_start = {k: (r.get("max_seq", -1) + 1) for k, r in prior.items()} if action.start else {}
+    projects = {k: r.get("project", "") for k, r in prior.items()} if action.start else {}
+    table, meta = normalize.to_table(res.sessions, action.path, seq_start, projects)
+    table, counts = redact_table(table)
+    for m in meta.values():
+        redact_meta(m, counts)
+    digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
+    return FileOutput(action, table, meta, res.safe_offset, digest, res.malformed, res.clipped, counts, "")
+
+
+def redact_table(table: pa.Table) -> tuple[pa.Table, dict[str, int]]:
+    """Secrets out, before anything is written; then the storage cut."""
+    texts = table.column("text").to_pylist()
+    texts, counts = redact.redact_many(texts)
+    texts = [_cut(t) for t in texts]
+    idx = table.schema.get_field_index("text")
+    return table.set_column(idx, "text", pa.array(texts, pa.large_string())), counts
+
+
+def redact_meta(m: dict, counts: dict[str, int]) -> None:
+    for key in ("title", "last_prompt", "first_assistant", "first_output"):
+        if m.get(key):
+            m[key], c = redact.redact(m[key])
+            _add(counts, c, count=False)
+    m["first_user"] = [redact.redact(t)[0] for t in m.get("first_user", [])]
+
+
+def _cut(text: str) -> str:
+    if len(text) * 4 <= STORE_TEXT_CAP:
+        return text
+    raw = text.encode("utf-8")
+    if len(raw) <= STORE_TEXT_CAP:
+        return text
+    return raw[:STORE_TEXT_CAP].decode("utf-8", "ignore")
+
+
+def _add(total: dict[str, int], more: dict[str, int], count: bool = True) -> None:
+    if not count:
+        return
+    for k, v in more.items():
+        total[k] = total.get(k, 0) + v
+
+
+# ---------------------------------------------------------------------------
+# the run
+
+
+class Run:
+    def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None):
+        self.store = store
+        self.env = env
+        self.rebuild = rebuild
+        self.progress = progress
+        self.summary = Summary()
+        self.new_parts: list[tuple[str, str, int]] = []  # (dataset, rel path, rows)
+        self.pending: list[FileOutput] = []
+        self.pending_bytes = 0
+        self.done: list[FileOutput] = []
+        self.new_ords: list[tuple[str, int]] = []
+
+    # -- state ------------------------------------------------------------
+    def load_state(self) -> None:
+        con = self.store.connect(retries=40)
+        try:
+            cols = [d[0] for d in con.execute("SELECT * FROM manifest LIMIT 0").description]
+            self.manifest = {r[0]: dict(zip(cols, r)) for r in con.execute("SELECT * FROM manifest").fetchall()}
+            fcols = [d[0] for d in con.execute("SELECT * FROM file_sessions LIMIT 0").description]
+            self.file_sessions: dict[str, dict[str, dict]] = {}
+            for r in con.execute("SELECT * FROM file_sessions").fetchall():
+                row = dict(zip(fcols, r))
+                self.file_sessions.setdefault(row["path"], {})[row["session_key"]] = row
+            self.ords = dict(con.execute("SELECT session_key, ord FROM session_ords").fetchall())
+            meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+            self.next_record_id = int(meta.get("next_record_id", 0))
+            self.gen = int(meta.get("generation", 0)) + 1
+            self.live = {d: self.store.live_files(con, d) for d in ("records", "postings", "sessions", "deletes")}
+        finally:
+            con.close()
+
+    # -- main -------------------------------------------------------------
+    def execute(self) -> Summary:
+        t0 = time.monotonic()
+        self.load_state()
+        sources = self.discover()
+        actions = mf.plan(sources, self.manifest, self.rebuild)
+        work = [a for a in actions if a.kind != mf.SKIP]
+        for a in actions:
+            self._hs(a.harness).files += a.kind != mf.REMOVE
+        if not work and not self.rebuild:
+            self.summary.up_to_date = True
+            self.summary.sessions = len(self.ords_live())
+            self.summary.seconds = time.monotonic() - t0
+            return self.summary
+        reads = [a for a in work if a.kind in (mf.NEW, mf.APPEND, mf.REPLACE)]
+        total = len(reads)
+        for i, action in enumerate(reads):
+            prior = self.file_sessions.get(action.path, {}) if action.kind == mf.APPEND else {}
+            out = process_file(action, prior)
+            self.accept(out)
+            if self.progress:
+                self.progress(i + 1, total, action.path)
+        self.flush()
+        purge = {a.path for a in work if a.kind in (mf.REPLACE, mf.REMOVE)}
+        if self.rebuild:
+            purge = set(self.manifest)
+        self.commit(purge, [a for a in work if a.kind == mf.REMOVE])
+        compact(self.store, self.gen)
+        self.summary.seconds = time.monotonic() - t0
+        return self.summary
+
+    def ords_live(self) -> set[str]:
+        keys = set()
+        for rows in self.file_sessions.values():
+            keys.update(rows)
+        return keys
+
+    def discover(self) -> list[tuple[str, str]]:
+        sources = []
+        for h in harnesses():
+            try:
+                found = reader(h).discover(self.env)
+            except Exception as exc:
+                self.summary.errors.append(f"{h}: cannot list its store: {exc}")
+                continue
+            sources.extend((f.path, h) for f in found)
+        return sources
+
+    def _hs(self, harness: str) -> HarnessSummary:
+        hs = self.summary.harnesses.get(harness)
+        if hs is None:
+            hs = self.summary.harnesses[harness] = HarnessSummary(harness)
+        return hs
+
+    # -- accumulate and flush --------------------------------------------
+    def accept(self, out: FileOutput) -> None:
+        hs = self._hs(out.action.harness)
+        hs.read += 1
+        hs.malformed += out.malformed
+        if out.error:
+            hs.failed += 1
+            self.summary.errors.append(f"{out.action.path}: {out.error}")
+        out.rows = out.table.num_rows if out.table is not None else 0
+        if out.rows:
+            n = out.rows
+            ids = pa.array(range(self.next_record_id, self.next_record_id + n), pa.int64())
+            self.next_record_id += n
+            out.table = out.table.add_column(0, "record_id", ids)
+            self.pending.append(out)
+            self.pending_bytes += out.table.column("text").nbytes
+        hs.records_added += out.rows
+        hs.redactions += sum(out.redactions.values())
+        self.done.append(out)
+        if self.pending_bytes >= FLUSH_BYTES:
+            self.flush()
+
+    def ord_of(self, key: str) -> int:
+        o = self.ords.get(key)
+        if o is None:
+            o = self.ords[key] = len(self.ords)
+            self.new_ords.append((key, o))
+        return o
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        by_harness: dict[str, list[pa.Table]] = {}
+        for out in self.pending:
+            by_harness.setdefault(out.action.harness, []).append(out.table)
+            out.table = None  # the part holds it now; keep only file metadata
+        name = self.store.new_part_name(self.gen)
+        postings = []
+        for harness, tables in by_harness.items():
+            table = pa.concat_tables(tables)
+            for rel, rows in write.write_records(table, harness, self.store.root, name):
+                self.new_parts.append(("records", rel, rows))
+            postings.append(self.postings_of(table))
+        allp = pa.concat_tables(postings)
+        for rel, rows in write.write_postings(allp, self.store.root, name):
+            self.new_parts.append(("postings", rel, rows))
+        self.pending = []
+        self.pending_bytes = 0
+
+    def postings_of(self, table: pa.Table) -> pa.Table:
+        roles = table.column("role")
+        # An edit record is searchable by its path only: nothing searches the removed body.
+        is_edit = pc.equal(roles, "edit")
+        text = table.column("text")
+        first_line = pc.utf8_slice_codeunits(text, 0, 4096)
+        first_line = pc.replace_substring_regex(first_line, r"\n[\s\S]*", "")
+        texts = pc.if_else(is_edit, first_line, text)
+        counts = tokenize.token_counts_batch(table.column("record_id"), texts)
+        # join back the session ordinal and role of each record
+        keys = table.column("session_key").to_pylist()
+        ords = pa.array([self.ord_of(k) for k in keys], pa.int32())
+        role_codes = pa.array([ROLE_CODES.get(r, 2) for r in roles.to_pylist()], pa.int8())
+        idx = pc.index_in(counts.column("record_id"), table.column("record_id"))
+        sess = pc.take(ords, idx)
+        role = pc.take(role_codes, idx)
+        return pa.table(
+            {
+                "token": counts.column("token"),
+                "record_id": counts.column("record_id"),
+                "session": sess,
+                "tf": counts.column("tf"),
+                "rec_len": counts.column("rec_len"),
+                "role": role,
+                "is_work": pc.greater_equal(role, WORK_CODE_MIN),
+                "bucket": tokenize.bucket_column(counts.column("token")),
+            }
+        )
+
+    # -- purge and commit ------------------------------------------------
+    def purge_records(self, purge: set[str]) -> tuple[list[str], list[str]]:
+        """Rewrite live record parts without the purged files' records.
+
+        Returns (parts dropped from the live set, dead record ids file if any).
+        Postings of purged records stay until compaction; the ``deletes``
+        dataset lists their ids so search ignores them.
+        """
+        live = self.live["records"]
+        if not purge or not live:
+            return [], []
+        con = duckdb.connect()
+        try:
+            con.execute("CREATE TEMP TABLE purge(p VARCHAR)")
+            con.executemany("INSERT INTO purge VALUES (?)", [[p] for p in purge])
+            rows = con.execute(
+                "SELECT DISTINCT filename FROM read_parquet(?, filename=true, hive_partitioning=false) "
+                "WHERE source_path IN (SELECT p FROM purge)",
+                [live],
+            ).fetchall()
+            affected = [r[0] for r in rows]
+            if not affected:
+                return [], []
+            dead_rel = ""
+            dead = con.sql(
+                "SELECT record_id FROM read_parquet(?, hive_partitioning=false) WHERE source_path IN (SELECT p FROM purge)",
+                params=[affected],
+            ).to_arrow_table()
+            if dead.num_rows:
+                dead_rel = f"deletes/{self.store.new_part_name(self.gen)}"
+                write.write_table(dead, self.store.root, dead_rel)
+                self.new_parts.append(("deletes", dead_rel, dead.num_rows))
+            for abs_path in affected:
+                rel = Path(abs_path).relative_to(self.store.root).as_posix()
+                kept = con.sql(
+                    "SELECT * FROM read_parquet(?, hive_partitioning=false) WHERE source_path NOT IN (SELECT p FROM purge)",
+                    params=[abs_path],
+                ).to_arrow_table()
+                if kept.num_rows:
+                    new_rel = str(Path(rel).parent / self.store.new_part_name(self.gen))
+                    write.write_table(kept, self.store.root, new_rel, write.RECORDS_ROW_GROUP)
+                    self.new_parts.append(("records", new_rel, kept.num_rows))
+            return [Path(a).relative_to(self.store.root).as_posix() for a in affected], [dead_rel] if dead_rel else []
+        finally:
+            con.close()
+
+    def commit(self, purge: set[str], removed: list[mf.Action]) -> None:
+        dropped, _ = self.purge_records(purge) if not self.rebuild else (None, None)
+        # file_sessions and manifest after this run
+        for p in purge:
+            self.file_sessions.pop(p, None)
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        manifest_rows = []
+        for out in self.done:
+            a = out.action
+            old = self.manifest.get(a.path, {})
+            if out.error and a.kind == mf.APPEND:
+                continue  # keep the old row; retried next run
+            merged = self.merge_file_sessions(a, out.meta)
+            self.file_sessions[a.path] = merged
+            red = dict(json.loads(old.get("redactions") or "{}")) if a.kind == mf.APPEND else {}
+            _add(red, out.redactions)
+            records = (old.get("records") or 0) if a.kind == mf.APPEND else 0
+            malformed = (old.get("malformed") or 0) if a.kind == mf.APPEND else 0
+            manifest_rows.append(
+                [a.path, a.harness, a.size, a.mtime_ns, out.prefix_hash, out.safe_offset, CONTENT_VERSION,
+                 records + out.rows, malformed + out.malformed,
+                 out.clipped, json.dumps(red, sort_keys=True), sum(red.values()), out.error or None, now]
+            )
+        sessions_table = self.sessions_table()
+        sess_rel = f"sessions/{self.store.new_part_name(self.gen)}"
+        write.write_table(sessions_table, self.store.root, sess_rel)
+        self.new_parts.append(("sessions", sess_rel, sessions_table.num_rows))
+        for hs in self.summary.harnesses.values():
+            hs.sessions = sum(1 for r in sessions_table.column("harness").to_pylist() if r == hs.harness)
+            hs.messages = 0
+        hm: dict[str, int] = {}
+        for h, n in zip(sessions_table.column("harness").to_pylist(), sessions_table.column("messages").to_pylist()):
+            hm[h] = hm.get(h, 0) + n
+        for h, n in hm.items():
+            self._hs(h).messages = n
+        self.summary.sessions = sessions_table.num_rows
+
+        con = self.store.connect(retries=100)
+        try:
+            con.execute("BEGIN TRANSACTION")
+            if self.rebuild:
+                con.execute("DELETE FROM generation WHERE dataset IN ('records','postings','deletes')")
+                con.execute("DELETE FROM manifest")
+                con.execute("DELETE FROM file_sessions")
+            elif dropped:
+                _many(con, "DELETE FROM generation WHERE file = ?", [[d] for d in dropped])
+            con.execute("DELETE FROM generation WHERE dataset = 'sessions'")
+            _many(con, "INSERT INTO generation VALUES (?, ?, ?, ?)",
+                  [[d, rel, self.gen, rows] for d, rel, rows in self.new_parts])
+            for a in removed:
+                con.execute("DELETE FROM manifest WHERE path = ?", [a.path])
+            touched_paths = set(purge) | {o.action.path for o in self.done}
+            _many(con, "DELETE FROM file_sessions WHERE path = ?", [[p] for p in touched_paths])
+            _many(con, "DELETE FROM manifest WHERE path = ?", [[r[0]] for r in manifest_rows])
+            _many(con, "INSERT INTO manifest VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", manifest_rows)
+            fs_rows = [self._fs_row(r) for o in self.done for r in self.file_sessions.get(o.action.path, {}).values()]
+            _many(con, f"INSERT INTO file_sessions VALUES ({','.join('?' * len(self.FS_COLS))})", fs_rows)
+            _many(con, "INSERT OR IGNORE INTO session_ords VALUES (?, ?)", self.new_ords)
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('next_record_id', ?)", [str(self.next_record_id)])
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", [str(self.gen)])
+            con.execute("COMMIT")
+            self.store.collect_garbage(con)
+        finally:
+            con.close()
+
+    FS_COLS = [
+        "path", "session_key", "harness", "session_id", "project", "cwd", "branch", "title", "title_rank",
+        "last_prompt", "kind", "parent", "agent", "started", "updated", "n_user", "n_assistant", "n_tool_output",
+        "n_command", "n_files", "n_edit", "n_summary", "words", "first_user", "first_assistant", "first_output",
+        "touched", "touched_counts", "max_seq",
+    ]
+
+    def _fs_row(self, r: dict) -> list:
+        return [r.get(c) for c in self.FS_COLS]
+
+    def merge_file_sessions(self, action: mf.Action, meta: dict[str, dict]) -> dict[str, dict]:
+        """This file's session rows after the run: an append merges into the old ones."""
+        old = self.file_sessions.get(action.path, {}) if action.kind == mf.APPEND else {}
+        merged = {k: dict(v) for k, v in old.items()}
+        for key, m in meta.items():
+            m = dict(m, path=action.path)
+            o = merged.get(key)
+            if o is None:
+                merged[key] = m
+                continue
+            for f in ("project", "cwd", "branch", "kind", "parent", "agent"):
+                if not o.get(f) and m.get(f):
+                    o[f] = m[f]
+            if m.get("title") and (m.get("title_rank") or 0) >= (o.get("title_rank") or 0):
+                o["title"], o["title_rank"] = m["title"], m["title_rank"]
+            if m.get("last_prompt"):
+                o["last_prompt"] = m["last_prompt"]
+            for f in ("started",):
+                if m.get(f) is not None and (o.get(f) is None or m[f] < o[f]):
+                    o[f] = m[f]
+            if m.get("updated") is not None and (o.get("updated") is None or m["updated"] > o["updated"]):
+                o["updated"] = m["updated"]
+            for f in ("n_user", "n_assistant", "n_tool_output", "n_command", "n_files", "n_edit", "n_summary", "words"):
+                o[f] = (o.get(f) or 0) + (m.get(f) or 0)
+            fu = list(o.get("first_user") or [])
+            for t in m.get("first_user") or []:
+                if len(fu) < 2:
+                    fu.append(t)
+            o["first_user"] = fu
+            o["first_assistant"] = o.get("first_assistant") or m.get("first_assistant")
+            o["first_output"] = o.get("first_output") or m.get("first_output")
+            counts = dict(zip(o.get("touched") or [], o.get("touched_counts") or []))
+            for p, c in zip(m.get("touched") or [], m.get("touched_counts") or []):
+                counts[p] = counts.get(p, 0) + c
+            ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:50]
+            o["touched"] = [p for p, _ in ranked]
+            o["touched_counts"] = [c for _, c in ranked]
+            o["max_seq"] = max(o.get("max_seq") or -1, m.get("max_seq") or -1)
+        return merged
+
+    def sessions_table(self) -> pa.Table:
+        from .sessions import build_sessions
+
+        rows = [r for per_file in self.file_sessions.values() for r in per_file.values()]
+        for key in {r["session_key"] for r in rows}:
+            self.ord_of(key)
+        return build_sessions(rows, self.ords)
+
+
+def _many(con, sql: str, rows: list) -> None:
+    if rows:
+        con.executemany(sql, rows)
+
+
+def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progress: Callable | None = None,
+              notice: Callable | None = None, store: Store | None = None) -> Summary:
+    env = os.environ if env is None else env
+    store = store or Store(config.index_dir(env))
+    with store.writer_lock(config.lock_wait_seconds(env), notice=notice):
+        store.init()
+        return Run(store, env, rebuild, progress).execute()

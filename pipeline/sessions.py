@@ -1,0 +1,107 @@
+"""The sessions dataset: one row per session, derived from what each file said.
+
+A session can span files (a resumed run continuing its id in a new file); the
+project of the first file in sorted path order wins (harness-formats 1.8).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from deja.stages.normalize import derive_title
+
+COUNTS = ("n_user", "n_assistant", "n_tool_output", "n_command", "n_files", "n_edit", "n_summary", "words")
+
+SCHEMA = pa.schema(
+    [
+        ("session_key", pa.string()),
+        ("ord", pa.int32()),
+        ("harness", pa.string()),
+        ("session_id", pa.string()),
+        ("project", pa.string()),
+        ("cwd", pa.string()),
+        ("path", pa.string()),
+        ("branch", pa.string()),
+        ("started", pa.timestamp("ms", tz="UTC")),
+        ("updated", pa.timestamp("ms", tz="UTC")),
+        ("title", pa.string()),
+        ("agent_title", pa.bool_()),
+        ("last_prompt", pa.string()),
+        ("messages", pa.int64()),
+        *[(c, pa.int64()) for c in COUNTS],
+        ("touched", pa.list_(pa.string())),
+        ("kind", pa.string()),
+        ("parent", pa.string()),
+        ("agent", pa.string()),
+        ("origin", pa.string()),
+        ("from_machine", pa.string()),
+    ]
+)
+
+
+def build_sessions(rows: list[dict], ords: dict[str, int]) -> pa.Table:
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["session_key"], []).append(r)
+    out = {f.name: [] for f in SCHEMA}
+    for key in sorted(groups):
+        parts = sorted(groups[key], key=lambda r: r["path"])
+        first = parts[0]
+        merged = _merge(parts)
+        if not merged["messages"] and not merged["n_summary"] and not merged["n_command"]:
+            continue  # a file with no message at all (titles only, a zero-byte file) is not a session
+        for name, value in merged.items():
+            out[name].append(value)
+        out["session_key"].append(key)
+        out["ord"].append(ords[key])
+        out["harness"].append(first["harness"])
+        out["session_id"].append(first["session_id"])
+        out["path"].append(first["path"])
+        out["origin"].append("local")
+        out["from_machine"].append(None)
+    return pa.table(out, schema=SCHEMA)
+
+
+def _merge(parts: list[dict]) -> dict:
+    def first_nonempty(field):
+        return next((p.get(field) for p in parts if p.get(field)), "") or ""
+
+    started = [p["started"] for p in parts if p.get("started") is not None]
+    updated = [p["updated"] for p in parts if p.get("updated") is not None]
+    counts = {c: sum(p.get(c) or 0 for p in parts) for c in COUNTS}
+    titled = [p for p in parts if p.get("title")]
+    agent_title = False
+    if titled:
+        best = max(titled, key=lambda p: (p.get("title_rank") or 0, p.get("updated") or 0))
+        title = best["title"]
+    else:
+        by_time = sorted(parts, key=lambda p: p.get("started") or 0)
+        users = [u for p in by_time for u in (p.get("first_user") or [])]
+        title, agent_title = derive_title(
+            users,
+            next((p["first_assistant"] for p in by_time if p.get("first_assistant")), ""),
+            next((p["first_output"] for p in by_time if p.get("first_output")), ""),
+        )
+    touched: dict[str, int] = {}
+    for p in parts:
+        for path, c in zip(p.get("touched") or [], p.get("touched_counts") or []):
+            touched[path] = touched.get(path, 0) + c
+    last_prompt = ""
+    for p in sorted(parts, key=lambda p: p.get("updated") or 0):
+        last_prompt = p.get("last_prompt") or last_prompt
+    return {
+        "project": first_nonempty("project"),
+        "cwd": first_nonempty("cwd"),
+        "branch": first_nonempty("branch"),
+        "started": min(started) if started else None,
+        "updated": max(updated) if updated else None,
+        "title": title,
+        "agent_title": agent_title,
+        "last_prompt": last_prompt,
+        "messages": counts["n_user"] + counts["n_assistant"],
+        **counts,
+        "touched": [p for p, _ in sorted(touched.items(), key=lambda kv: (-kv[1], kv[0]))[:20]],
+        "kind": first_nonempty("kind"),
+        "parent": first_nonempty("parent"),
+        "agent": first_nonempty("agent"),
+    }

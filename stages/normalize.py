@@ -1,0 +1,291 @@
+"""Text that is not memory, stripped at ingest (harness-formats 1.6), and titles.
+
+Harnesses write their own plumbing into user turns: reminders, slash-command
+expansions, environment preambles, our own earlier recall blocks. Indexed,
+they would dominate ranking because they are identical in every session.
+"""
+
+from __future__ import annotations
+
+import re
+
+# 1. our own earlier output echoed back, raw or HTML-escaped (Gemini)
+_RECALL = re.compile(r"<deja-recall\b.*?</deja-recall>|&lt;deja-recall\b.*?&lt;/deja-recall&gt;", re.S)
+# 2. complete plumbing blocks anywhere
+_BLOCKS = re.compile(
+    r"<system-reminder>.*?</system-reminder>"
+    r"|<local-command-caveat>.*?</local-command-caveat>"
+    r"|<command-name>.*?</command-args>",
+    re.S,
+)
+# 3. wrappers whose inside is the real text
+_UNWRAP = re.compile(r"</?(?:user_query|hook_context)>")
+# 4. preambles, only at the start (people quote these tags in real questions)
+_PREAMBLE_TAGS = (
+    "session_context",
+    "timestamp",
+    "environment_context",
+    "recommended_plugins",
+    "permissions instructions",
+    "skills_instructions",
+    "user_instructions",
+)
+_AGENTS_MD = re.compile(r"#\s*AGENTS\.md instructions[^\n]*\n\s*<INSTRUCTIONS>", re.S)
+# 5. whole lines that are harness notices
+_DROP_LINES = re.compile(
+    r"^(?:This session is being continued from a previous conversation"
+    r"|\[Request interrupted by user"
+    r"|\[Your previous response had no visible output"
+    r"|UserPromptSubmit hook additional context:"
+    r"|SessionStart hook additional context:).*$\n?",
+    re.M,
+)
+_HINTS = ("<", "[Request", "[Your", "This session", "hook additional", "# AGENTS", "&lt;deja")
+
+
+def strip_plumbing(text: str) -> str:
+    """The message with harness plumbing removed; "" when nothing else is left."""
+    if not text or not any(h in text for h in _HINTS):
+        return text.strip() if text else ""
+    if "deja-recall" in text:
+        text = _RECALL.sub("", text)
+    if "<" in text:
+        text = _BLOCKS.sub("", text)
+        text = _UNWRAP.sub("", text)
+        text = _strip_preambles(text)
+    text = _DROP_LINES.sub("", text)
+    return text.strip()
+
+
+def _strip_preambles(text: str) -> str:
+    while True:
+        s = text.lstrip()
+        if s.startswith("#"):
+            m = _AGENTS_MD.match(s)
+            if m:
+                end = _closing(s, "INSTRUCTIONS", m.end())
+                if end < 0:
+                    return s
+                text = s[end:]
+                continue
+            return s
+        if not s.startswith("<"):
+            return s
+        for tag in _PREAMBLE_TAGS:
+            if s.startswith("<" + tag) and s[len(tag) + 1 : len(tag) + 2] in (">", " "):
+                end = _closing(s, tag, len(tag) + 1)
+                if end < 0:
+                    return s
+                text = s[end:]
+                break
+        else:
+            return s
+
+
+def _closing(s: str, tag: str, pos: int) -> int:
+    """Index just past the matching ``</tag>``, counting nested opens; -1 if none."""
+    depth = 1
+    open_t, close_t = "<" + tag, "</" + tag + ">"
+    while depth:
+        c = s.find(close_t, pos)
+        if c < 0:
+            return -1
+        o = s.find(open_t, pos)
+        if 0 <= o < c:
+            depth += 1
+            pos = o + len(open_t)
+        else:
+            depth -= 1
+            pos = c + len(close_t)
+    return pos
+
+
+# Titles skip user turns that are plumbing or notifications rather than asks.
+_TITLE_SKIP = ("<local-command", "<command-", "<task-notification", "<teammate-message", "Caveat:")
+_GREETING_WORDS = 3
+
+
+def title_worthy(text: str) -> bool:
+    return bool(text) and not text.lstrip().startswith(_TITLE_SKIP)
+
+
+def derive_title(first_user: list[str], first_assistant: str, first_output: str) -> tuple[str, bool]:
+    """(title, agent_title) from the earliest turns when the harness gave none.
+
+    ``first_user`` holds the first couple of title-worthy user turns in time
+    order: a greeting-length first turn yields to the next substantial one.
+    """
+    users = [u for u in first_user if title_worthy(u)]
+    if users:
+        pick = users[0]
+        if len(pick.split()) <= _GREETING_WORDS and len(users) > 1:
+            pick = users[1]
+        return one_line(pick), False
+    if first_assistant:
+        return one_line(first_assistant), True
+    if first_output:
+        return "tool output: " + one_line(first_output), False
+    return "", False
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+# ---------------------------------------------------------------------------
+# Reader output → one Arrow table of records with the fixed schema.
+
+WORK_ROLES = frozenset(("command", "files", "edit"))
+_TITLE_USERS = 2
+
+
+def record_schema():
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("session_key", pa.string()),
+            ("session_id", pa.string()),
+            ("project", pa.string()),
+            ("seq", pa.int32()),
+            ("role", pa.string()),
+            ("text", pa.large_string()),
+            ("ts", pa.timestamp("ms", tz="UTC")),
+            ("tool", pa.string()),
+            ("exit_code", pa.int16()),
+            ("is_error", pa.bool_()),
+            ("source_path", pa.string()),
+            ("byte_offset", pa.int64()),
+        ]
+    )
+
+
+def session_key(harness: str, session_id: str) -> str:
+    return f"{harness}:{session_id}"
+
+
+def to_table(parts, path: str, seq_start: dict[str, int] | None = None, projects: dict[str, str] | None = None):
+    """Records of one read, plumbing stripped, empties dropped; and per-session stats.
+
+    ``seq_start`` continues numbering for sessions this file already fed (an
+    append); ``projects`` supplies the project a previous read found when this
+    read did not see the session's identity lines again.
+    Returns (pyarrow.Table, {session_key: partial-metadata dict}).
+    """
+    import pyarrow as pa
+
+    seq_start = seq_start or {}
+    projects = projects or {}
+    cols: dict[str, list] = {f.name: [] for f in record_schema()}
+    meta: dict[str, dict] = {}
+    for part in parts:
+        key = session_key(part.harness, part.session_id)
+        project = part.project or projects.get(key, "")
+        m = meta.get(key)
+        if m is None:
+            m = meta[key] = _new_meta(part, key, project)
+        else:
+            _merge_part_fields(m, part, project)
+        seq = seq_start.get(key, 0) + m["_n"]
+        for msg in part.messages:
+            text = msg.text
+            if not text:
+                continue
+            if msg.role not in WORK_ROLES:
+                text = strip_plumbing(text)
+                if not text:
+                    continue
+            _account(m, msg.role, text, msg.ts)
+            cols["session_key"].append(key)
+            cols["session_id"].append(part.session_id)
+            cols["project"].append(project)
+            cols["seq"].append(seq)
+            cols["role"].append(msg.role)
+            cols["text"].append(text)
+            cols["ts"].append(msg.ts)
+            cols["tool"].append(msg.tool)
+            cols["exit_code"].append(msg.exit_code if msg.exit_code is None or -32768 <= msg.exit_code < 32768 else None)
+            cols["is_error"].append(msg.is_error)
+            cols["source_path"].append(path)
+            cols["byte_offset"].append(msg.byte_offset)
+            seq += 1
+        m["_n"] = seq - seq_start.get(key, 0)
+        m["max_seq"] = seq - 1
+    table = pa.table(cols, schema=record_schema())
+    for m in meta.values():
+        m.pop("_n", None)
+        counts = m.pop("_touch")
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:50]
+        m["touched"] = [p for p, _ in ranked]
+        m["touched_counts"] = [c for _, c in ranked]
+    return table, meta
+
+
+def _new_meta(part, key: str, project: str) -> dict:
+    touch: dict[str, int] = {}
+    for p in part.touched:
+        touch[p] = touch.get(p, 0) + 1
+    m = {
+        "session_key": key,
+        "harness": part.harness,
+        "session_id": part.session_id,
+        "project": project,
+        "cwd": part.cwd,
+        "branch": part.branch,
+        "title": part.title,
+        "title_rank": part.title_rank,
+        "last_prompt": part.last_prompt,
+        "kind": part.kind,
+        "parent": part.parent,
+        "agent": part.agent,
+        "started": None,
+        "updated": None,
+        "first_user": [],
+        "first_assistant": "",
+        "first_output": "",
+        "max_seq": -1,
+        "_n": 0,
+        "_touch": touch,
+    }
+    for role in ("user", "assistant", "tool_output", "command", "files", "edit", "summary"):
+        m["n_" + role] = 0
+    m["words"] = 0
+    return m
+
+
+def _merge_part_fields(m: dict, part, project: str) -> None:
+    for f in ("cwd", "branch", "kind", "parent", "agent"):
+        if not m[f] and getattr(part, f):
+            m[f] = getattr(part, f)
+    if not m["project"] and project:
+        m["project"] = project
+    if part.title and part.title_rank >= m["title_rank"]:
+        m["title"], m["title_rank"] = part.title, part.title_rank
+    if part.last_prompt:
+        m["last_prompt"] = part.last_prompt
+    for p in part.touched:
+        m["_touch"][p] = m["_touch"].get(p, 0) + 1
+
+
+def _account(m: dict, role: str, text: str, ts: int | None) -> None:
+    m["n_" + role.replace("-", "_")] = m.get("n_" + role.replace("-", "_"), 0) + 1
+    if ts is not None:
+        if m["started"] is None or ts < m["started"]:
+            m["started"] = ts
+        if m["updated"] is None or ts > m["updated"]:
+            m["updated"] = ts
+    if role == "user":
+        m["words"] += len(text.split())
+        if len(m["first_user"]) < _TITLE_USERS and title_worthy(text):
+            m["first_user"].append(one_line(text, 400))
+    elif role == "assistant":
+        m["words"] += len(text.split())
+        if not m["first_assistant"]:
+            m["first_assistant"] = one_line(text, 400)
+    elif role == "tool-output":
+        if not m["first_output"]:
+            m["first_output"] = one_line(text, 200)
+    elif role == "files":
+        for p in text.split("\n"):
+            m["_touch"][p] = m["_touch"].get(p, 0) + 1

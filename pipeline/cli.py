@@ -260,13 +260,11 @@ def main(argv: list[str] | None = None) -> None:
         raise
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # click usage errors and anything unforeseen: one line, not a traceback
-        import click
-
-        if isinstance(exc, click.exceptions.UsageError):
+    except Exception as exc:  # usage errors and anything unforeseen: one line, not a traceback
+        if hasattr(exc, "format_message"):  # click's (vendored by typer) usage errors
             _err(exc.format_message())
             sys.exit(1)
-        if isinstance(exc, click.exceptions.Abort):
+        if type(exc).__name__ == "Abort":
             sys.exit(1)
         _err(f"{type(exc).__name__}: {exc}")
         if os.environ.get("DEJA_DEBUG"):

@@ -171,6 +171,8 @@ class Run:
             self.next_record_id = int(meta.get("next_record_id", 0))
             self.gen = int(meta.get("generation", 0)) + 1
             self.live = {d: self.store.live_files(con, d) for d in ("records", "postings", "sessions", "deletes")}
+            # parts a killed run wrote but never committed, or committed but never cleaned
+            self.store.collect_garbage(con)
         finally:
             con.close()
 
@@ -196,7 +198,9 @@ class Run:
             self.accept(out)
             if self.progress:
                 self.progress(i + 1, total, action.path)
+        _fault("after-read")
         self.flush()
+        _fault("after-write")
         purge = {a.path for a in work if a.kind in (mf.REPLACE, mf.REMOVE)}
         if self.rebuild:
             purge = set(self.manifest)
@@ -412,7 +416,9 @@ class Run:
             _many(con, "INSERT OR IGNORE INTO session_ords VALUES (?, ?)", self.new_ords)
             con.execute("INSERT OR REPLACE INTO meta VALUES ('next_record_id', ?)", [str(self.next_record_id)])
             con.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", [str(self.gen)])
+            _fault("before-commit")
             con.execute("COMMIT")
+            _fault("after-commit")
             self.store.collect_garbage(con)
         finally:
             con.close()
@@ -474,6 +480,14 @@ class Run:
         for key in {r["session_key"] for r in rows}:
             self.ord_of(key)
         return build_sessions(rows, self.ords)
+
+
+def _fault(point: str) -> None:
+    """Crash tests kill the run at a named point, as kill -9 would."""
+    if os.environ.get("DEJA_FAULT") == point:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _many(con, sql: str, rows: list) -> None:

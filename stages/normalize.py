@@ -15,6 +15,7 @@ _RECALL = re.compile(r"<deja-recall\b.*?</deja-recall>|&lt;deja-recall\b.*?&lt;/
 _BLOCKS = re.compile(
     r"<system-reminder>.*?</system-reminder>"
     r"|<local-command-caveat>.*?</local-command-caveat>"
+    r"|<command-message>.*?</command-message>"
     r"|<command-name>.*?</command-args>",
     re.S,
 )

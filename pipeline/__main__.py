@@ -1,0 +1,3 @@
+from deja.cli import main
+
+main()

@@ -1,0 +1,92 @@
+"""Shared fixtures: a temp HOME shaped like a real machine's agent stores, and
+the real `deja` command run as a subprocess against it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+CORPUS = SHARED / "corpus" / "real"
+
+
+def deja_cmd() -> list[str]:
+    exe = Path(sys.executable).parent / "deja"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "deja"]
+
+
+class Home:
+    """A fake HOME with Claude Code and Codex stores, and an index dir beside it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.home = root / "home"
+        self.home.mkdir()
+        self.index = root / "index.db"
+        self.env = {
+            "HOME": str(self.home),
+            "DEJA_INDEX_DIR": str(self.index),
+            "PATH": os.environ.get("PATH", ""),
+            "LANG": "C.UTF-8",
+        }
+
+    # Claude Code: ~/.claude/projects/<encoded cwd>/<session>.jsonl
+    def claude_file(self, session: str, cwd: str = "/home/dev/src/shop") -> Path:
+        enc = "".join(c if c.isalnum() else "-" for c in cwd)
+        p = self.home / ".claude" / "projects" / enc / f"{session}.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def codex_file(self, session: str, day: str = "2026/03/02", stamp: str = "2026-03-02T09-00-00") -> Path:
+        p = self.home / ".codex" / "sessions" / day / f"rollout-{stamp}-{session}.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def run(self, *args: str, check: bool = True, extra_env: dict | None = None, timeout: float = 120):
+        env = dict(self.env, **(extra_env or {}))
+        proc = subprocess.run(
+            deja_cmd() + list(args), env=env, capture_output=True, text=True, timeout=timeout
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"deja {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+        return proc
+
+    def search(self, *words: str, **kw) -> dict:
+        proc = self.run("search", "--json", *words, **kw)
+        return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def home(tmp_path) -> Home:
+    return Home(tmp_path)
+
+
+def claude_user(session: str, text: str, ts: str, uuid: str, cwd: str = "/home/dev/src/shop", parent=None) -> dict:
+    return {
+        "parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": session,
+        "version": "2.1.20", "gitBranch": "main", "type": "user",
+        "message": {"role": "user", "content": text}, "uuid": uuid, "timestamp": ts,
+    }
+
+
+def claude_assistant(session: str, blocks: list, ts: str, uuid: str, msg_id: str = "msg_1",
+                     cwd: str = "/home/dev/src/shop", parent=None) -> dict:
+    return {
+        "parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": session,
+        "version": "2.1.20", "gitBranch": "main", "type": "assistant", "requestId": "req_1",
+        "message": {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                    "content": blocks, "stop_reason": None},
+        "uuid": uuid, "timestamp": ts,
+    }
+
+
+def write_jsonl(path: Path, rows: list[dict], mode: str = "w") -> None:
+    with open(path, mode, encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r) + "\n")

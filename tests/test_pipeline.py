@@ -1,0 +1,333 @@
+"""The index pipeline end to end: the real `deja` command against a temp HOME.
+
+Covers the incremental cases (grow, truncate-and-regrow past the old length,
+rewrite, delete, torn tail), the store layout analysts read, a run killed at
+every stage, and two writers at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import duckdb
+import pytest
+
+from conftest import claude_assistant, claude_user, deja_cmd, write_jsonl
+
+S1 = "7f1c0000-0000-4000-8000-000000000001"
+S2 = "7f1c0000-0000-4000-8000-000000000002"
+
+
+def first_session(home, session=S1):
+    p = home.claude_file(session)
+    write_jsonl(p, [
+        claude_user(session, "why does checkout return 500 when the connection pool is exhausted?",
+                    "2026-03-02T10:00:00Z", "u1"),
+        claude_assistant(session, [{"type": "text", "text": "The root cause was pool_size=5 under load."}],
+                         "2026-03-02T10:00:05Z", "a1", parent="u1"),
+    ])
+    return p
+
+
+def ids(env: dict) -> list[str]:
+    return [h["session"]["id"] for h in env["hits"]]
+
+
+def catalog(home, sql, params=None):
+    con = duckdb.connect(str(home.index / "catalog.duckdb"), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def record_texts(home) -> list[str]:
+    files = [str(home.index / r[0]) for r in catalog(home, "SELECT file FROM generation WHERE dataset='records'")]
+    if not files:
+        return []
+    con = duckdb.connect()
+    try:
+        return [r[0] for r in con.execute("SELECT text FROM read_parquet(?) ORDER BY seq", [files]).fetchall()]
+    finally:
+        con.close()
+
+
+def test_index_then_search_finds_the_session(home):
+    first_session(home)
+    out = home.run("index", "--json")
+    summary = json.loads(out.stdout)
+    claude = next(h for h in summary["harnesses"] if h["harness"] == "claude")
+    assert claude["sessions"] == 1 and claude["messages"] == 2
+    assert ids(home.search("connection", "pool")) == [S1]
+
+
+def test_unchanged_store_is_skipped(home):
+    first_session(home)
+    home.run("index")
+    again = json.loads(home.run("index", "--json").stdout)
+    assert again["up_to_date"] is True
+    assert "up to date (1 sessions)" in home.run("index").stderr
+
+
+def test_grown_transcript_is_read_from_its_safe_offset(home):
+    p = first_session(home)
+    home.run("index")
+    before = catalog(home, "SELECT safe_offset FROM manifest")[0][0]
+    write_jsonl(p, [claude_user(S1, "now the database timeout shows up in staging", "2026-03-02T10:05:00Z", "u2")], "a")
+    summary = json.loads(home.run("index", "--json").stdout)
+    claude = next(h for h in summary["harnesses"] if h["harness"] == "claude")
+    assert claude["records_added"] == 1  # only the new turn was read
+    assert catalog(home, "SELECT safe_offset FROM manifest")[0][0] > before
+    assert ids(home.search("database", "timeout")) == [S1]
+    assert ids(home.search("connection", "pool")) == [S1]
+    texts = record_texts(home)
+    assert len(texts) == 3 and len(set(texts)) == 3  # nothing indexed twice
+
+
+def test_truncate_and_regrow_past_old_length_replaces_the_session(home):
+    p = first_session(home)
+    home.run("index")
+    old_size = p.stat().st_size
+    # a rewind: same session, different earlier turns, longer than before
+    write_jsonl(p, [
+        claude_user(S1, "let us talk about the flaky websocket reconnect instead " + "x" * 50, "2026-03-02T11:00:00Z", "v1"),
+        claude_assistant(S1, [{"type": "text", "text": "The reconnect backoff was missing jitter. " * 5}],
+                         "2026-03-02T11:00:05Z", "v2", parent="v1"),
+    ])
+    assert p.stat().st_size > old_size
+    home.run("index")
+    assert ids(home.search("connection", "pool")) == []
+    assert ids(home.search("websocket", "reconnect")) == [S1]
+    assert len(record_texts(home)) == 2
+
+
+def test_rewritten_file_is_replaced_not_duplicated(home):
+    p = first_session(home)
+    home.run("index")
+    write_jsonl(p, [claude_user(S1, "short rewrite about kafka consumer lag", "2026-03-02T12:00:00Z", "w1")])
+    home.run("index")
+    assert ids(home.search("kafka")) == [S1]
+    assert ids(home.search("exhausted")) == []
+    assert record_texts(home) == ["short rewrite about kafka consumer lag"]
+
+
+def test_removed_file_leaves_the_live_store(home):
+    p = first_session(home)
+    first_session(home, S2)
+    home.run("index")
+    assert sorted(ids(home.search("pool"))) == sorted([S1, S2])
+    p.unlink()
+    home.run("index")
+    assert ids(home.search("pool")) == [S2]
+    assert catalog(home, "SELECT count(*) FROM manifest")[0][0] == 1
+
+
+def test_torn_tail_is_not_indexed_until_complete(home):
+    p = first_session(home)
+    line = json.dumps(claude_user(S1, "the grafana dashboard is blank after upgrade", "2026-03-02T10:07:00Z", "u3"))
+    with open(p, "a") as fh:
+        fh.write(line[:40])  # the agent is mid-write
+    home.run("index")
+    assert ids(home.search("grafana")) == []
+    assert len(record_texts(home)) == 2
+    with open(p, "a") as fh:
+        fh.write(line[40:] + "\n")
+    home.run("index")
+    assert ids(home.search("grafana", "dashboard")) == [S1]
+    assert len(record_texts(home)) == 3
+
+
+def test_store_layout_is_partitioned_parquet_for_analysts(home):
+    first_session(home)
+    home.run("index")
+    root = home.index
+    assert (root / "catalog.duckdb").exists()
+    assert list((root / "records").glob("harness=claude/month=2026-03/*.parquet"))
+    assert list((root / "postings").glob("bucket=*/*.parquet"))
+    con = duckdb.connect()
+    rows = con.execute(
+        f"SELECT harness, month, role, count(*) FROM read_parquet('{root}/records/*/*/*.parquet', hive_partitioning=true) "
+        "GROUP BY ALL ORDER BY role"
+    ).fetchall()
+    assert rows == [("claude", "2026-03", "assistant", 1), ("claude", "2026-03", "user", 1)]
+    sess = con.execute(f"SELECT session_key, project, title, messages FROM read_parquet('{root}/sessions/*.parquet')").fetchall()
+    assert sess[0][0] == f"claude:{S1}" and sess[0][1] == "src/shop" and sess[0][3] == 2
+    assert "connection pool" in sess[0][2]
+
+
+def test_secrets_are_redacted_before_anything_is_written(home):
+    p = home.claude_file(S1)
+    secret = "sk-proj-" + "Ab3dEf9hIjKlMnOpQrStUvWxYz0123456789"
+    write_jsonl(p, [claude_user(S1, f"export OPENAI_API_KEY={secret} then run the tests", "2026-03-02T10:00:00Z", "u1")])
+    summary = json.loads(home.run("index", "--json").stdout)
+    assert next(h for h in summary["harnesses"] if h["harness"] == "claude")["redactions"] == 1
+    for path in home.index.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    assert record_texts(home) == ["export OPENAI_API_KEY=[redacted:credential] then run the tests"]
+    red = json.loads(catalog(home, "SELECT redactions FROM manifest")[0][0])
+    assert red == {"credential": 1}
+
+
+def test_no_redact_opt_out_keeps_the_text(home):
+    p = home.claude_file(S1)
+    write_jsonl(p, [claude_user(S1, "token AKIAIOSFODNN7EXAMPLE here", "2026-03-02T10:00:00Z", "u1")])
+    home.run("index", extra_env={"DEJA_NO_REDACT": "1"})
+    assert record_texts(home) == ["token AKIAIOSFODNN7EXAMPLE here"]
+
+
+def test_rebuild_keeps_user_state_and_gives_the_same_answers(home):
+    first_session(home)
+    home.run("index")
+    con = duckdb.connect(str(home.index / "catalog.duckdb"))
+    con.execute("INSERT INTO tombstones VALUES ('claude:gone', 'p', now(), 'test')")
+    con.execute("INSERT INTO packets VALUES ('s', '/w', 'claude', now(), false, 'body')")
+    con.close()
+    home.run("index", "--rebuild")
+    assert ids(home.search("connection", "pool")) == [S1]
+    assert catalog(home, "SELECT count(*) FROM tombstones")[0][0] == 1
+    assert catalog(home, "SELECT count(*) FROM packets")[0][0] == 1
+    assert len(record_texts(home)) == 2
+
+
+def test_many_small_appends_are_compacted(home):
+    p = first_session(home)
+    home.run("index")
+    for i in range(12):
+        write_jsonl(p, [claude_user(S1, f"iteration {i} of the zebra migration", f"2026-03-02T10:{10 + i}:00Z", f"z{i}")], "a")
+        home.run("index")
+    per_bucket = catalog(home, "SELECT count(*) FROM generation WHERE dataset='postings' GROUP BY regexp_extract(file, 'bucket=\\d+')")
+    assert max(n for (n,) in per_bucket) <= 8
+    res = home.search("zebra", "migration", "--all")
+    assert ids(res) == [S1] and res["hits"][0]["count"] == 12
+
+
+# ---- crashes and concurrency ------------------------------------------------
+
+@pytest.mark.parametrize("fault", ["after-read", "after-write", "before-commit", "after-commit"])
+def test_run_killed_at_any_stage_leaves_a_readable_store_and_the_next_run_repairs(home, fault):
+    p = first_session(home)
+    home.run("index")
+    write_jsonl(p, [claude_user(S1, "the celery worker keeps dying with SIGKILL", "2026-03-02T10:09:00Z", "u9")], "a")
+    first_session(home, S2)
+    proc = home.run("index", check=False, extra_env={"DEJA_FAULT": fault})
+    assert proc.returncode == -signal.SIGKILL
+    # the previous store still answers
+    assert S1 in ids(home.search("connection", "pool"))
+    home.run("index")
+    assert ids(home.search("celery", "worker")) == [S1]
+    assert sorted(ids(home.search("connection", "pool"))) == sorted([S1, S2])
+    texts = record_texts(home)
+    assert len(texts) == len(set(texts)) + 2  # S1 and S2 share two texts; nothing else repeated
+    # no orphan part survives the repair
+    live = {r[0] for r in catalog(home, "SELECT file FROM generation")}
+    on_disk = {p.relative_to(home.index).as_posix() for p in home.index.rglob("*.parquet")}
+    assert on_disk == live
+
+
+def test_sigkill_at_random_moments_never_corrupts(home):
+    # many sessions so a run lasts long enough to be interrupted mid-way
+    for n in range(40):
+        sid = f"7f1c0000-0000-4000-8000-{n:012d}"
+        p = home.claude_file(sid, cwd=f"/home/dev/src/proj{n % 5}")
+        rows = []
+        for i in range(60):
+            rows.append(claude_user(sid, f"question {i} about service{n} latency and retries " * 20,
+                                    f"2026-03-02T10:{i:02d}:00Z", f"u{n}-{i}"))
+        write_jsonl(p, rows)
+    for delay in (0.3, 0.6, 0.9, 1.2):
+        proc = subprocess.Popen(deja_cmd() + ["index"], env=home.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if (home.index / "catalog.duckdb").exists():
+            home.run("search", "--json", "latency", check=False)  # never a crash of the reader
+    home.run("index")
+    res = home.search("latency", "--all")
+    assert len(res["hits"]) == 40
+    assert len(record_texts(home)) == 40 * 60
+
+
+def test_second_writer_waits_then_says_busy(home):
+    from deja.store import Store
+
+    first_session(home)
+    home.run("index")
+    store = Store(home.index)
+    with store.writer_lock(wait=1):
+        proc = home.run("index", check=False, extra_env={"DEJA_LOCK_WAIT": "0.5"})
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("deja: another deja index is running")
+    assert "Traceback" not in proc.stderr
+
+
+def test_two_concurrent_index_runs_both_finish_and_agree(home):
+    for n in range(10):
+        first_session(home, f"7f1c0000-0000-4000-8000-{n:012d}")
+    procs = [subprocess.Popen(deja_cmd() + ["index"], env=home.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    codes = [p.wait(timeout=120) for p in procs]
+    assert codes == [0, 0]
+    assert len(home.search("pool", "--all")["hits"]) == 10
+    assert len(record_texts(home)) == 20
+
+
+# ---- command-line behaviour -----------------------------------------------
+
+def test_doctor_reports_stores_counts_and_size(home):
+    first_session(home)
+    home.run("index")
+    rep = json.loads(home.run("doctor", "--json").stdout)
+    claude = next(s for s in rep["stores"] if s["name"] == "claude")
+    assert claude["state"] == "ok" and claude["files"] == 1 and claude["indexed_sessions"] == 1
+    codex = next(s for s in rep["stores"] if s["name"] == "codex")
+    assert codex["state"] == "missing"
+    assert rep["index"]["state"] == "ok" and rep["index"]["size_bytes"] > 0
+    text = home.run("doctor").stdout
+    assert "claude" in text and "index: ok" in text
+
+
+def test_doctor_counts_malformed_lines(home):
+    p = first_session(home)
+    with open(p, "a") as fh:
+        fh.write("{this is not json\n")
+    write_jsonl(p, [claude_user(S1, "after the bad line", "2026-03-02T10:09:00Z", "u5")], "a")
+    home.run("index")
+    rep = json.loads(home.run("doctor", "--json").stdout)
+    assert rep["ingest_health"]["claude"]["malformed_lines"] == 1
+    assert "1 malformed lines skipped" in home.run("doctor").stdout
+    assert ids(home.search("after", "bad", "line")) == [S1]  # the rest of the file still indexed
+
+
+def test_bad_flags_and_missing_index_are_one_line_errors(home):
+    proc = home.run("search", "pool", check=False)
+    assert proc.returncode == 1 and proc.stderr.startswith("deja: no index")
+    proc = home.run("index", "--bogus", check=False)
+    assert proc.returncode == 1 and proc.stderr.startswith("deja: ") and "Traceback" not in proc.stderr
+    first_session(home)
+    home.run("index")
+    proc = home.run("search", "--harness", "nosuch", "pool", check=False)
+    assert proc.returncode == 1 and "unknown harness" in proc.stderr
+    proc = home.run("search", "--limit", "0", "pool", check=False)
+    assert proc.returncode == 1
+
+
+def test_empty_result_is_exit_zero_with_reason(home):
+    first_session(home)
+    home.run("index")
+    proc = home.run("search", "nonexistentword")
+    assert proc.stdout.strip() == "" and "no session matches" in proc.stderr
+
+
+def test_demo_runs_on_the_bundled_samples(tmp_path):
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")}
+    proc = subprocess.run(deja_cmd() + ["demo"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "claude:" in proc.stdout and "codex:" in proc.stdout
+    assert "$ deja connection pool exhausted" in proc.stdout
+    assert "[redacted:" in proc.stdout
+    assert not (tmp_path / ".cache").exists()  # the demo never touches the real store

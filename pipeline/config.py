@@ -6,6 +6,10 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+SCHEMA_VERSION = 1
+# Moves when deja derives something new from a transcript: stale stores re-read.
+CONTENT_VERSION = 1
+
 
 def home(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env

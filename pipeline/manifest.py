@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import xxhash
 
-from .store import CONTENT_VERSION
+from .config import CONTENT_VERSION
 
 SKIP, NEW, APPEND, REPLACE, REMOVE = "skip", "new", "append", "replace", "remove"
 

@@ -20,15 +20,20 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deja.stages import normalize, redact, tokenize, write
+from deja.stages import normalize, tokenize, write
 from deja.stages.sources import harnesses, reader
 
 from . import config, manifest as mf
 from .compact import compact
-from .store import CONTENT_VERSION, Store
+from .config import CONTENT_VERSION
+from .ingest import FileOutput, process_file
+from .store import Store
 
-FLUSH_BYTES = 48 << 20
-STORE_TEXT_CAP = 64 << 10  # bytes kept per message, cut after redaction
+FLUSH_BYTES = 16 << 20
+# Reads bigger than this go to worker processes (both cores); smaller ones,
+# like an appended turn, stay in-process where a pool would cost more than it saves.
+POOL_MIN_BYTES = 8 << 20
+WORKERS = max(1, min(2, os.cpu_count() or 1))
 ROLE_CODES = {"user": 0, "assistant": 1, "tool-output": 2, "summary": 3, "note": 4, "command": 5, "files": 6, "edit": 7}
 WORK_CODE_MIN = 5
 
@@ -62,80 +67,6 @@ class Summary:
             "harnesses": [vars(h) for h in self.harnesses.values()],
             "errors": self.errors,
         }
-
-
-# ---------------------------------------------------------------------------
-# per-file processing
-
-
-@dataclass
-class FileOutput:
-    action: mf.Action
-    table: pa.Table | None
-    meta: dict[str, dict]
-    safe_offset: int
-    prefix_hash: str
-    malformed: int
-    clipped: int
-    redactions: dict[str, int]
-    error: str
-    rows: int = 0
-
-
-def process_file(action: mf.Action, prior: dict[str, dict]) -> FileOutput:
-    """Read one file from its start offset and run the per-record stages on it.
-
-    ``prior`` holds this file's file_sessions rows from earlier runs (for an
-    append: seq numbering and the project found by the first read).
-    """
-    mod = reader(action.harness)
-    try:
-        res = mod.read(action.path, action.start)
-    except Exception as exc:  # a reader bug costs one file, never the run
-        return FileOutput(action, None, {}, action.start, "", 0, 0, {}, f"{type(exc).__name__}: {exc}")
-    if res.error:
-        return FileOutput(action, None, {}, action.start, "", res.malformed, 0, {}, res.error)
-    seq_start = {k: (r.get("max_seq", -1) + 1) for k, r in prior.items()} if action.start else {}
-    projects = {k: r.get("project", "") for k, r in prior.items()} if action.start else {}
-    table, meta = normalize.to_table(res.sessions, action.path, seq_start, projects)
-    table, counts = redact_table(table)
-    for m in meta.values():
-        redact_meta(m, counts)
-    digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
-    return FileOutput(action, table, meta, res.safe_offset, digest, res.malformed, res.clipped, counts, "")
-
-
-def redact_table(table: pa.Table) -> tuple[pa.Table, dict[str, int]]:
-    """Secrets out, before anything is written; then the storage cut."""
-    texts = table.column("text").to_pylist()
-    texts, counts = redact.redact_many(texts)
-    texts = [_cut(t) for t in texts]
-    idx = table.schema.get_field_index("text")
-    return table.set_column(idx, "text", pa.array(texts, pa.large_string())), counts
-
-
-def redact_meta(m: dict, counts: dict[str, int]) -> None:
-    for key in ("title", "last_prompt", "first_assistant", "first_output"):
-        if m.get(key):
-            m[key], c = redact.redact(m[key])
-            _add(counts, c, count=False)
-    m["first_user"] = [redact.redact(t)[0] for t in m.get("first_user", [])]
-
-
-def _cut(text: str) -> str:
-    if len(text) * 4 <= STORE_TEXT_CAP:
-        return text
-    raw = text.encode("utf-8")
-    if len(raw) <= STORE_TEXT_CAP:
-        return text
-    return raw[:STORE_TEXT_CAP].decode("utf-8", "ignore")
-
-
-def _add(total: dict[str, int], more: dict[str, int], count: bool = True) -> None:
-    if not count:
-        return
-    for k, v in more.items():
-        total[k] = total.get(k, 0) + v
 
 
 # ---------------------------------------------------------------------------
@@ -191,13 +122,10 @@ class Run:
             self.summary.seconds = time.monotonic() - t0
             return self.summary
         reads = [a for a in work if a.kind in (mf.NEW, mf.APPEND, mf.REPLACE)]
-        total = len(reads)
-        for i, action in enumerate(reads):
-            prior = self.file_sessions.get(action.path, {}) if action.kind == mf.APPEND else {}
-            out = process_file(action, prior)
+        for i, out in enumerate(self.read_all(reads)):
             self.accept(out)
             if self.progress:
-                self.progress(i + 1, total, action.path)
+                self.progress(i + 1, len(reads), out.action.path)
         _fault("after-read")
         self.flush()
         _fault("after-write")
@@ -208,6 +136,36 @@ class Run:
         compact(self.store, self.gen)
         self.summary.seconds = time.monotonic() - t0
         return self.summary
+
+    def read_all(self, reads: list[mf.Action]):
+        """FileOutputs in plan order; big runs fan out to reader processes."""
+        priors = [self.file_sessions.get(a.path, {}) if a.kind == mf.APPEND else {} for a in reads]
+        volume = sum(max(0, a.size - a.start) for a in reads)
+        if WORKERS < 2 or len(reads) < 2 or volume < POOL_MIN_BYTES or self.env.get("DEJA_WORKERS") == "1":
+            for a, prior in zip(reads, priors):
+                yield process_file(a, prior)
+            return
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        # forkserver: workers start from a small process, not a copy of this one
+        # (which holds pyarrow, polars and duckdb, and polars' threads)
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["deja.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())])
+        with ProcessPoolExecutor(WORKERS, mp_context=ctx) as pool:
+            window = WORKERS * 2  # bounded in flight: memory stays per-file, not per-corpus
+            futures = []
+            it = iter(zip(reads, priors))
+            for a, prior in it:
+                futures.append(pool.submit(process_file, a, prior))
+                if len(futures) >= window:
+                    break
+            while futures:
+                out = futures.pop(0).result()
+                nxt = next(it, None)
+                if nxt is not None:
+                    futures.append(pool.submit(process_file, *nxt))
+                yield out
 
     def ords_live(self) -> set[str]:
         keys = set()
@@ -240,12 +198,12 @@ class Run:
         if out.error:
             hs.failed += 1
             self.summary.errors.append(f"{out.action.path}: {out.error}")
-        out.rows = out.table.num_rows if out.table is not None else 0
         if out.rows:
             n = out.rows
             ids = pa.array(range(self.next_record_id, self.next_record_id + n), pa.int64())
             self.next_record_id += n
-            out.table = out.table.add_column(0, "record_id", ids)
+            out.table = normalize.to_table(out.cols).add_column(0, "record_id", ids)
+            out.cols = None
             self.pending.append(out)
             self.pending_bytes += out.table.column("text").nbytes
         hs.records_added += out.rows
@@ -401,15 +359,17 @@ class Run:
                 con.execute("DELETE FROM manifest")
                 con.execute("DELETE FROM file_sessions")
             elif dropped:
-                _many(con, "DELETE FROM generation WHERE file = ?", [[d] for d in dropped])
+                con.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [dropped])
             con.execute("DELETE FROM generation WHERE dataset = 'sessions'")
             _many(con, "INSERT INTO generation VALUES (?, ?, ?, ?)",
                   [[d, rel, self.gen, rows] for d, rel, rows in self.new_parts])
             for a in removed:
                 con.execute("DELETE FROM manifest WHERE path = ?", [a.path])
             touched_paths = set(purge) | {o.action.path for o in self.done}
-            _many(con, "DELETE FROM file_sessions WHERE path = ?", [[p] for p in touched_paths])
-            _many(con, "DELETE FROM manifest WHERE path = ?", [[r[0]] for r in manifest_rows])
+            if touched_paths:
+                con.execute("DELETE FROM file_sessions WHERE path IN (SELECT unnest(?))", [list(touched_paths)])
+            if manifest_rows:
+                con.execute("DELETE FROM manifest WHERE path IN (SELECT unnest(?))", [[r[0] for r in manifest_rows]])
             _many(con, "INSERT INTO manifest VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", manifest_rows)
             fs_rows = [self._fs_row(r) for o in self.done for r in self.file_sessions.get(o.action.path, {}).values()]
             _many(con, f"INSERT INTO file_sessions VALUES ({','.join('?' * len(self.FS_COLS))})", fs_rows)
@@ -482,6 +442,11 @@ class Run:
         return build_sessions(rows, self.ords)
 
 
+def _add(total: dict[str, int], more: dict[str, int]) -> None:
+    for k, v in more.items():
+        total[k] = total.get(k, 0) + v
+
+
 def _fault(point: str) -> None:
     """Crash tests kill the run at a named point, as kill -9 would."""
     if os.environ.get("DEJA_FAULT") == point:
@@ -491,8 +456,22 @@ def _fault(point: str) -> None:
 
 
 def _many(con, sql: str, rows: list) -> None:
-    if rows:
+    """executemany, but bulk: DuckDB's executemany runs one statement per row."""
+    if not rows:
+        return
+    import re
+
+    m = re.match(r"\s*(INSERT(?: OR \w+)? INTO \w+) VALUES", sql)
+    if m is None or len(rows) < 20:
         con.executemany(sql, rows)
+        return
+    cols = {f"c{i}": [r[i] for r in rows] for i in range(len(rows[0]))}
+    batch = pa.table(cols)
+    con.register("_bulk", batch)
+    try:
+        con.execute(f"{m.group(1)} SELECT * FROM _bulk")
+    finally:
+        con.unregister("_bulk")
 
 
 def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progress: Callable | None = None,

@@ -23,9 +23,7 @@ from pathlib import Path
 
 import duckdb
 
-SCHEMA_VERSION = 1
-# Moves when deja derives something new from a transcript: stale stores re-read.
-CONTENT_VERSION = 1
+from .config import CONTENT_VERSION, SCHEMA_VERSION  # noqa: F401  (re-exported)
 DATASETS = ("records", "postings", "sessions")
 
 

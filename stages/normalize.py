@@ -141,6 +141,12 @@ WORK_ROLES = frozenset(("command", "files", "edit"))
 _TITLE_USERS = 2
 
 
+RECORD_COLUMNS = (
+    "session_key", "session_id", "project", "seq", "role", "text", "ts", "tool", "exit_code", "is_error",
+    "source_path", "byte_offset",
+)
+
+
 def record_schema():
     import pyarrow as pa
 
@@ -166,19 +172,26 @@ def session_key(harness: str, session_id: str) -> str:
     return f"{harness}:{session_id}"
 
 
-def to_table(parts, path: str, seq_start: dict[str, int] | None = None, projects: dict[str, str] | None = None):
+def to_table(cols: dict[str, list]):
+    """The Arrow table of ``to_columns`` output, with the fixed record schema."""
+    import pyarrow as pa
+
+    return pa.table(cols, schema=record_schema())
+
+
+def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projects: dict[str, str] | None = None):
     """Records of one read, plumbing stripped, empties dropped; and per-session stats.
 
+    Plain lists, not Arrow: this runs in reader worker processes, which stay
+    light (no pyarrow import) and hand their columns back by pickle.
     ``seq_start`` continues numbering for sessions this file already fed (an
     append); ``projects`` supplies the project a previous read found when this
     read did not see the session's identity lines again.
-    Returns (pyarrow.Table, {session_key: partial-metadata dict}).
+    Returns ({column: list}, {session_key: partial-metadata dict}).
     """
-    import pyarrow as pa
-
     seq_start = seq_start or {}
     projects = projects or {}
-    cols: dict[str, list] = {f.name: [] for f in record_schema()}
+    cols: dict[str, list] = {name: [] for name in RECORD_COLUMNS}
     meta: dict[str, dict] = {}
     for part in parts:
         key = session_key(part.harness, part.session_id)
@@ -213,14 +226,13 @@ def to_table(parts, path: str, seq_start: dict[str, int] | None = None, projects
             seq += 1
         m["_n"] = seq - seq_start.get(key, 0)
         m["max_seq"] = seq - 1
-    table = pa.table(cols, schema=record_schema())
     for m in meta.values():
         m.pop("_n", None)
         counts = m.pop("_touch")
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:50]
         m["touched"] = [p for p, _ in ranked]
         m["touched_counts"] = [c for _, c in ranked]
-    return table, meta
+    return cols, meta
 
 
 def _new_meta(part, key: str, project: str) -> dict:

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Index budgets of design.md §5, measured as a user pays them: whole processes.
+
+    python bench/bench_index.py --mb 200 --runs 3
+    python bench/bench_index.py --mb 1000 --runs 1 --only cold     # peak RSS at 1 GB
+
+Generates (once, cached under bench/out/) a synthetic Claude Code + Codex store
+with bench/gen_corpus.py, then reports medians of:
+  cold      `deja index` into an empty store: wall seconds and peak RSS
+  unchanged `deja index` on an up-to-date store
+  append    one turn appended to a live transcript → `deja index` → searchable
+  size      the store's bytes against the corpus's
+  search    `deja search --json <query>` whole process (median over queries × runs)
+Peak RSS is the child's ru_maxrss (the index runs in one process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from bench.gen_corpus import append_turn  # noqa: E402
+
+SEARCHES = [
+    "connection pool exhausted",
+    "flaky test",
+    "TypeError undefined",
+    "docker compose",
+    "migration rollback",
+    "parse_config",
+    "cargo build error",
+    "timeout retry backoff",
+]
+
+
+def deja() -> list[str]:
+    exe = Path(sys.executable).parent / "deja"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "deja"]
+
+
+def corpus(mb: int, seed: int) -> Path:
+    out = HERE / "out" / f"corpus-{mb}mb-s{seed}"
+    if not (out / ".done").exists():
+        if out.exists():
+            shutil.rmtree(out)
+        subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), "--out", str(out), "--mb", str(mb),
+                        "--seed", str(seed)], check=True)
+        (out / ".done").write_text("ok")
+    return out
+
+
+def env_for(corpus_dir: Path, index: Path) -> dict:
+    return dict(
+        os.environ,
+        HOME=str(index.parent / "home"),
+        DEJA_INDEX_DIR=str(index),
+        DEJA_CLAUDE_ROOT=str(corpus_dir / "claude" / "projects"),
+        DEJA_CODEX_ROOT=str(corpus_dir / "codex"),
+    )
+
+
+def timed(cmd: list[str], env: dict) -> tuple[float, int, str]:
+    """(wall seconds, peak RSS of the child in MB, stdout)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr[-2000:]}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # ru_maxrss of children is the max over all waited children: only trust a rise
+    return wall, max(peak, before) // 1024 if peak > before else -1, proc.stdout
+
+
+def size_of(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", choices=["cold", "unchanged", "append", "search"], action="append")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    only = set(args.only or ["cold", "unchanged", "append", "search"])
+    src = corpus(args.mb, args.seed)
+    corpus_bytes = size_of(src / "claude") + size_of(src / "codex")
+    work = HERE / "out" / "work"
+    report: dict = {"corpus_mb": round(corpus_bytes / 1e6, 1), "runs": args.runs}
+
+    cold, rss = [], []
+    index = work / "index.db"
+    for i in range(args.runs if "cold" in only else 1):
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        # peak RSS per run: a fresh python measuring one child
+        out = subprocess.run(
+            [sys.executable, "-c",
+             "import resource,subprocess,sys,time,json;t=time.perf_counter();"
+             "p=subprocess.run(sys.argv[1:],capture_output=True);"
+             "print(json.dumps([time.perf_counter()-t,resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,p.returncode,p.stderr.decode()[-500:]]))",
+             *deja(), "index", "--json"],
+            env=env_for(src, index), capture_output=True, text=True,
+        )
+        wall, maxrss, code, err = json.loads(out.stdout)
+        if code != 0:
+            raise SystemExit(f"deja index failed: {err}")
+        cold.append(wall)
+        rss.append(maxrss / 1024)
+    if "cold" in only:
+        report["cold_index_s"] = round(statistics.median(cold), 2)
+        report["cold_index_all_s"] = [round(x, 2) for x in cold]
+        report["peak_rss_mb"] = round(max(rss))
+    store_bytes = size_of(index)
+    report["store_mb"] = round(store_bytes / 1e6, 1)
+    report["store_ratio"] = round(store_bytes / corpus_bytes, 3)
+
+    env = env_for(src, index)
+    if "unchanged" in only:
+        xs = [timed(deja() + ["index"], env)[0] for _ in range(max(3, args.runs))]
+        report["unchanged_index_s"] = round(statistics.median(xs), 3)
+
+    if "append" in only:
+        rng = random.Random(7)
+        files = sorted((src / "claude" / "projects").rglob("*.jsonl")) + sorted((src / "codex" / "sessions").rglob("*.jsonl"))
+        scratch = work / "live"
+        idx_t, total_t = [], []
+        for i in range(max(3, args.runs)):
+            f = rng.choice(files)
+            harness = "claude" if "/claude/" in str(f) else "codex"
+            marker = append_turn(str(f), harness)
+            t0 = time.perf_counter()
+            timed(deja() + ["index"], env)
+            t1 = time.perf_counter()
+            _, _, out = timed(deja() + ["search", "--json", marker], env)
+            t2 = time.perf_counter()
+            hits = json.loads(out)["hits"]
+            if not hits:
+                raise SystemExit(f"appended marker {marker} not searchable")
+            idx_t.append(t1 - t0)
+            total_t.append(t2 - t0)
+        del scratch
+        report["append_index_s"] = round(statistics.median(idx_t), 3)
+        report["append_to_found_s"] = round(statistics.median(total_t), 3)
+        report["note_append"] = "appends modify the cached corpus; it is regenerated when deleted"
+
+    if "search" in only:
+        xs = []
+        for _ in range(max(3, args.runs)):
+            for q in SEARCHES:
+                xs.append(timed(deja() + ["search", "--json"] + q.split(), env)[0])
+        report["search_json_median_ms"] = round(statistics.median(xs) * 1000)
+        report["search_json_p90_ms"] = round(sorted(xs)[int(len(xs) * 0.9)] * 1000)
+
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for k, v in report.items():
+            print(f"{k:>24}: {v}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Reading one source file through the per-record stages: read → normalize → redact.
+
+This is what reader worker processes run, so it imports nothing heavy: no
+pyarrow, polars or duckdb. It returns plain column lists; the run turns them
+into Arrow in the main process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from deja.stages import normalize, redact
+from deja.stages.sources import reader
+
+from . import manifest as mf
+
+STORE_TEXT_CAP = 64 << 10  # bytes kept per message, cut after redaction
+# Redaction runs on the part of a message that can be stored, plus a margin so
+# a secret straddling the cut is still masked whole; the rest is dropped anyway.
+REDACT_WINDOW = STORE_TEXT_CAP + (16 << 10)
+
+
+@dataclass
+class FileOutput:
+    action: mf.Action
+    cols: dict | None
+    meta: dict[str, dict]
+    safe_offset: int
+    prefix_hash: str
+    malformed: int
+    clipped: int
+    redactions: dict[str, int]
+    error: str
+    rows: int = 0
+    table: object = field(default=None, repr=False)  # Arrow, set by the run
+
+
+def process_file(action: mf.Action, prior: dict[str, dict]) -> FileOutput:
+    """Read one file from its start offset and run the per-record stages on it.
+
+    ``prior`` holds this file's file_sessions rows from earlier runs (for an
+    append: seq numbering and the project found by the first read).
+    """
+    try:
+        res = reader(action.harness).read(action.path, action.start)
+    except Exception as exc:  # a reader bug costs one file, never the run
+        return FileOutput(action, None, {}, action.start, "", 0, 0, {}, f"{type(exc).__name__}: {exc}")
+    if res.error:
+        return FileOutput(action, None, {}, action.start, "", res.malformed, 0, {}, res.error)
+    seq_start = {k: (r.get("max_seq", -1) + 1) for k, r in prior.items()} if action.start else {}
+    projects = {k: r.get("project", "") for k, r in prior.items()} if action.start else {}
+    cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects)
+    counts = redact_texts(cols)
+    for m in meta.values():
+        redact_meta(m)
+    digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
+    out = FileOutput(action, cols, meta, res.safe_offset, digest, res.malformed, res.clipped, counts, "")
+    out.rows = len(cols["text"])
+    return out
+
+
+def redact_texts(cols: dict) -> dict[str, int]:
+    """Secrets out, before anything is written; then the storage cut."""
+    texts = [t if len(t) <= REDACT_WINDOW else t[:REDACT_WINDOW] for t in cols["text"]]
+    texts, counts = redact.redact_many(texts)
+    cols["text"] = [_cut(t) for t in texts]
+    return counts
+
+
+def redact_meta(m: dict) -> None:
+    """Titles and prompts derived from the text are stored too: same redaction."""
+    for key in ("title", "last_prompt", "first_assistant", "first_output"):
+        if m.get(key):
+            m[key] = redact.redact(m[key])[0]
+    m["first_user"] = [redact.redact(t)[0] for t in m.get("first_user", [])]
+
+
+def _cut(text: str) -> str:
+    if len(text) * 4 <= STORE_TEXT_CAP:
+        return text
+    raw = text.encode("utf-8")
+    if len(raw) <= STORE_TEXT_CAP:
+        return text
+    return raw[:STORE_TEXT_CAP].decode("utf-8", "ignore")

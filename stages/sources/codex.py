@@ -1,0 +1,719 @@
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) and
+``history.jsonl`` (harness-formats section 4 and "Seen in real published
+transcripts → Codex CLI").
+
+Every rollout line is ``{"timestamp", "type", "payload"}``. Speech comes from
+``response_item`` messages; the ``event_msg`` copies of the same turns are kept
+aside and used only when a file has no ``response_item`` messages at all (old,
+events-only rollouts). Work comes from ``function_call`` (three generations of
+shell tools), ``custom_tool_call`` ``apply_patch`` and their outputs.
+
+Spawned/forked threads start with two ``session_meta`` lines (the thread's own,
+then the parent's) followed by a replay of the parent's history stamped at the
+fork time; the replay is dropped so the parent's turns are indexed once. The
+replay ends at the first ``task_started`` whose start time (``started_at``, or
+the UUIDv7 time of its ``turn_id``) is not earlier than the thread's own
+creation second — replayed turns all started before the fork. Without a start
+time the second ``task_started`` ends it, and a line stamped more than
+``_REPLAY_GUARD_MS`` after the replay began always does (replayed lines carry
+the fork time, ±50 ms).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Mapping
+
+import orjson
+
+from deja.stages import work
+from deja.stages.normalize import strip_plumbing
+from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
+from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts, read_head
+
+HARNESS = "codex"
+
+_HEAD = 64 << 10
+_HEAD_MAX = 16 << 20  # larger head passes for huge first lines or a long fork replay
+_REPLAY_GUARD_MS = 5000
+
+_UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
+_NAME = re.compile(r"rollout-(?:\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(?:\.\d+)?Z?-)?(.+?)\.jsonl$")
+
+# Envelope-less lines of the earliest rollouts are bare response items.
+_ITEM_TYPES = frozenset(
+    "message function_call function_call_output custom_tool_call custom_tool_call_output "
+    "local_shell_call reasoning".split()
+)
+_SHELL_TOOLS = frozenset(("exec_command", "shell_command", "shell", "container.exec", "local_shell"))
+_PATCH_TOOLS = frozenset(("apply_patch", "applypatch"))
+_PATCH_BEGIN = "*** Begin Patch"
+_PATCH_END = "*** End Patch"
+
+# Framing written before a tool's output, by generation (harness-formats, "Shell
+# commands by generation"): `Exit code: N\nWall time: …\n[Total output lines: K\n]Output:\n…`
+# (shell_command, user `!cmd`), `Command: …\nChunk ID: …\nWall time: …\nProcess exited
+# with code N\nOriginal token count: …\nOutput:\n…` (exec_command).
+_FRAME_STARTS = (
+    "Exit code:",
+    "Command:",
+    "Chunk ID:",
+    "Wall time:",
+    "Process exited with code",
+    "Process running with session ID",
+    "Original token count:",
+    "Total output lines:",
+    "Duration:",
+)
+_FRAME_LINE = re.compile(
+    r"(?:Exit code: -?\d+|Chunk ID: \S*|Wall time: [^\n]*|Process exited with code -?\d+"
+    r"|Process running with session ID \d+|Original token count: \d+|Total output lines: \d+"
+    r"|Duration: [^\n]*|Command: [^\n]*)\r?$"
+)
+_EXIT = re.compile(r"^(?:Exit code:|Process exited with code)\s*(-?\d+)", re.M)
+_OUTPUT_LINE = re.compile(r"^Output:[ \t]*\r?$\n?", re.M)
+
+
+# --------------------------------------------------------------------------- discover
+
+
+def codex_home(env: Mapping[str, str]) -> str:
+    home = env.get("DEJA_CODEX_ROOT") or env.get("CODEX_HOME")
+    if home:
+        return home
+    user_home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(user_home, ".codex")
+
+
+def _rollout_paths(home: str) -> list[str]:
+    root = os.path.join(home, "sessions")
+    out: list[str] = []
+    if not os.path.isdir(root):
+        return out
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in filenames:
+            if "rollout-" in name and name.endswith(".jsonl"):
+                out.append(os.path.join(dirpath, name))
+    out.sort()
+    return out
+
+
+def roots(env: Mapping[str, str]) -> list[str]:
+    """Where this reader looks, for `deja doctor`."""
+    return [codex_home(env)]
+
+
+def discover(env: Mapping[str, str]) -> list[SourceFile]:
+    home = codex_home(env)
+    files = [SourceFile(p, HARNESS) for p in _rollout_paths(home) if is_regular_file(p)]
+    history = os.path.join(home, "history.jsonl")
+    if is_regular_file(history):
+        files.append(SourceFile(history, HARNESS))
+    return files
+
+
+# --------------------------------------------------------------------------- read
+
+
+def read(path: str, start: int = 0) -> ReadResult:
+    if not is_regular_file(path):
+        return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
+    try:
+        if os.path.basename(path) == "history.jsonl":
+            return _read_history(path, start)
+        return _read_rollout(path, start)
+    except OSError as exc:
+        return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # one bad file costs that file, never the run
+        return ReadResult(safe_offset=start, error=f"codex reader failed: {type(exc).__name__}: {exc}")
+
+
+def filename_id(path: str) -> str:
+    """The thread id in a rollout file name: the trailing uuid."""
+    name = os.path.basename(path)
+    m = _UUID_TAIL.search(name)
+    if m:
+        return m.group(1)
+    m = _NAME.search(name)
+    if m:
+        return m.group(1)
+    return name[:-6] if name.endswith(".jsonl") else name
+
+
+def project_of(cwd: str) -> str:
+    """Basename of a cwd, POSIX or Windows."""
+    s = cwd.rstrip("/\\")
+    return re.split(r"[/\\]", s)[-1] if s else ""
+
+
+def _read_rollout(path: str, start: int) -> ReadResult:
+    flags = {f: work.enabled(f) for f in ("PATHS", "COMMANDS", "EDITS", "TOOL_OUTPUT")}
+    r = _Rollout(path, flags)
+    if start > 0:
+        r = _primed(path, start, flags)
+    lines = Lines(path, start)
+    for offset, obj in lines:
+        try:
+            r.step(offset, obj, True)
+        except Exception:  # one bad line costs that line only
+            r.bad += 1
+    return r.result(path, lines.end, lines.malformed)
+
+
+def _primed(path: str, start: int, flags: dict) -> "_Rollout":
+    """A reader whose identity/fork state is that of the lines before ``start``.
+
+    The 64 KiB head normally holds it all; a head whose lines are bigger (a
+    developer preamble can be 50 KB) or a long fork replay is re-read larger.
+    """
+    limit = min(start, _HEAD)
+    while True:
+        r = _Rollout(path, flags)
+        for obj in read_head(path, limit):
+            try:
+                r.step(0, obj, False)
+            except Exception:
+                pass
+        if (r.meta and not r.replay and r.has_ri) or limit >= start or limit >= _HEAD_MAX:
+            return r
+        limit = min(start, limit * 16)
+
+
+class _Rollout:
+    __slots__ = (
+        "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "meta", "first_id",
+        "started", "replay", "replay_seen", "replay_ts", "replay_tasks", "fork_ms", "has_ri",
+        "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad",
+    )
+
+    def __init__(self, path: str, flags: dict):
+        self.flags = flags
+        self.sid = filename_id(path)
+        self.cwd = ""
+        self.branch = ""
+        self.kind = ""
+        self.parent = ""
+        self.agent = ""
+        self.meta = False  # first session_meta seen
+        self.first_id = ""
+        self.started = False  # a line other than session_meta seen
+        self.replay = False  # inside a fork's replay of the parent history
+        self.replay_seen = False
+        self.replay_ts: int | None = None
+        self.replay_tasks = 0
+        self.fork_ms: int | None = None
+        self.has_ri = False  # the file writes response_item messages
+        self.ts: int | None = None
+        self.last_raw_ts = None
+        self.out: list[Message] = []
+        self.fallback: list[int] = []  # indices in out that came from the event stream
+        self.names: dict[str, str] = {}  # call_id -> tool name
+        self.pending: dict[str, tuple[str, Message]] = {}  # call_id -> (command, its record)
+        self.bad = 0
+
+    # ---- dispatch
+
+    def step(self, offset: int, obj: dict, emit: bool) -> None:
+        raw_ts = obj.get("timestamp")
+        if raw_ts is not None and raw_ts != self.last_raw_ts:
+            parsed = parse_ts(raw_ts)
+            if parsed is not None:
+                self.ts = parsed
+                self.last_raw_ts = raw_ts
+        t = obj.get("type")
+        payload = obj.get("payload")
+        if payload is None:
+            if t in _ITEM_TYPES:  # earliest rollouts: bare response items
+                payload, t = obj, "response_item"
+            elif t is None and not self.meta and "id" in obj and "timestamp" in obj:
+                payload, t = obj, "session_meta"  # earliest rollouts: bare meta first line
+            else:
+                return  # events without a payload are ignored
+        if not isinstance(payload, dict):
+            return
+        if t == "session_meta":
+            self._meta(payload)
+            return
+        self.started = True
+        if t == "response_item" and payload.get("type") == "message":
+            self.has_ri = True
+        if self.replay and not self._replay_over(t, payload):
+            return
+        if not emit:
+            return
+        if t == "response_item":
+            self._item(payload, offset)
+        elif t == "event_msg":
+            self._event(payload, offset)
+        elif t == "compacted":
+            msg = payload.get("message")
+            if isinstance(msg, str) and msg.strip():
+                self._add("summary", msg, offset)
+
+    # ---- identity and forks
+
+    def _meta(self, p: dict) -> None:
+        if not self.meta:
+            self.meta = True
+            if "id" in p:
+                pid = p.get("id")
+                if isinstance(pid, str) and pid:
+                    self.sid = pid
+            else:
+                sid = p.get("session_id")
+                if isinstance(sid, str) and sid:
+                    self.sid = sid
+            self.first_id = self.sid
+            cwd = p.get("cwd")
+            if isinstance(cwd, str):
+                self.cwd = cwd
+            git = p.get("git")
+            if isinstance(git, dict) and isinstance(git.get("branch"), str):
+                self.branch = git["branch"]
+            self._edge(p)
+            self.fork_ms = parse_ts(p.get("timestamp")) or _uuid7_ms(self.sid) or self.ts
+            return
+        # A later session_meta: the same id is a resumed run (nothing to drop);
+        # a different one directly after ours is the parent's, and the parent's
+        # history is replayed next.
+        if self.started or self.replay_seen:
+            return
+        other = p.get("id")
+        if not isinstance(other, str):
+            other = p.get("session_id")
+        if isinstance(other, str) and other and other != self.first_id:
+            self.replay = self.replay_seen = True
+            self.replay_ts = self.ts
+            if self.kind != "subagent_fork":
+                self.kind = "subagent_fork"
+                self.parent = other
+
+    def _edge(self, p: dict) -> None:
+        source = p.get("source")
+        if isinstance(source, dict) and "subagent" in source:
+            self.kind = "subagent"
+            sub = source.get("subagent")
+            role = p.get("agent_role")
+            if isinstance(sub, str):
+                self.agent = sub
+            elif isinstance(sub, dict) and sub:
+                key = next(iter(sub))
+                info = sub.get(key)
+                if isinstance(info, dict):
+                    parent = info.get("parent_thread_id")
+                    if isinstance(parent, str):
+                        self.parent = parent
+                    role = info.get("agent_role") or role
+                self.agent = role if isinstance(role, str) and role else str(key)
+        fork = p.get("forked_from_id")
+        if isinstance(fork, str) and fork:
+            self.kind = "subagent_fork"
+            self.parent = fork
+
+    def _replay_over(self, t, p: dict) -> bool:
+        if self.ts is not None and self.replay_ts is not None and self.ts - self.replay_ts > _REPLAY_GUARD_MS:
+            self.replay = False
+            return True
+        if t == "event_msg" and p.get("type") == "task_started":
+            self.replay_tasks += 1
+            when = _task_ms(p)
+            if when is not None and self.fork_ms is not None:
+                own = when // 1000 >= self.fork_ms // 1000
+            else:
+                own = self.replay_tasks >= 2
+            if own:
+                self.replay = False
+                return True
+        return False
+
+    # ---- records
+
+    def _add(self, role: str, text: str, offset: int, tool=None, exit_code=None, is_error=None) -> Message:
+        m = Message(role, text, self.ts, tool, exit_code, is_error, offset)
+        self.out.append(m)
+        return m
+
+    def _item(self, p: dict, offset: int) -> None:
+        pt = p.get("type")
+        if pt == "message":
+            role = p.get("role")
+            if role == "user":
+                self._user(p.get("content"), offset)
+            elif role == "assistant":
+                text = _content_text(p.get("content"))
+                if text.strip():
+                    self._add("assistant", text, offset)
+        elif pt == "function_call":
+            self._call(p, offset)
+        elif pt in ("function_call_output", "custom_tool_call_output"):
+            self._output(p, offset)
+        elif pt == "custom_tool_call":
+            name = p.get("name")
+            call_id = p.get("call_id")
+            if isinstance(call_id, str) and isinstance(name, str):
+                self.names[call_id] = name
+            patch = p.get("input")
+            if isinstance(patch, str) and (name in _PATCH_TOOLS or _PATCH_BEGIN in patch):
+                self._patch(patch, name if isinstance(name, str) else "apply_patch", offset)
+        elif pt == "local_shell_call":
+            action = p.get("action")
+            if isinstance(action, dict):
+                self._shell(action.get("command"), "local_shell", p.get("call_id"), offset)
+
+    def _user(self, content, offset: int) -> None:
+        parts = content if isinstance(content, list) else [{"text": content}]
+        keep: list[str] = []
+        for part in parts:
+            if not isinstance(part, dict) or part.get("type") == "input_image":
+                continue
+            text = part.get("text")
+            if not isinstance(text, str) or not text.strip():
+                continue
+            s = text.lstrip()
+            if s.startswith("<user_shell_command>"):
+                self._user_shell(s, offset)
+                continue
+            if s.startswith("<turn_aborted>"):
+                continue  # harness notice
+            if not strip_plumbing(text):
+                continue  # a part that is nothing but harness preamble
+            keep.append(text)
+        if keep:
+            self._add("user", "\n".join(keep), offset)
+
+    def _user_shell(self, text: str, offset: int) -> None:
+        """The user's ``!cmd``: ``<user_shell_command><command>X</command><result>…``."""
+        cmd = _between(text, "<command>", "</command>")
+        result = _between(text, "<result>", "</result>", last=True)
+        body, code = _frame(result) if result is not None else ("", None)
+        if cmd is not None and self.flags["COMMANDS"]:
+            rec = work.command_record(cmd.strip(), code)
+            if rec:
+                self._add("command", rec, offset, "user_shell", code)
+        if body and self.flags["TOOL_OUTPUT"]:
+            self._add("tool-output", body, offset, "user_shell", None, _is_error(code, body))
+
+    def _call(self, p: dict, offset: int) -> None:
+        name = p.get("name")
+        call_id = p.get("call_id")
+        if isinstance(call_id, str) and isinstance(name, str):
+            self.names[call_id] = name
+        args = p.get("arguments")
+        if name in _SHELL_TOOLS:
+            a = _json_obj(args)
+            cmd = a.get("cmd") if name == "exec_command" else a.get("command")
+            if cmd is None:
+                cmd = a.get("command") if name == "exec_command" else a.get("cmd")
+            self._shell(cmd, name, call_id, offset)
+            return
+        if name in _PATCH_TOOLS:
+            a = _json_obj(args)
+            patch = a.get("input") or a.get("patch")
+            if not isinstance(patch, str) and isinstance(args, str) and args.lstrip().startswith(_PATCH_BEGIN):
+                patch = args
+            if isinstance(patch, str):
+                self._patch(patch, name, offset)
+            return
+        if isinstance(args, str) and _PATCH_BEGIN in args:
+            patch = _find_patch(_json_obj(args))
+            if patch:
+                self._patch(patch, name if isinstance(name, str) else "apply_patch", offset)
+
+    def _shell(self, cmd, tool: str, call_id, offset: int) -> None:
+        if isinstance(cmd, list):
+            argv = [c for c in cmd if isinstance(c, str)]
+            if argv and argv[0] in _PATCH_TOOLS and len(argv) > 1:
+                self._patch(argv[-1], tool, offset)
+                return
+            cmd = argv[-1] if argv else None
+        if not isinstance(cmd, str):
+            return
+        if _PATCH_BEGIN in cmd:
+            patch = _cut_patch(cmd)
+            if patch:
+                self._patch(patch, tool, offset)
+                return
+        if not self.flags["COMMANDS"]:
+            return
+        rec = work.command_record(cmd)
+        if rec:
+            m = self._add("command", rec, offset, tool)
+            if isinstance(call_id, str):
+                self.pending[call_id] = (cmd, m)
+
+    def _patch(self, patch: str, tool: str, offset: int) -> None:
+        files, edits = work.patch_records(patch, self.cwd)
+        if files and self.flags["PATHS"]:
+            self._add("files", files, offset, tool)
+        if self.flags["EDITS"]:
+            for e in edits:
+                self._add("edit", e, offset, tool)
+
+    def _output(self, p: dict, offset: int) -> None:
+        call_id = p.get("call_id")
+        body, code = _frame(_output_text(p.get("output")))
+        if isinstance(call_id, str):
+            self._set_exit(call_id, code)
+        if body and self.flags["TOOL_OUTPUT"]:
+            tool = self.names.get(call_id) if isinstance(call_id, str) else None
+            self._add("tool-output", body, offset, tool, None, _is_error(code, body))
+
+    def _set_exit(self, call_id: str, code: int | None, override: bool = True) -> None:
+        entry = self.pending.get(call_id)
+        if entry is None or code is None:
+            return
+        cmd, m = entry
+        if m.exit_code is not None and not override:
+            return
+        m.exit_code = code
+        m.text = work.command_record(cmd, code) or m.text
+
+    def _event(self, p: dict, offset: int) -> None:
+        pt = p.get("type")
+        if pt == "user_message" or pt == "agent_message":
+            msg = p.get("message")
+            if isinstance(msg, str) and msg.strip():
+                self.fallback.append(len(self.out))
+                self._add("assistant" if pt == "agent_message" else "user", msg, offset)
+        elif pt == "exec_command_end":
+            call_id = p.get("call_id")
+            code = p.get("exit_code")
+            code = code if isinstance(code, int) and not isinstance(code, bool) else None
+            if isinstance(call_id, str) and (call_id in self.pending or call_id in self.names):
+                # A call this read has seen: its function_call_output is the record;
+                # the end event only supplies an exit status the output may lack.
+                self._set_exit(call_id, code, override=False)
+                return
+            # Events-only rollouts: the end event is the only record of the command.
+            argv = p.get("command")
+            cmd = argv[-1] if isinstance(argv, list) and argv and isinstance(argv[-1], str) else argv
+            if isinstance(cmd, str) and self.flags["COMMANDS"]:
+                rec = work.command_record(cmd, code)
+                if rec:
+                    self.fallback.append(len(self.out))
+                    self._add("command", rec, offset, "exec_command", code)
+            out = p.get("aggregated_output")
+            if not isinstance(out, str) or not out.strip():
+                out = "".join(s for s in (p.get("stdout"), p.get("stderr")) if isinstance(s, str))
+            out = out.strip()
+            if out and self.flags["TOOL_OUTPUT"]:
+                self.fallback.append(len(self.out))
+                self._add("tool-output", out, offset, "exec_command", None, _is_error(code, out))
+
+    # ---- result
+
+    def result(self, path: str, end: int, malformed: int) -> ReadResult:
+        msgs = self.out
+        if self.fallback and self.has_ri:
+            drop = set(self.fallback)
+            msgs = [m for i, m in enumerate(msgs) if i not in drop]
+        clipped = 0
+        for m in msgs:
+            m.text, cut = clip(m.text)
+            clipped += cut
+        sessions: list[SessionPart] = []
+        if msgs or self.meta:
+            project = project_of(self.cwd) or os.path.basename(os.path.dirname(os.path.abspath(path)))
+            sessions.append(
+                SessionPart(
+                    harness=HARNESS,
+                    session_id=self.sid,
+                    project=project,
+                    cwd=self.cwd,
+                    branch=self.branch,
+                    kind=self.kind,
+                    parent=self.parent,
+                    agent=self.agent,
+                    messages=msgs,
+                )
+            )
+        return ReadResult(sessions=sessions, safe_offset=end, malformed=malformed + self.bad, clipped=clipped)
+
+
+# --------------------------------------------------------------------------- history.jsonl
+
+
+def _read_history(path: str, start: int) -> ReadResult:
+    home = os.path.dirname(os.path.abspath(path))
+    have = {filename_id(p) for p in _rollout_paths(home)}
+    parts: dict[str, SessionPart] = {}
+    lines = Lines(path, start)
+    bad = clipped = 0
+    for offset, obj in lines:
+        try:
+            sid = obj.get("session_id")
+            text = obj.get("text")
+            if not isinstance(sid, str) or not sid or sid in have:
+                continue
+            if not isinstance(text, str) or not text.strip():
+                continue
+            text, cut = clip(text)
+            clipped += cut
+            part = parts.get(sid)
+            if part is None:
+                part = parts[sid] = SessionPart(harness=HARNESS, session_id=sid, project="history")
+            part.messages.append(Message("user", text, parse_ts(obj.get("ts")), byte_offset=offset))
+        except Exception:
+            bad += 1
+    return ReadResult(
+        sessions=list(parts.values()), safe_offset=lines.end, malformed=lines.malformed + bad, clipped=clipped
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _uuid7_ms(value) -> int | None:
+    """Unix ms of a UUIDv7 (thread and turn ids are v7), else None."""
+    if not isinstance(value, str) or len(value) < 36 or value[14] != "7":
+        return None
+    try:
+        return int(value[0:8] + value[9:13], 16)
+    except ValueError:
+        return None
+
+
+def _task_ms(p: dict) -> int | None:
+    started = p.get("started_at")
+    if isinstance(started, (int, float)) and not isinstance(started, bool) and started > 0:
+        return int(started * 1000) if started < 1e12 else int(started)
+    return _uuid7_ms(p.get("turn_id"))
+
+
+def _content_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") != "input_image":
+            text = part.get("text")
+            if isinstance(text, str) and text:
+                texts.append(text)
+    return "\n".join(texts)
+
+
+def _json_obj(value) -> dict:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            obj = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return {}
+        return obj if isinstance(obj, dict) else {}
+    return {}
+
+
+def _find_patch(obj) -> str | None:
+    """The first apply_patch patch among the (nested) string values of arguments."""
+    if isinstance(obj, str):
+        return _cut_patch(obj) if _PATCH_BEGIN in obj else None
+    if isinstance(obj, dict):
+        obj = list(obj.values())
+    if isinstance(obj, list):
+        for v in obj:
+            found = _find_patch(v)
+            if found:
+                return found
+    return None
+
+
+def _cut_patch(text: str) -> str | None:
+    i = text.find(_PATCH_BEGIN)
+    if i < 0:
+        return None
+    j = text.find(_PATCH_END, i)
+    return text[i:] if j < 0 else text[i : j + len(_PATCH_END)]
+
+
+def _between(text: str, open_tag: str, close_tag: str, last: bool = False) -> str | None:
+    i = text.find(open_tag)
+    if i < 0:
+        return None
+    i += len(open_tag)
+    j = text.rfind(close_tag) if last else text.find(close_tag, i)
+    if j < i:
+        return text[i:]
+    return text[i:j]
+
+
+def _output_text(out) -> str:
+    if isinstance(out, str):
+        return out
+    if isinstance(out, dict):  # structured payload of some builds
+        if isinstance(out.get("output"), str):
+            return orjson.dumps(out).decode()  # unwrapped (with its exit code) by _frame
+        content = out.get("content")
+        return content if isinstance(content, str) else ""
+    if isinstance(out, list):  # content items (MCP results)
+        return "\n".join(
+            it["text"] for it in out if isinstance(it, dict) and isinstance(it.get("text"), str)
+        )
+    return ""
+
+
+def _frame(out: str) -> tuple[str, int | None]:
+    """(output text without the harness framing, exit code if recorded)."""
+    code: int | None = None
+    s = out
+    if s.startswith('{"output"') or s.startswith('{ "output"'):
+        try:
+            obj = orjson.loads(s)
+        except orjson.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("output"), str):
+            s = obj["output"]
+            meta = obj.get("metadata")
+            if isinstance(meta, dict):
+                ec = meta.get("exit_code")
+                if isinstance(ec, int) and not isinstance(ec, bool):
+                    code = ec
+    stripped = s.lstrip("\r\n")
+    if stripped.startswith(_FRAME_STARTS):
+        s = stripped
+        if s.startswith("Command:"):
+            # exec_command: the command may span lines; the first `Output:` line ends the frame
+            m = _OUTPUT_LINE.search(s)
+            if m:
+                header, s = s[: m.start()], s[m.end() :]
+            else:
+                header = s
+                s = ""
+        else:
+            header, s = _split_frame(s)
+        if code is None:
+            m = _EXIT.search(header)
+            if m:
+                code = int(m.group(1))
+    return s.strip(), code
+
+
+def _split_frame(s: str) -> tuple[str, str]:
+    """(framing header lines, the rest) for `Key: value` framing ended by `Output:`."""
+    pos, n = 0, len(s)
+    for _ in range(12):
+        if pos >= n:
+            break
+        nl = s.find("\n", pos)
+        end = n if nl < 0 else nl
+        nxt = n if nl < 0 else nl + 1
+        line = s[pos:end]
+        if _FRAME_LINE.match(line):
+            pos = nxt
+            continue
+        if line.rstrip() == "Output:":
+            return s[:pos], s[nxt:]
+        break
+    return s[:pos], s[pos:]
+
+
+def _is_error(code: int | None, body: str) -> bool | None:
+    if code is not None:
+        return code > 0
+    if body.startswith("apply_patch verification failed"):
+        return True
+    return None

@@ -243,9 +243,86 @@ def demo() -> None:
 
 
 # ---------------------------------------------------------------------------
+# recover
+
+
+@app.command("recover")
+def recover_cmd(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output (phase 1 of the /recover skill)."),
+    cwd: Optional[str] = typer.Option(None, "--cwd", help="The folder the session ran in (default: here)."),
+    exclude: Optional[str] = typer.Option(None, "--exclude", help="The live session's id, never offered."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="How many sessions to list (1-50, default 5)."),
+    harness: Optional[str] = typer.Option(None, "--harness", help="Only this agent's sessions."),
+    session: Optional[str] = typer.Option(None, "--session", help="The session to rebuild, check or repair (id or prefix)."),
+    digest: bool = typer.Option(False, "--digest", help="Print the session's working-state digest (phase 2)."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Digest size in characters (default 8000)."),
+    check: bool = typer.Option(False, "--check", help="Report crash damage in the session's transcript."),
+    repair: bool = typer.Option(False, "--repair", help="Write a repaired copy of the transcript to --out."),
+    out: Optional[str] = typer.Option(None, "--out", help="Where --repair writes (a new file)."),
+    install_skill: bool = typer.Option(False, "--install-skill", hidden=True),
+) -> None:
+    """Find the session last active in this folder and rebuild its working state after a crash."""
+    from deja.hooks import recover as rc
+
+    env = os.environ
+    try:
+        if install_skill:
+            written = rc.install_skills(config.home(env), env=env)
+            print("\n".join(map(str, written)) or "the /recover skill is up to date")
+            return
+        where = rc.resolve_cwd(cwd)
+        limit = rc.DEFAULT_LIMIT if limit is None else limit
+        budget = rc.DEFAULT_BUDGET if budget is None else budget
+        if not session:
+            if digest or check or repair:
+                raise Fail("--digest, --check and --repair need --session <id> (list them with --json)")
+            if not 1 <= limit <= 50:
+                raise Fail("--limit takes a number from 1 to 50")
+            listing = rc.find_candidates(where, env, exclude, harness, limit)
+            if as_json:
+                _out_json(rc.listing_json(listing))
+            elif listing.entries:
+                print(rc.render_listing(listing))
+            for note in listing.notes:
+                _err(note)
+            if not listing.entries:
+                _err(rc.nothing_found(listing))
+            return
+        if digest + check + repair != 1:
+            raise Fail("--session takes one of --digest, --check or --repair")
+        cand, mod, notice = rc.resolve_session(session, where, env, harness)
+        if notice:
+            _err(notice)
+        if digest:
+            state = mod.recover_state(cand.path, cand.session_id)
+            text = rc.build_digest(state, budget)
+            if as_json:
+                _out_json(rc.digest_json(cand, text, budget))
+            else:
+                sys.stdout.write(text.text)
+        elif check:
+            problems = rc.check(cand, mod)
+            if as_json:
+                _out_json(rc.check_json(cand, problems))
+            else:
+                print(rc.render_check(cand, problems))
+        else:
+            if not out:
+                raise Fail("--repair needs --out FILE (the original is never touched)")
+            fixes, new_id = rc.repair(cand, mod, out)
+            print(rc.render_repair(cand, out, fixes, new_id))
+    except rc.RecoverError as exc:
+        raise Fail(str(exc))
+
+
+# ---------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Allocators that give memory back, set before pyarrow/polars load: an index
+    # run frees a flush's worth at a time and should not keep the high-water mark.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {c.name or c.callback.__name__ for c in app.registered_commands}
     # `deja <words>` searches unless the first word is a command

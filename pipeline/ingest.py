@@ -35,11 +35,12 @@ class FileOutput:
     table: object = field(default=None, repr=False)  # Arrow, set by the run
 
 
-def process_file(action: mf.Action, prior: dict[str, dict]) -> FileOutput:
+def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False) -> FileOutput:
     """Read one file from its start offset and run the per-record stages on it.
 
     ``prior`` holds this file's file_sessions rows from earlier runs (for an
     append: seq numbering and the project found by the first read).
+    ``light`` (worker processes) keeps polars out: see redact.redact_many.
     """
     try:
         res = reader(action.harness).read(action.path, action.start)
@@ -50,7 +51,7 @@ def process_file(action: mf.Action, prior: dict[str, dict]) -> FileOutput:
     seq_start = {k: (r.get("max_seq", -1) + 1) for k, r in prior.items()} if action.start else {}
     projects = {k: r.get("project", "") for k, r in prior.items()} if action.start else {}
     cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects)
-    counts = redact_texts(cols)
+    counts = redact_texts(cols, vectorized=not light)
     for m in meta.values():
         redact_meta(m)
     digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
@@ -59,10 +60,10 @@ def process_file(action: mf.Action, prior: dict[str, dict]) -> FileOutput:
     return out
 
 
-def redact_texts(cols: dict) -> dict[str, int]:
+def redact_texts(cols: dict, vectorized: bool = True) -> dict[str, int]:
     """Secrets out, before anything is written; then the storage cut."""
     texts = [t if len(t) <= REDACT_WINDOW else t[:REDACT_WINDOW] for t in cols["text"]]
-    texts, counts = redact.redact_many(texts)
+    texts, counts = redact.redact_many(texts, vectorized)
     cols["text"] = [_cut(t) for t in texts]
     return counts
 

@@ -29,7 +29,8 @@ from .config import CONTENT_VERSION
 from .ingest import FileOutput, process_file
 from .store import Store
 
-FLUSH_BYTES = 16 << 20
+FLUSH_BYTES = 8 << 20
+TOKENIZE_SLICE = 2 << 20
 # Reads bigger than this go to worker processes (both cores); smaller ones,
 # like an appended turn, stay in-process where a pool would cost more than it saves.
 POOL_MIN_BYTES = 8 << 20
@@ -85,6 +86,11 @@ class Run:
         self.pending_bytes = 0
         self.done: list[FileOutput] = []
         self.new_ords: list[tuple[str, int]] = []
+        self.pending_postings: list[pa.Table] = []
+        # Arrow's default pool (jemalloc/mimalloc) keeps freed memory; an index run
+        # allocates and frees a flush's worth at a time, so the system allocator
+        # (trimmed after each flush) keeps peak memory near the live data.
+        pa.set_memory_pool(pa.system_memory_pool())
 
     # -- state ------------------------------------------------------------
     def load_state(self) -> None:
@@ -157,14 +163,14 @@ class Run:
             futures = []
             it = iter(zip(reads, priors))
             for a, prior in it:
-                futures.append(pool.submit(process_file, a, prior))
+                futures.append(pool.submit(process_file, a, prior, True))
                 if len(futures) >= window:
                     break
             while futures:
                 out = futures.pop(0).result()
                 nxt = next(it, None)
                 if nxt is not None:
-                    futures.append(pool.submit(process_file, *nxt))
+                    futures.append(pool.submit(process_file, *nxt, True))
                 yield out
 
     def ords_live(self) -> set[str]:
@@ -205,6 +211,7 @@ class Run:
             out.table = normalize.to_table(out.cols).add_column(0, "record_id", ids)
             out.cols = None
             self.pending.append(out)
+            self.pending_postings.append(self.postings_of(out.table))
             self.pending_bytes += out.table.column("text").nbytes
         hs.records_added += out.rows
         hs.redactions += sum(out.redactions.values())
@@ -227,19 +234,37 @@ class Run:
             by_harness.setdefault(out.action.harness, []).append(out.table)
             out.table = None  # the part holds it now; keep only file metadata
         name = self.store.new_part_name(self.gen)
-        postings = []
         for harness, tables in by_harness.items():
-            table = pa.concat_tables(tables)
-            for rel, rows in write.write_records(table, harness, self.store.root, name):
+            for rel, rows in write.write_records(pa.concat_tables(tables), harness, self.store.root, name):
                 self.new_parts.append(("records", rel, rows))
-            postings.append(self.postings_of(table))
-        allp = pa.concat_tables(postings)
-        for rel, rows in write.write_postings(allp, self.store.root, name):
-            self.new_parts.append(("postings", rel, rows))
+        del tables
         self.pending = []
+        postings = pa.concat_tables(self.pending_postings)
+        self.pending_postings = []
+        for rel, rows in write.write_postings(postings, self.store.root, name):
+            self.new_parts.append(("postings", rel, rows))
+        del postings
         self.pending_bytes = 0
+        _trim()
 
     def postings_of(self, table: pa.Table) -> pa.Table:
+        """Postings of one file's records, tokenised in slices of bounded text size
+        so the tokenizer's working memory stays small whatever the file."""
+        if table.column("text").nbytes <= TOKENIZE_SLICE:
+            return self._postings(table)
+        out, start = [], 0
+        lengths = pc.binary_length(table.column("text")).to_numpy(zero_copy_only=False)
+        acc = 0
+        for i, n in enumerate(lengths):
+            acc += n
+            if acc >= TOKENIZE_SLICE:
+                out.append(self._postings(table.slice(start, i + 1 - start)))
+                start, acc = i + 1, 0
+        if start < table.num_rows:
+            out.append(self._postings(table.slice(start)))
+        return pa.concat_tables(out)
+
+    def _postings(self, table: pa.Table) -> pa.Table:
         roles = table.column("role")
         # An edit record is searchable by its path only: nothing searches the removed body.
         is_edit = pc.equal(roles, "edit")
@@ -440,6 +465,16 @@ class Run:
         for key in {r["session_key"] for r in rows}:
             self.ord_of(key)
         return build_sessions(rows, self.ords)
+
+
+def _trim() -> None:
+    """Hand freed heap back to the OS (glibc keeps it otherwise)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _add(total: dict[str, int], more: dict[str, int]) -> None:

@@ -757,16 +757,18 @@ def redact(text: str) -> tuple[str, dict[str, int]]:
     return _redact_text(text, counts), counts
 
 
-def redact_many(texts: list[str]) -> tuple[list[str], dict[str, int]]:
+def redact_many(texts: list[str], vectorized: bool = True) -> tuple[list[str], dict[str, int]]:
     """Batch form of :func:`redact`: one output per input, counts summed.
 
     The output equals :func:`redact` applied to each text; large batches just
     get there faster through the polars prefilters (see the module notes).
+    ``vectorized=False`` keeps polars out of the process (index worker
+    processes, where its memory costs more than its speed gains).
     """
     counts: _Counts = {}
     if _disabled():
         return list(texts), counts
-    if sum(map(len, texts)) >= _BATCH_MIN_CHARS:
+    if vectorized and sum(map(len, texts)) >= _BATCH_MIN_CHARS:
         try:
             import polars as pl
         except ImportError:

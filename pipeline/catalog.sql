@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS file_sessions (
     touched         VARCHAR[],     -- paths, most worked-on first
     touched_counts  INTEGER[],
     max_seq         INTEGER,
+    decision        VARCHAR,       -- the latest decision line of the agent's turns
+    decision_ts     BIGINT,
+    gave_up         BOOLEAN,       -- the agent reported reverting/abandoning what it did
     PRIMARY KEY (path, session_key)
 );
 

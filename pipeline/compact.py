@@ -19,13 +19,14 @@ from deja.stages import write
 from .store import Store
 
 MAX_PARTS_PER_BUCKET = 8
+MAX_VOCAB_PARTS = 8
 MAX_PARTS_PER_PARTITION = 8
 DEAD_SHARE = 0.05
 
 
 def needs_compaction(con: duckdb.DuckDBPyConnection) -> bool:
     rows = con.execute(
-        "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings', 'records', 'deletes')"
+        "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings', 'records', 'deletes', 'vocab')"
     ).fetchall()
     per_dir = defaultdict(int)
     dead = live = 0
@@ -36,7 +37,7 @@ def needs_compaction(con: duckdb.DuckDBPyConnection) -> bool:
         if dataset == "records":
             live += n or 0
         per_dir[(dataset, str(Path(file).parent))] += 1
-    limit = {"postings": MAX_PARTS_PER_BUCKET, "records": MAX_PARTS_PER_PARTITION}
+    limit = {"postings": MAX_PARTS_PER_BUCKET, "records": MAX_PARTS_PER_PARTITION, "vocab": MAX_VOCAB_PARTS}
     if any(n > limit[d] for (d, _), n in per_dir.items()):
         return True
     return live > 0 and dead > DEAD_SHARE * live
@@ -48,7 +49,7 @@ def compact(store: Store, gen: int, force: bool = False) -> int:
     try:
         if not force and not needs_compaction(con):
             return 0
-        rows = con.execute("SELECT dataset, file FROM generation WHERE dataset IN ('postings','records','deletes')").fetchall()
+        rows = con.execute("SELECT dataset, file FROM generation WHERE dataset IN ('postings','records','deletes','vocab')").fetchall()
     finally:
         con.close()
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -68,6 +69,14 @@ def compact(store: Store, gen: int, force: bool = False) -> int:
             q.execute("CREATE TABLE dead (record_id BIGINT)")
         has_dead = bool(deletes)
         for (dataset, folder), files in sorted(groups.items()):
+            if dataset == "vocab":
+                if len(files) > MAX_VOCAB_PARTS or (force and len(files) > 1):
+                    merged = _merge_vocab(q, [str(store.root / f) for f in files])
+                    rel = f"vocab/{store.new_part_name(gen)}"
+                    write.write_table(merged, store.root, rel)
+                    new_parts.append(("vocab", rel, merged.num_rows))
+                    dropped.extend(files)
+                continue
             limit = MAX_PARTS_PER_BUCKET if dataset == "postings" else MAX_PARTS_PER_PARTITION
             # postings with dead ids are rewritten even when few: that is what lets deletes be cleared
             if len(files) <= 1 and not (has_dead and dataset == "postings"):
@@ -104,3 +113,10 @@ def compact(store: Store, gen: int, force: bool = False) -> int:
     finally:
         con.close()
     return len(dropped)
+
+
+def _merge_vocab(q: duckdb.DuckDBPyConnection, paths: list[str]):
+    return q.sql(
+        "SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n FROM read_parquet(?) GROUP BY token ORDER BY token",
+        params=[paths],
+    ).to_arrow_table()

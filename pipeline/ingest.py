@@ -70,7 +70,7 @@ def redact_texts(cols: dict, vectorized: bool = True) -> dict[str, int]:
 
 def redact_meta(m: dict) -> None:
     """Titles and prompts derived from the text are stored too: same redaction."""
-    for key in ("title", "last_prompt", "first_assistant", "first_output"):
+    for key in ("title", "last_prompt", "first_assistant", "first_output", "decision"):
         if m.get(key):
             m[key] = redact.redact(m[key])[0]
     m["first_user"] = [redact.redact(t)[0] for t in m.get("first_user", [])]

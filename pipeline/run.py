@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from deja.stages import normalize, tokenize, write
 from deja.stages.sources import harnesses, reader
+from deja.stages.stems import stem_many
 
 from . import config, manifest as mf
 from .compact import compact
@@ -107,7 +108,7 @@ class Run:
             meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
             self.next_record_id = int(meta.get("next_record_id", 0))
             self.gen = int(meta.get("generation", 0)) + 1
-            self.live = {d: self.store.live_files(con, d) for d in ("records", "postings", "sessions", "deletes")}
+            self.live = {d: self.store.live_files(con, d) for d in ("records", "postings", "sessions", "deletes", "vocab")}
             # parts a killed run wrote but never committed, or committed but never cleaned
             self.store.collect_garbage(con)
         finally:
@@ -243,7 +244,9 @@ class Run:
         self.pending_postings = []
         for rel, rows in write.write_postings(postings, self.store.root, name):
             self.new_parts.append(("postings", rel, rows))
-        del postings
+        vocab = write.vocab_of(postings, stem_many)
+        self.new_parts.append(("vocab",) + write.write_table(vocab, self.store.root, f"vocab/{name}"))
+        del postings, vocab
         self.pending_bytes = 0
         _trim()
 
@@ -380,7 +383,7 @@ class Run:
         try:
             con.execute("BEGIN TRANSACTION")
             if self.rebuild:
-                con.execute("DELETE FROM generation WHERE dataset IN ('records','postings','deletes')")
+                con.execute("DELETE FROM generation WHERE dataset IN ('records','postings','deletes','vocab')")
                 con.execute("DELETE FROM manifest")
                 con.execute("DELETE FROM file_sessions")
             elif dropped:
@@ -412,7 +415,7 @@ class Run:
         "path", "session_key", "harness", "session_id", "project", "cwd", "branch", "title", "title_rank",
         "last_prompt", "kind", "parent", "agent", "started", "updated", "n_user", "n_assistant", "n_tool_output",
         "n_command", "n_files", "n_edit", "n_summary", "words", "first_user", "first_assistant", "first_output",
-        "touched", "touched_counts", "max_seq",
+        "touched", "touched_counts", "max_seq", "decision", "decision_ts", "gave_up",
     ]
 
     def _fs_row(self, r: dict) -> list:
@@ -456,6 +459,9 @@ class Run:
             o["touched"] = [p for p, _ in ranked]
             o["touched_counts"] = [c for _, c in ranked]
             o["max_seq"] = max(o.get("max_seq") or -1, m.get("max_seq") or -1)
+            if m.get("decision"):
+                o["decision"], o["decision_ts"] = m["decision"], m.get("decision_ts")
+            o["gave_up"] = bool(o.get("gave_up") or m.get("gave_up"))
         return merged
 
     def sessions_table(self) -> pa.Table:
@@ -510,9 +516,10 @@ def _many(con, sql: str, rows: list) -> None:
 
 
 def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progress: Callable | None = None,
-              notice: Callable | None = None, store: Store | None = None) -> Summary:
+              notice: Callable | None = None, store: Store | None = None, lock_wait: float | None = None) -> Summary:
     env = os.environ if env is None else env
     store = store or Store(config.index_dir(env))
-    with store.writer_lock(config.lock_wait_seconds(env), notice=notice):
+    wait = config.lock_wait_seconds(env) if lock_wait is None else lock_wait
+    with store.writer_lock(wait, notice=notice):
         store.init()
         return Run(store, env, rebuild, progress).execute()

@@ -35,6 +35,8 @@ SCHEMA = pa.schema(
         ("agent", pa.string()),
         ("origin", pa.string()),
         ("from_machine", pa.string()),
+        ("decision", pa.string()),
+        ("gave_up", pa.bool_()),
     ]
 )
 
@@ -104,4 +106,7 @@ def _merge(parts: list[dict]) -> dict:
         "kind": first_nonempty("kind"),
         "parent": first_nonempty("parent"),
         "agent": first_nonempty("agent"),
+        "decision": max(((p.get("decision_ts") or 0, p["decision"]) for p in parts if p.get("decision")), default=(0, ""))[1],
+        # backed out and settled nothing: a decision reached afterwards keeps the lift
+        "gave_up": any(p.get("gave_up") for p in parts) and not any(p.get("decision") for p in parts),
     }

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 
 from .config import CONTENT_VERSION, SCHEMA_VERSION  # noqa: F401  (re-exported)
-DATASETS = ("records", "postings", "sessions")
+DATASETS = ("records", "postings", "sessions", "deletes", "vocab")
 
 
 class Busy(Exception):

@@ -1,34 +1,66 @@
-"""Search: the sessions whose records hold every query term, ranked by BM25.
+"""Search: the session that holds the answer, first.
 
-This is the exact rung of the ladder in cli-contract.md §5.2. Postings are
-read only from the buckets of the query's tokens; scoring happens at session
-level from postings alone (tf, record length, role), and records are read only
-for the snippets of the hits that are served.
+The ladder of cli-contract §5.2. Each rung runs only when the ones before it
+found nothing:
+
+  exact     every query word in one record (quoted phrases contiguous)
+  close     a word with no posting at all matches as a substring of indexed words
+  stemmed   word forms (rotation ↔ rotated), one or two words may be dropped
+  fuzzy     close spellings (edit distance 1, 2 for long words) — tier "close"
+  error     a pasted error line, matched by its signature (numbers and ids ignored)
+  relevance nothing matched: the sessions nearest the question's informative words
+
+Every rung is the same primitive: BM25 at session level over *term groups*
+(a query word plus the spellings or forms it may match), computed in DuckDB
+from postings alone (``sql/score_groups.sql``). Records are read only for the
+snippets of the hits that are served. Ranking signals beyond BM25 are bounded
+multipliers: none can outrank relevance.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import sys
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 
+from deja.stages.stems import stem
 from deja.stages.tokenize import bucket_of, query_terms
 
+from .session_obj import session_rows, session_object
 from .sqlfiles import load as load_sql
 from .store_read import LiveStore
 
+# The contract's filler list (§5.1) drives the exact rung; relevance also drops
+# other function words, which otherwise decide natural-language questions.
 STOP_WORDS = frozenset(
     "a an and are as at be before but by did do does for from dealt have how in is it of on or that the this "
     "to was we what when where which who with и в во не что он на я с со как а то все она так его но да ты к у "
     "же вы за бы по только ее мне было вот от меня еще нет о из ему".split()
 )
-ROLE_WEIGHTS = {0: 1.3, 1: 1.0, 2: 0.6, 3: 0.5, 4: 1.3}
-SPEECH_ROLE_CODES = (0, 1, 2, 3, 4)
+FILLER = STOP_WORDS | frozenset(
+    "why can could would should our us you your i me my they them their there here then than its it's "
+    "off not no yes were has had been being am will just also any some all about into onto over under again "
+    "ago last month week year yesterday today recently earlier back time times day days "
+    "get got make made use used using way thing things something anything one ones "
+    "know remember recall find tell show said say happened happen did does done "
+    "что почему когда где как какой какая какие мы это был была были "
+    "que por qué cómo cuando donde el la los las un una de del en y es fue "
+    "der die das ein eine und ist war wie warum wann wo mit von zu auf für".split()
+)
 ROLE_ALIASES = {"tool": "tool-output"}
 ROLE_CODE = {"user": 0, "assistant": 1, "tool-output": 2, "summary": 3, "note": 4, "command": 5, "files": 6, "edit": 7}
-K1, B = 1.2, 0.75
+# summaries are the harness's digest of turns it compacted away: served only by --role summary
+SPEECH = (0, 1, 2, 4)
+RELEVANCE_TOP = 50
+THIN_AND = 10  # fewer strict matches than this (in a store of more than 50) → merge relevance
+FUZZY_COMMON = 200  # a word this common matches only itself
+_ERROR_WORDS = re.compile(
+    r"error|exception|traceback|failed|failure|panic|fatal|cannot|can't|undefined|not found|refused|denied|"
+    r"timed? ?out|segmentation|E\d{4}|ERR!|errno|abort|invalid|unexpected|no such|permission",
+    re.I,
+)
 
 
 @dataclass
@@ -40,171 +72,419 @@ class Query:
     project: str | None = None
     since_ms: int | None = None
     role: str | None = None
+    session: str | None = None
+    regex: bool = False
 
 
 @dataclass
-class Hit:
-    session: dict
-    count: int
+class Ranked:
+    ord: int
     score: float
-    snippets: list[str] = field(default_factory=list)
-    tier: str = "exact"
+    matched: int
+    nrec: int
+    updated: int
 
 
-def parse_query(text: str) -> tuple[list[str], list[str]]:
-    """(terms for postings, phrases that must appear contiguously)."""
+def parse_query(text: str) -> tuple[list[str], list[str], list[str]]:
+    """(content terms, quoted phrases, terms outside the quotes)."""
     phrases = [p.strip() for p in re.findall(r'"([^"]+)"', text) if p.strip()]
+    outside = re.sub(r'"[^"]*"', " ", text)
     terms = query_terms(text)
-    content = [t for t in terms if t not in STOP_WORDS]
-    return (content or terms), phrases
+    content = [t for t in terms if t not in STOP_WORDS] or terms
+    return content, phrases, [t for t in query_terms(outside) if t not in FILLER]
 
 
-def search(store: LiveStore, q: Query) -> dict:
-    terms, phrases = parse_query(q.text)
-    envelope = {"schema_version": 2, "tier": "exact", "total": 0, "hits": []}
-    if not terms or not store.has("postings"):
-        return envelope
-    drive = terms[:8]  # the first 8 content terms drive the intersection (§5.1)
-    files = store.postings_for_buckets({bucket_of(t) for t in drive})
-    if not files:
-        return envelope
-    role_codes = _role_codes(q.role)
-    rows = store.con.execute(
-        load_sql("search_exact"),
-        {
-            "files": files,
-            "terms": drive,
-            "nterms": len(drive),
-            "roles": list(role_codes),
-            "harness": q.harness,
-            "project": q.project,
-            "since": q.since_ms,
-        },
-    ).fetchall()
-    if not rows:
-        return envelope
-    n_sessions = store.con.execute("SELECT count(*) FROM sessions").fetchone()[0] or 1
-    avg_words = float(store.con.execute("SELECT avg(greatest(words, 1)) FROM sessions").fetchone()[0] or 1.0)
-    now_ms = time.time() * 1000
-    scored = []
-    # rows: session ord, token, weighted tf, df, words, updated ms, matching records (AND)
-    by_session: dict[int, dict] = {}
-    for ord_, token, wtf, df, words, updated, nrec in rows:
-        s = by_session.setdefault(ord_, {"score": 0.0, "words": words or 1, "updated": updated, "count": nrec})
-        idf = math.log(1 + (n_sessions - df + 0.5) / (df + 0.5))
-        dl = s["words"]
-        s["score"] += idf * (wtf * (K1 + 1)) / (wtf + K1 * (1 - B + B * dl / avg_words))
-    for ord_, s in by_session.items():
-        age_days = max(0.0, (now_ms - (s["updated"] or 0)) / 86_400_000) if s["updated"] else 3650
-        # gentle freshness: time is a hint, never a filter
-        fresh = 1.0 + 0.25 / (1.0 + age_days / 30.0)
-        scored.append((s["score"] * fresh, s["updated"] or 0, ord_, s["count"]))
-    scored.sort(key=lambda x: (-x[0], -x[1], x[2]))
-    if phrases:
-        scored = _filter_phrases(store, scored, drive, phrases, role_codes)
-    total = len(scored)
-    cap = total if q.all else q.limit
-    served = scored[:cap]
-    sessions = _sessions(store, [o for _, _, o, _ in served])
-    snippets = _snippets(store, [o for _, _, o, _ in served], drive, phrases, role_codes)
-    hits = []
-    for score, _, ord_, count in served:
-        sess = sessions.get(ord_)
-        if sess is None:
-            continue
-        hits.append(
+class Searcher:
+    def __init__(self, store: LiveStore, q: Query):
+        self.store = store
+        self.q = q
+        self.roles = role_codes(q.role)
+        self.notes: list[str] = []  # said on stderr: dropped words, variants
+        self._vocab_ready = False
+
+    # ---- the ladder ------------------------------------------------------
+    def run(self) -> dict:
+        q = self.q
+        if q.regex:
+            return self.regex_scan()
+        terms, phrases, outside = parse_query(q.text)
+        empty = {"schema_version": 2, "tier": "exact", "total": 0, "hits": []}
+        if not terms or not self.store.has("postings"):
+            return empty
+        drive = terms[:8]  # the first 8 content terms drive the intersection (§5.1)
+        exact = self.rank([[t] for t in drive], need_and=True)
+        if phrases:
+            exact = self.keep_phrases(exact, phrases)
+            if exact:
+                return self.serve(exact, "exact", [[t] for t in drive], phrases)
+            # a pasted error line quotes paths and names (File "x.py"): its quotes are
+            # part of the paste, not a phrase operator
+            err = self.error_rung()
+            if err is not None:
+                return err
+            if len(outside) >= 2:  # the words outside the quotes still carry the question
+                return self.relevance(outside, label="relevance")
+            return empty
+        if exact:
+            return self.thin_and(exact, "exact", [[t] for t in drive], terms)
+        informative = [t for t in terms if t not in FILLER] or terms
+        for tier, groups in self.loosened(drive):
+            ranked = self.rank(groups, need_and=True)
+            if ranked:
+                return self.thin_and(ranked, tier, groups, terms)
+            if tier == "stemmed":
+                dropped = self.drop_terms(groups)
+                if dropped:
+                    return self.thin_and(dropped[0], tier, dropped[1], terms)
+        err = self.error_rung()
+        if err is not None:
+            return err
+        return self.relevance(informative)
+
+    def loosened(self, terms: list[str]):
+        """close → stemmed → fuzzy: each yields one group of variants per term."""
+        vocab = self.vocab_for(terms)
+        missing = [t for t in terms if t not in vocab["exact"]]
+        if missing:
+            close = [[t] if t in vocab["exact"] else self.substring_variants(t) for t in terms]
+            if all(close):
+                yield "close", close
+        stemmed = [sorted({t, *vocab["stems"].get(stem(t), ())}) for t in terms]
+        yield "stemmed", stemmed
+        fuzzy = []
+        for t, grp in zip(terms, stemmed):
+            fuzzy.append(sorted(set(grp) | set(self.fuzzy_variants(t, vocab))))
+        if fuzzy != stemmed:
+            yield "close", fuzzy
+
+    def drop_terms(self, groups: list[list[str]]):
+        """With ≥3 anchored words one may go (≥4: two), shortest first."""
+        n = len(groups)
+        if n < 3:
+            return None
+        order = sorted(range(n), key=lambda i: len(groups[i][0]))
+        for k in (1, 2) if n >= 4 else (1,):
+            drop = set(order[:k])
+            kept = [g for i, g in enumerate(groups) if i not in drop]
+            ranked = self.rank(kept, need_and=True)
+            if ranked:
+                names = ", ".join(groups[i][0] for i in sorted(drop))
+                self.notes.append(f"ignoring {names} — no session matches it together with the rest")
+                return ranked, kept
+        return None
+
+    def thin_and(self, ranked: list[Ranked], tier: str, groups: list[list[str]], terms: list[str]) -> dict:
+        """Few strict matches in a big store: the relevance ranking is merged in,
+        strict matches moved up ten places (§5.2)."""
+        informative = [t for t in terms if t not in FILLER]
+        if len(ranked) >= THIN_AND or len(informative) < 2 or self.session_count() <= 50:
+            return self.serve(ranked, tier, groups)
+        rel = self.rank([self.forms(t) for t in informative], need_and=False, min_groups=2)
+        if not rel:
+            return self.serve(ranked, tier, groups)
+        strict = {r.ord for r in ranked}
+        pos = {r.ord: i for i, r in enumerate(rel)}
+        merged = {r.ord: r for r in rel}
+        for r in ranked:
+            merged.setdefault(r.ord, r)
+            pos.setdefault(r.ord, len(rel))
+        order = sorted(merged.values(), key=lambda r: (pos[r.ord] - (THIN_AND + 0.5 if r.ord in strict else 0), -r.score))
+        return self.serve(order[:RELEVANCE_TOP], "relevance", [self.forms(t) for t in informative],
+                          total=len(rel), keep_order=True)
+
+    def relevance(self, informative: list[str], label: str = "relevance") -> dict:
+        if not informative:
+            return {"schema_version": 2, "tier": label, "total": 0, "hits": []}
+        groups = [self.forms(t) for t in informative]
+        ranked = self.rank(groups, need_and=False, min_groups=2 if len(groups) >= 2 else 1)
+        return self.serve(ranked[:RELEVANCE_TOP], label, groups, total=len(ranked), force_cap=True)
+
+    def error_rung(self) -> dict | None:
+        """A pasted error line matched by its signature: its words without the
+        numbers, ids and paths that change from one run to the next."""
+        lines = [ln for ln in self.q.text.splitlines() if _ERROR_WORDS.search(ln)]
+        if not lines and len(self.q.text.split()) >= 3 and _ERROR_WORDS.search(self.q.text):
+            lines = [self.q.text]
+        if not lines:
+            return None
+        sig = []
+        for ln in lines[:3]:
+            for t in query_terms(ln):
+                if any(c.isdigit() for c in t) or len(t) < 3 or t in FILLER:
+                    continue
+                if t not in sig:
+                    sig.append(t)
+        if len(sig) < 2:
+            return None
+        sig = sig[:12]
+        vocab = self.vocab_for(sig)
+        sig = [t for t in sig if t in vocab["exact"]]  # a changed id or path word cannot match: leave it out
+        if len(sig) < 2:
+            return None
+        groups = [[t] for t in sig]
+        need = max(2, math.ceil(0.75 * len(groups)))
+        ranked = self.rank(groups, need_and=True, and_min=need)
+        if not ranked:
+            return None
+        ranked.sort(key=lambda r: (-r.matched, -r.score))
+        return self.serve(ranked[:RELEVANCE_TOP], "error", groups, total=len(ranked), keep_order=True)
+
+    # ---- the primitive ----------------------------------------------------
+    def rank(self, groups: list[list[str]], need_and: bool, min_groups: int = 1, and_min: int | None = None) -> list[Ranked]:
+        groups = [g for g in groups if g]
+        if not groups:
+            return []
+        tokens, gids = [], []
+        for gid, g in enumerate(groups):
+            for t in g:
+                tokens.append(t)
+                gids.append(gid)
+        files = self.store.postings_for_buckets({bucket_of(t) for t in tokens})
+        if not files:
+            return []
+        q = self.q
+        rows = self.store.con.execute(
+            load_sql("score_groups"),
             {
-                "session": sess,
-                "count": int(count),
-                "snippets": snippets.get(ord_, []),
-                "score": round(score, 4),
-                "tier": "exact",
-            }
-        )
-    envelope["total"] = total
-    if total > len(served):
-        envelope["capped"] = True
-    envelope["hits"] = hits
-    return envelope
+                "files": files, "tokens": tokens, "gids": gids, "roles": list(self.roles),
+                "harness": q.harness, "project": q.project, "since": q.since_ms, "session": q.session,
+                "need_and": need_and, "and_min": and_min or len(groups), "min_groups": min_groups,
+            },
+        ).fetchall()
+        if not rows:
+            return []
+        signals = self.signals([r[0] for r in rows])
+        now = time.time() * 1000
+        n = len(groups)
+        out = []
+        for ord_, bm25, matched, nrec, updated, best_ng in rows:
+            score = bm25 * signals.get(ord_, 1.0) * freshness(updated, now)
+            if n > 1:
+                # proximity at record granularity: the words of a question meeting in
+                # one message say more than the same words scattered over a session
+                score *= 1.0 + 0.5 * (best_ng - 1) / (n - 1)
+                # coverage: a session holding more of the question's words
+                score *= 0.5 + 0.5 * (matched / n)
+            out.append(Ranked(ord_, score, matched, nrec, updated or 0))
+        out.sort(key=lambda r: (-r.score, -r.updated, r.ord))
+        return out
+
+    def signals(self, ords: list[int]) -> dict[int, float]:
+        """Bounded lifts and damps from what a session settled (§5.3)."""
+        rows = self.store.con.execute(
+            "SELECT ord, decision <> '' AS decided, gave_up, harness = 'deja' AS note FROM sessions "
+            "WHERE ord IN (SELECT unnest(?))",
+            [ords],
+        ).fetchall()
+        out = {}
+        for ord_, decided, gave_up, note in rows:
+            m = 1.0
+            if decided:
+                m *= 1.3
+            if gave_up:
+                m *= 0.6
+            if note:
+                m *= 1.25
+            out[ord_] = m
+        return out
+
+    # ---- vocabulary expansions ---------------------------------------------
+    def vocab_for(self, terms: list[str]) -> dict:
+        stems = sorted({stem(t) for t in terms})
+        rows = []
+        if self.store.has("vocab"):
+            rows = self.store.con.execute(
+                "SELECT token, stem, sum(n) FROM vocab WHERE token IN (SELECT unnest(?)) OR stem IN (SELECT unnest(?)) "
+                "GROUP BY token, stem",
+                [terms, stems],
+            ).fetchall()
+        exact = {t: n for t, _, n in rows if t in terms}
+        by_stem: dict[str, list[str]] = {}
+        for t, s, n in rows:
+            by_stem.setdefault(s, []).append(t)
+        return {"exact": exact, "stems": by_stem, "n": {t: n for t, _, n in rows}}
+
+    def forms(self, term: str) -> list[str]:
+        """A word and the indexed words that share its stem (relevance groups)."""
+        if not self._vocab_ready:
+            self._forms_cache: dict[str, list[str]] = {}
+            self._vocab_ready = True
+        if term not in self._forms_cache:
+            v = self.vocab_for([term])
+            self._forms_cache[term] = sorted({term, *v["stems"].get(stem(term), ())})[:16]
+        return self._forms_cache[term]
+
+    def substring_variants(self, term: str) -> list[str]:
+        if len(term) < 3 or not self.store.has("vocab"):
+            return []
+        rows = self.store.con.execute(
+            "SELECT token FROM vocab WHERE contains(token, ?) GROUP BY token ORDER BY sum(n) DESC LIMIT 8", [term]
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def fuzzy_variants(self, term: str, vocab: dict) -> list[str]:
+        if len(term) < 4 or vocab["n"].get(term, 0) >= FUZZY_COMMON or not self.store.has("vocab"):
+            return []
+        k = 2 if len(term) >= 8 else 1
+        rows = self.store.con.execute(
+            "SELECT token FROM vocab WHERE length(token) BETWEEN ? AND ? AND damerau_levenshtein(token, ?) <= ? "
+            "AND token <> ? GROUP BY token ORDER BY sum(n) DESC LIMIT 8",
+            [len(term) - k, len(term) + k, term, k, term],
+        ).fetchall()
+        variants = [r[0] for r in rows]
+        if variants:
+            self.notes.append(f"{term}: also matching {', '.join(variants)}")
+        return variants
+
+    # ---- phrases, regex -----------------------------------------------------
+    def keep_phrases(self, ranked: list[Ranked], phrases: list[str]) -> list[Ranked]:
+        if not ranked or not self.store.has("records"):
+            return []
+        needles = [p.lower() for p in phrases]
+        rows = self.store.con.execute(
+            "SELECT DISTINCT s.ord FROM records r JOIN sessions s ON r.session_key = s.session_key "
+            "WHERE s.ord IN (SELECT unnest(?)) AND list_bool_and([contains(lower(r.text), ph) FOR ph IN ?]) "
+            "AND r.record_id NOT IN (SELECT record_id FROM deletes) AND r.role IN (SELECT unnest(?))",
+            [[r.ord for r in ranked], needles, [_role_name(c) for c in self.roles]],
+        ).fetchall()
+        keep = {r[0] for r in rows}
+        return [r for r in ranked if r.ord in keep]
+
+    def regex_scan(self) -> dict:
+        if not self.store.has("records"):
+            return {"schema_version": 2, "tier": "exact", "total": 0, "hits": []}
+        try:
+            re.compile(self.q.text)
+        except re.error as exc:
+            raise ValueError(f"--re: not a regular expression: {exc}")
+        rows = self.store.con.execute(
+            "SELECT s.ord, count(*) AS n, max(epoch_ms(s.updated)) AS updated FROM records r "
+            "JOIN sessions s ON r.session_key = s.session_key "
+            "WHERE regexp_matches(r.text, ?) AND r.role IN (SELECT unnest(?)) "
+            "AND r.record_id NOT IN (SELECT record_id FROM deletes) "
+            "AND (? IS NULL OR s.harness = ?) AND (? IS NULL OR contains(lower(s.project), lower(?))) "
+            "GROUP BY s.ord ORDER BY updated DESC",
+            [self.q.text, [_role_name(c) for c in self.roles], self.q.harness, self.q.harness,
+             self.q.project, self.q.project],
+        ).fetchall()
+        ranked = [Ranked(o, float(n), 1, n, u or 0) for o, n, u in rows]
+        return self.serve(ranked, "exact", [], regex=self.q.text, keep_order=True)
+
+    # ---- serving ------------------------------------------------------------
+    def serve(self, ranked: list[Ranked], tier: str, groups: list[list[str]], phrases: list[str] | None = None,
+              total: int | None = None, keep_order: bool = False, force_cap: bool = False, regex: str | None = None) -> dict:
+        if not keep_order:
+            ranked = sorted(ranked, key=lambda r: (-r.score, -r.updated, r.ord))
+        total = len(ranked) if total is None else total
+        cap = len(ranked) if (self.q.all and not force_cap) else min(self.q.limit, len(ranked))
+        if force_cap and not self.q.all:
+            cap = min(self.q.limit, len(ranked))
+        served = ranked[:cap]
+        rows = session_rows(self.store.con, [r.ord for r in served])
+        snippets = self.snippets([r.ord for r in served], groups, phrases or [], regex)
+        hits = []
+        for r in served:
+            row = rows.get(r.ord)
+            if row is None:
+                continue
+            snips = snippets.get(r.ord, [])
+            if row.get("decision") and tier != "error":
+                snips = [row["decision"]] + [s for s in snips if s != row["decision"]][:2]
+            hits.append({
+                "session": session_object(row),
+                "count": int(r.nrec or r.matched),
+                "snippets": snips,
+                "score": round(r.score, 4),
+                "tier": tier,
+            })
+        env = {"schema_version": 2, "tier": tier, "total": total}
+        if total > len(hits):
+            env["capped"] = True
+        env["hits"] = hits
+        if tier == "close" and any("also matching" in n for n in self.notes):
+            env["fuzzy"] = True
+        return env
+
+    def snippets(self, ords: list[int], groups: list[list[str]], phrases: list[str], regex: str | None) -> dict[int, list[str]]:
+        if not ords or not self.store.has("records"):
+            return {}
+        needles = [p.lower() for p in phrases] or sorted({t for g in groups for t in g})
+        if regex:
+            rows = self.store.con.execute(
+                "SELECT s.ord, r.text FROM records r JOIN sessions s ON r.session_key = s.session_key "
+                "WHERE s.ord IN (SELECT unnest(?)) AND regexp_matches(r.text, ?) ORDER BY r.record_id DESC",
+                [ords, regex],
+            ).fetchall()
+            pat = re.compile(regex)
+            return _collect(rows, lambda text: _best_line_re(text, pat))
+        tokens, gids = [], []
+        for gid, g in enumerate(groups):
+            for t in g:
+                tokens.append(t)
+                gids.append(gid)
+        if not tokens:
+            return {}
+        best = self.store.con.execute(
+            load_sql("best_records"),
+            {"files": self.store.postings_for_buckets({bucket_of(t) for t in tokens}), "tokens": tokens,
+             "gids": gids, "ords": ords, "roles": list(self.roles), "per_session": 3},
+        ).fetchall()
+        if not best:
+            return {}
+        ids = [r[1] for r in best]
+        order = {r[1]: (r[0], -r[2], i) for i, r in enumerate(best)}
+        texts = self.store.con.execute(
+            "SELECT record_id, text FROM records WHERE record_id IN (SELECT unnest(?))", [ids]
+        ).fetchall()
+        texts.sort(key=lambda r: order[r[0]])
+        return _collect([(order[rid][0], text) for rid, text in texts], lambda text: best_line(text, needles))
+
+    def session_count(self) -> int:
+        if not hasattr(self, "_n_sessions"):
+            self._n_sessions = self.store.con.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        return self._n_sessions
 
 
-def _role_codes(role: str | None) -> tuple[int, ...]:
+def search(store: LiveStore, q: Query, notes=None) -> dict:
+    s = Searcher(store, q)
+    env = s.run()
+    if notes is not None:
+        notes.extend(s.notes)
+    return env
+
+
+def role_codes(role: str | None) -> tuple[int, ...]:
     if not role:
-        return SPEECH_ROLE_CODES
-    role = ROLE_ALIASES.get(role, role)
-    return (ROLE_CODE[role],)
+        return SPEECH
+    return (ROLE_CODE[ROLE_ALIASES.get(role, role)],)
 
 
-def _filter_phrases(store, scored, terms, phrases, role_codes):
-    ords = [o for _, _, o, _ in scored]
-    rows = store.con.execute(
-        load_sql("phrase_sessions"),
-        {"ords": ords, "files": store.postings_for_buckets({bucket_of(terms[0])}), "term": terms[0],
-         "roles": list(role_codes), "phrases": [p.lower() for p in phrases]},
-    ).fetchall() if store.has("records") else []
-    keep = {r[0] for r in rows}
-    return [s for s in scored if s[2] in keep]
+def _role_name(code: int) -> str:
+    return next(k for k, v in ROLE_CODE.items() if v == code)
 
 
-def _sessions(store: LiveStore, ords: list[int]) -> dict[int, dict]:
-    if not ords:
-        return {}
-    cur = store.con.execute(
-        "SELECT ord, harness, session_id, project, path, started, updated, title, agent_title, touched, kind, "
-        "parent, agent, origin, messages FROM sessions WHERE ord IN (SELECT unnest(?))",
-        [ords],
-    )
-    out = {}
-    for r in cur.fetchall():
-        (ord_, harness, sid, project, path, started, updated, title, agent_title, touched, kind, parent, agent,
-         origin, messages) = r
-        s = {"harness": harness, "id": sid, "project": project or "", "source": {"origin": origin or "local"}}
-        if started:
-            s["started"] = _iso(started)
-        if updated:
-            s["updated"] = _iso(updated)
-        if path:
-            s["path"] = path
-        if title:
-            s["title"] = title
-            if agent_title:
-                s["agent_title"] = True
-        if touched:
-            s["touched"] = list(touched)[:5]
-        for k, v in (("kind", kind), ("parent", parent), ("agent", agent)):
-            if v:
-                s[k] = v
-        out[ord_] = s
-    return out
+def freshness(updated_ms: int | None, now_ms: float) -> float:
+    """Gentle: a year-old session keeps 80% of its score; time is a hint, not a filter."""
+    if not updated_ms:
+        return 0.8
+    age_days = max(0.0, (now_ms - updated_ms) / 86_400_000)
+    return 0.8 + 0.2 / (1.0 + age_days / 30.0)
 
 
-def _iso(dt) -> str:
-    if isinstance(dt, datetime):
-        return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return str(dt)
-
-
-def _snippets(store, ords, terms, phrases, role_codes, per_session: int = 3) -> dict[int, list[str]]:
-    if not ords or not store.has("records"):
-        return {}
-    rows = store.con.execute(
-        load_sql("snippet_records"),
-        {"files": store.postings_for_buckets({bucket_of(t) for t in terms}), "terms": terms, "nterms": len(terms),
-         "ords": ords, "roles": list(role_codes)},
-    ).fetchall()
+def _collect(rows, pick) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
-    needles = [p.lower() for p in phrases] or terms
     for ord_, text in rows:
         lines = out.setdefault(ord_, [])
-        if len(lines) >= per_session:
+        if len(lines) >= 3:
             continue
-        line = _best_line(text, needles)
+        line = pick(text)
         if line and line not in lines:
             lines.append(line)
     return out
 
 
-def _best_line(text: str, needles: list[str], width: int = 200) -> str:
+def best_line(text: str, needles: list[str], width: int = 220) -> str:
+    """The line of a record holding the most query words, elided around them."""
     best, best_hits = "", -1
     for line in text.splitlines():
         low = line.lower()
@@ -213,10 +493,26 @@ def _best_line(text: str, needles: list[str], width: int = 200) -> str:
             best, best_hits = line, hits
             if hits == len(needles):
                 break
-    best = " ".join(best.split())
-    if len(best) > width:
-        low = best.lower()
-        pos = min((low.find(n) for n in needles if n in low), default=0)
-        start = max(0, pos - width // 3)
-        best = ("…" if start else "") + best[start : start + width] + "…"
-    return best
+    return _elide_around(" ".join(best.split()), needles, width)
+
+
+def _best_line_re(text: str, pat: re.Pattern) -> str:
+    for line in text.splitlines():
+        m = pat.search(line)
+        if m:
+            return _elide_around(" ".join(line.split()), [m.group(0).lower()], 220)
+    return ""
+
+
+def _elide_around(line: str, needles: list[str], width: int) -> str:
+    if len(line) <= width:
+        return line
+    low = line.lower()
+    pos = min((low.find(n) for n in needles if n and n in low), default=0)
+    start = max(0, pos - width // 3)
+    return ("…" if start else "") + line[start : start + width].rstrip() + "…"
+
+
+def say_notes(notes: list[str]) -> None:
+    for n in notes:
+        print(n, file=sys.stderr)

@@ -59,6 +59,9 @@ def open_live(root: Path, retries: int = 20) -> LiveStore:
         con.execute(f"CREATE VIEW deletes AS SELECT record_id FROM read_parquet({_list(deletes)})")
     else:
         con.execute("CREATE VIEW deletes AS SELECT NULL::BIGINT AS record_id WHERE false")
+    vocab = files.get("vocab", [])
+    if vocab:
+        con.execute(f"CREATE VIEW vocab AS SELECT * FROM read_parquet({_list(vocab)})")
     records = files.get("records", [])
     if records:
         con.execute(f"CREATE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from .outcome import backed_out, decision_line
+
 # 1. our own earlier output echoed back, raw or HTML-escaped (Gemini)
 _RECALL = re.compile(r"<deja-recall\b.*?</deja-recall>|&lt;deja-recall\b.*?&lt;/deja-recall&gt;", re.S)
 # 2. complete plumbing blocks anywhere
@@ -258,6 +260,9 @@ def _new_meta(part, key: str, project: str) -> dict:
         "first_assistant": "",
         "first_output": "",
         "max_seq": -1,
+        "decision": "",
+        "decision_ts": None,
+        "gave_up": False,
         "_n": 0,
         "_touch": touch,
     }
@@ -281,6 +286,15 @@ def _merge_part_fields(m: dict, part, project: str) -> None:
         m["_touch"][p] = m["_touch"].get(p, 0) + 1
 
 
+def _outcome(m: dict, text: str, ts: int | None) -> None:
+    """The latest decision line of the agent's own turns, and any backing out."""
+    line = decision_line(text)
+    if line and (m["decision_ts"] is None or ts is None or ts >= m["decision_ts"]):
+        m["decision"], m["decision_ts"] = line, ts
+    if not m["gave_up"] and backed_out(text):
+        m["gave_up"] = True
+
+
 def _account(m: dict, role: str, text: str, ts: int | None) -> None:
     m["n_" + role.replace("-", "_")] = m.get("n_" + role.replace("-", "_"), 0) + 1
     if ts is not None:
@@ -296,6 +310,7 @@ def _account(m: dict, role: str, text: str, ts: int | None) -> None:
         m["words"] += len(text.split())
         if not m["first_assistant"]:
             m["first_assistant"] = one_line(text, 400)
+        _outcome(m, text, ts)
     elif role == "tool-output":
         if not m["first_output"]:
             m["first_output"] = one_line(text, 200)

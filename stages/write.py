@@ -33,7 +33,8 @@ def write_records(table: pa.Table, harness: str, root: Path, name: str) -> list[
     table = table.append_column("_month", months)
     for month in pc.unique(months).to_pylist():
         part = table.filter(pc.equal(table.column("_month"), month)).drop_columns(["_month"])
-        part = part.sort_by([("session_key", "ascending"), ("seq", "ascending")])
+        # record_id order is file and turn order, and lets a lookup by id skip row groups
+        part = part.sort_by([("record_id", "ascending")])
         rel = f"records/harness={harness}/month={month}/{name}"
         _write(part, root / rel, RECORDS_ROW_GROUP)
         out.append((rel, part.num_rows))
@@ -56,6 +57,20 @@ def write_postings(table: pa.Table, root: Path, name: str) -> list[tuple[str, in
         _write(part, root / rel, POSTINGS_ROW_GROUP)
         out.append((rel, part.num_rows))
     return out
+
+
+def vocab_of(postings: pa.Table, stem_many) -> pa.Table:
+    """Distinct tokens of a postings batch with their stem and posting count:
+    what the close, stemmed and fuzzy search rungs expand a query word against."""
+    counts = postings.group_by("token").aggregate([("record_id", "count")])
+    tokens = counts.column("token")
+    return pa.table(
+        {
+            "token": tokens,
+            "stem": pa.array(stem_many(tokens.to_pylist()), pa.string()),
+            "n": pc.cast(counts.column("record_id_count"), pa.int64()),
+        }
+    ).sort_by("token")
 
 
 def write_table(table: pa.Table, root: Path, rel: str, row_group: int = 65_536) -> tuple[str, int]:

@@ -34,6 +34,8 @@ class Home:
             "DEJA_INDEX_DIR": str(self.index),
             "PATH": os.environ.get("PATH", ""),
             "LANG": "C.UTF-8",
+            # a query refreshes the store first; tests that are not about that keep it still
+            "DEJA_NO_REFRESH": "1",
         }
 
     # Claude Code: ~/.claude/projects/<encoded cwd>/<session>.jsonl

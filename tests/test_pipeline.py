@@ -331,3 +331,29 @@ def test_demo_runs_on_the_bundled_samples(tmp_path):
     assert "$ deja connection pool exhausted" in proc.stdout
     assert "[redacted:" in proc.stdout
     assert not (tmp_path / ".cache").exists()  # the demo never touches the real store
+
+
+# ---- freshness before answering ----------------------------------------------
+
+def test_appended_turn_is_searchable_without_running_index(home):
+    p = first_session(home)
+    home.run("index")
+    write_jsonl(p, [claude_user(S1, "the kubelet eviction threshold bites again", "2026-03-02T10:20:00Z", "u7")], "a")
+    res = home.search("kubelet", "eviction", extra_env={"DEJA_NO_REFRESH": "0"})
+    assert ids(res) == [S1]
+
+
+def test_heavier_changes_refresh_in_the_background_while_the_store_answers(home):
+    first_session(home)
+    home.run("index")
+    p2 = home.claude_file(S2)
+    write_jsonl(p2, [claude_user(S2, "terraform state lock stuck on dynamodb", "2026-03-03T09:00:00Z", "t1")])
+    proc = home.run("search", "--json", "connection", "pool", extra_env={"DEJA_NO_REFRESH": "0"})
+    assert ids(json.loads(proc.stdout)) == [S1]  # answered from the store as it was
+    assert "refreshing the index in the background" in proc.stderr
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if ids(home.search("terraform", "lock")) == [S2]:
+            break
+        time.sleep(0.5)
+    assert ids(home.search("terraform", "lock")) == [S2]

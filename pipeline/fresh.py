@@ -1,0 +1,81 @@
+"""Freshness before answering: a query never pays for a rebuild.
+
+Reading commands call ``ensure_fresh`` first. It compares the stores with the
+manifest (a directory walk and a stat per file). Turns appended to live
+transcripts are ingested inline when they are small; anything heavier (new or
+rewritten files, big appends, a content-version change) is handed to a
+detached background `deja index`, and the answer comes from the store as it
+is. A writer already running means the store is being refreshed: nothing to do.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Mapping
+
+from deja.stages.sources import harnesses, reader
+
+from . import config
+from . import manifest as mf
+from .store import Busy, Store
+
+INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
+INLINE_MAX_FILES = 8
+
+
+def ensure_fresh(env: Mapping[str, str] | None = None) -> str:
+    """'fresh', 'ingested', 'background' or 'skipped' (no index, busy, disabled)."""
+    env = os.environ if env is None else env
+    if env.get("DEJA_NO_REFRESH") == "1":
+        return "skipped"
+    store = Store(config.index_dir(env))
+    if not store.exists():
+        return "skipped"
+    try:
+        con = store.connect(read_only=True, retries=3)
+    except Busy:
+        return "skipped"
+    try:
+        cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error"]
+        rows = con.execute(f"SELECT {', '.join(cols)} FROM manifest").fetchall()
+    finally:
+        con.close()
+    manifest = {r[0]: dict(zip(cols, r)) for r in rows}
+    sources = []
+    for h in harnesses():
+        try:
+            sources.extend((f.path, h) for f in reader(h).discover(env))
+        except Exception:
+            continue
+    actions = [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP]
+    if not actions:
+        return "fresh"
+    appended = sum(a.size - a.start for a in actions if a.kind == mf.APPEND)
+    small = all(a.kind == mf.APPEND for a in actions) and appended <= INLINE_MAX_BYTES and len(actions) <= INLINE_MAX_FILES
+    if small:
+        try:
+            from .run import run_index
+
+            run_index(env, store=store, lock_wait=0)
+            return "ingested"
+        except Busy:
+            return "skipped"
+    background_index(env)
+    return "background"
+
+
+def background_index(env: Mapping[str, str]) -> None:
+    """A detached `deja index`: it outlives this command and takes the writer lock itself."""
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "deja", "index"],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        pass

@@ -1,0 +1,54 @@
+"""The session object of the JSON contract (cli-contract §3.1), shared by search,
+last, show and ctx so every command describes a session the same way."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+COLUMNS = (
+    "ord, harness, session_id, project, path, started, updated, title, agent_title, touched, kind, "
+    "parent, agent, origin, messages, decision, gave_up"
+)
+
+
+def iso(dt) -> str:
+    if isinstance(dt, datetime):
+        return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return str(dt)
+
+
+def session_object(row: dict) -> dict:
+    """Always harness, id, project, source; the rest only when known."""
+    s = {"harness": row["harness"], "id": row["session_id"], "project": row.get("project") or "",
+         "source": {"origin": row.get("origin") or "local"}}
+    if row.get("started"):
+        s["started"] = iso(row["started"])
+    if row.get("updated"):
+        s["updated"] = iso(row["updated"])
+    if row.get("path"):
+        s["path"] = row["path"]
+    if row.get("title"):
+        s["title"] = row["title"]
+        if row.get("agent_title"):
+            s["agent_title"] = True
+    if row.get("touched"):
+        s["touched"] = list(row["touched"])[:5]
+    if row.get("gave_up"):
+        s["gave_up"] = True
+    for k in ("kind", "parent", "agent"):
+        if row.get(k):
+            s[k] = row[k]
+    return s
+
+
+def session_rows(con, ords: list[int]) -> dict[int, dict]:
+    """Session rows by ordinal, as dicts (for callers that need more than the object)."""
+    if not ords:
+        return {}
+    cur = con.execute(f"SELECT {COLUMNS} FROM sessions WHERE ord IN (SELECT unnest(?))", [ords])
+    names = [d[0] for d in cur.description]
+    return {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+
+
+def session_objects(con, ords: list[int]) -> dict[int, dict]:
+    return {o: session_object(r) for o, r in session_rows(con, ords).items()}

@@ -1,0 +1,18 @@
+-- For the served sessions: their records holding the most query groups, for snippets.
+WITH g AS (
+    SELECT unnest($tokens) AS token, unnest($gids) AS gid
+),
+p AS (
+    SELECT g.gid, p.record_id, p.session
+    FROM read_parquet($files) p
+    JOIN g ON p.token = g.token
+    WHERE p.session IN (SELECT unnest($ords))
+      AND p.role IN (SELECT unnest($roles))
+      AND p.record_id NOT IN (SELECT record_id FROM deletes)
+),
+ranked AS (
+    SELECT session, record_id, count(DISTINCT gid) AS ng,
+           row_number() OVER (PARTITION BY session ORDER BY count(DISTINCT gid) DESC, record_id DESC) AS rk
+    FROM p GROUP BY session, record_id
+)
+SELECT session, record_id, ng FROM ranked WHERE rk <= $per_session

@@ -1,0 +1,44 @@
+"""Word forms: the stem a token shares with its inflections (rotation ↔ rotated).
+
+Snowball stemmers through PyStemmer (C; imports in under a millisecond, so the
+search path can use it). The language follows the script: English for ASCII
+words, Russian for Cyrillic; identifiers (digits, ``_``) and other scripts are
+their own stem, because stemming them would merge names that mean different
+things.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_ASCII_WORD = re.compile(r"[a-z]+\Z")
+_CYRILLIC_WORD = re.compile(r"[а-яё]+\Z")
+MIN_STEM_LEN = 4  # shorter words are too ambiguous to fold
+
+
+@lru_cache(maxsize=1)
+def _stemmers():
+    try:
+        import Stemmer
+    except ImportError:  # degrade to exact forms rather than fail
+        return None
+    return Stemmer.Stemmer("english"), Stemmer.Stemmer("russian")
+
+
+@lru_cache(maxsize=65536)
+def stem(token: str) -> str:
+    if len(token) < MIN_STEM_LEN:
+        return token
+    stemmers = _stemmers()
+    if stemmers is None:
+        return token
+    if _ASCII_WORD.match(token):
+        return stemmers[0].stemWord(token)
+    if _CYRILLIC_WORD.match(token):
+        return stemmers[1].stemWord(token)
+    return token
+
+
+def stem_many(tokens: list[str]) -> list[str]:
+    return [stem(t) for t in tokens]

@@ -1,0 +1,197 @@
+"""Search through the real `deja` command: tiers, AND and phrase semantics,
+filters, the schema_version 2 envelope, identifiers and non-Latin text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import Home, claude_assistant, claude_user, write_jsonl
+
+
+def sid(n: int) -> str:
+    return f"5e5e0000-0000-4000-8000-{n:012d}"
+
+
+def codex_session(home: Home, session: str, cwd: str, turns: list[tuple[str, str]], ts: str = "2026-03-05T09:00:00") -> None:
+    p = home.codex_file(session, stamp=ts.replace(":", "-"))
+    rows = [{"timestamp": ts + ".000Z", "type": "session_meta",
+             "payload": {"id": session, "cwd": cwd, "cli_version": "0.118.0", "git": {"branch": "main"}}}]
+    for i, (role, text) in enumerate(turns):
+        kind = "input_text" if role == "user" else "output_text"
+        rows.append({"timestamp": f"{ts[:-2]}{10 + i:02d}.000Z", "type": "response_item",
+                     "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}})
+    write_jsonl(p, rows)
+
+
+def claude_session(home: Home, n: int, turns: list[tuple[str, str]], cwd: str = "/home/dev/src/shop",
+                   day: str = "2026-03-02") -> str:
+    s = sid(n)
+    rows = []
+    for i, (role, text) in enumerate(turns):
+        ts = f"{day}T10:{i:02d}:00Z"
+        if role == "user":
+            rows.append(claude_user(s, text, ts, f"u{n}-{i}", cwd=cwd))
+        elif role == "assistant":
+            rows.append(claude_assistant(s, [{"type": "text", "text": text}], ts, f"a{n}-{i}", msg_id=f"m{n}-{i}", cwd=cwd))
+        elif role == "bash":
+            rows.append(claude_assistant(s, [{"type": "tool_use", "id": f"t{n}-{i}", "name": "Bash",
+                                              "input": {"command": text}}], ts, f"a{n}-{i}", msg_id=f"m{n}-{i}", cwd=cwd))
+        elif role == "output":
+            rows.append({**claude_user(s, "", ts, f"o{n}-{i}", cwd=cwd),
+                         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}-{i-1}",
+                                                                  "content": text, "is_error": True}]}})
+    write_jsonl(home.claude_file(s, cwd=cwd), rows)
+    return s
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    home = Home(tmp_path_factory.mktemp("search"))
+    claude_session(home, 1, [
+        ("user", "checkout returns 500 when the connection pool is exhausted under load"),
+        ("assistant", "I looked at app/db.py. The root cause was pool_size=5; we raised it to 20 and added a timeout."),
+    ])
+    claude_session(home, 2, [
+        ("user", "the connection to redis drops every night"),
+        ("assistant", "The pool of workers restarts at midnight; the redis client reconnects fine."),
+    ], cwd="/home/dev/src/cache")
+    claude_session(home, 3, [
+        ("user", "where is parse_config defined and why does UserService.login fail?"),
+        ("assistant", "parse_config lives in src/config.py; UserService.login fails at main.go:42 on a nil session."),
+    ], cwd="/home/dev/src/auth")
+    claude_session(home, 4, [
+        ("user", "почему падает сборка после обновления зависимостей?"),
+        ("assistant", "Сборка падает из-за несовместимой версии библиотеки protobuf."),
+    ], cwd="/home/dev/src/build")
+    claude_session(home, 5, [
+        ("user", "数据库连接超时怎么办"),
+        ("assistant", "把连接池的超时时间调大到30秒。"),
+    ], cwd="/home/dev/src/db")
+    claude_session(home, 6, [
+        ("user", "run the test suite"),
+        ("bash", "pytest -x tests/test_orders.py -k totals_regression"),
+        ("output", "Traceback (most recent call last):\n  File \"/tmp/pytest-31/test_orders.py\", line 88, in test_total\nKeyError: 'discount_code'"),
+        ("assistant", "The fix was to default discount_code to None in orders/total.py."),
+    ], cwd="/home/dev/src/orders")
+    claude_session(home, 7, [
+        ("user", "rotating the signing keys for the webhook service"),
+        ("assistant", "Key rotation is done; the old keys are revoked."),
+    ], cwd="/home/dev/src/hooks")
+    codex_session(home, "019c0000-0000-7000-8000-000000000001", "/home/dev/src/api", [
+        ("user", "the integration tests are flaky on CI"),
+        ("assistant", "The flaky test shared a temp dir; it now uses t.TempDir and passes 50 runs in a row."),
+    ])
+    home.run("index")
+    return home
+
+
+def ids(env):
+    return [h["session"]["id"] for h in env["hits"]]
+
+
+def test_exact_and_is_per_record(corpus):
+    res = corpus.search("connection", "pool", "exhausted")
+    assert res["tier"] == "exact" and ids(res) == [sid(1)]
+    # "connection" and "pool" both occur in session 2, but never in one message
+    assert sid(2) not in ids(corpus.search("connection", "pool"))
+
+
+def test_quoted_phrase_must_be_contiguous(corpus):
+    assert ids(corpus.search('"connection pool is exhausted"')) == [sid(1)]
+    assert ids(corpus.search('"pool connection"')) == []
+
+
+def test_envelope_matches_the_contract_field_by_field(corpus):
+    res = corpus.search("connection", "pool", "exhausted")
+    assert set(res) >= {"schema_version", "tier", "total", "hits"}
+    assert res["schema_version"] == 2 and res["total"] == 1 and "capped" not in res
+    hit = res["hits"][0]
+    assert set(hit) == {"session", "count", "snippets", "score", "tier"}
+    assert hit["tier"] == "exact" and isinstance(hit["score"], float) and hit["count"] == 1
+    s = hit["session"]
+    assert s["harness"] == "claude" and s["id"] == sid(1) and s["project"] == "src/shop"
+    assert s["source"] == {"origin": "local"}
+    assert s["started"] == "2026-03-02T10:00:00Z" and s["updated"] == "2026-03-02T10:01:00Z"
+    assert s["path"].endswith(f"{sid(1)}.jsonl") and s["title"].startswith("checkout returns 500")
+    # the decision line leads the snippets (§5.3)
+    assert hit["snippets"][0].startswith("The root cause was pool_size=5")
+    assert any("connection pool is exhausted" in x for x in hit["snippets"])
+
+
+def test_limit_caps_and_all_lifts_the_cap(corpus):
+    res = corpus.search("the", "--limit", "1")
+    assert len(res["hits"]) == 1 and res.get("capped") is True and res["total"] > 1
+    assert len(corpus.search("the", "--all")["hits"]) == res["total"]
+
+
+def test_filters(corpus):
+    assert ids(corpus.search("flaky", "--harness", "codex")) == ["019c0000-0000-7000-8000-000000000001"]
+    assert ids(corpus.search("flaky", "--harness", "claude")) == []
+    assert ids(corpus.search("connection", "--project", "CACHE")) == [sid(2)]
+    assert ids(corpus.search("connection", "--since", "1d")) == []  # all sessions are older
+    assert set(ids(corpus.search("connection", "--since", "100000d"))) >= {sid(1), sid(2)}
+    assert ids(corpus.search("connection", "--session", sid(2))) == [sid(2)]
+
+
+def test_work_roles_only_when_asked(corpus):
+    assert ids(corpus.search("totals_regression")) == []  # the command is not speech
+    assert ids(corpus.search("totals_regression", "--role", "command")) == [sid(6)]
+    assert ids(corpus.search("keyerror", "--role", "tool")) == [sid(6)]
+
+
+def test_identifier_queries(corpus):
+    assert ids(corpus.search("parse_config")) == [sid(3)]
+    assert ids(corpus.search("UserService.login")) == [sid(3)]
+    assert ids(corpus.search("main.go:42")) == [sid(3)]
+    assert ids(corpus.search("userservice")) == [sid(3)]
+
+
+def test_non_latin_queries(corpus):
+    assert ids(corpus.search("сборка", "protobuf")) == [sid(4)]
+    assert ids(corpus.search("连接池")) == [sid(5)]
+
+
+def test_stemmed_tier_finds_other_word_forms(corpus):
+    res = corpus.search("rotated", "signing", "key")
+    assert res["tier"] == "stemmed" and ids(res)[0] == sid(7)
+
+
+def test_close_tier_for_a_misspelling(corpus):
+    res = corpus.search("exhuasted")
+    assert res["tier"] == "close" and ids(res) == [sid(1)]
+
+
+def test_close_tier_for_a_substring(corpus):
+    res = corpus.search("tempdi")
+    assert res["tier"] == "close" and ids(res) == ["019c0000-0000-7000-8000-000000000001"]
+
+
+def test_error_tier_matches_a_pasted_error_with_other_numbers(corpus):
+    res = corpus.search('File "/tmp/pytest-77/test_orders.py", line 91, in test_total KeyError: discount_code')
+    assert res["tier"] == "error" and ids(res)[0] == sid(6)
+
+
+def test_relevance_tier_for_a_natural_question(corpus):
+    res = corpus.search("why", "were", "integration", "runs", "flaky", "on", "ci?")
+    assert res["tier"] == "relevance" and ids(res)[0] == "019c0000-0000-7000-8000-000000000001"
+
+
+def test_regex_scan(corpus):
+    res = corpus.search("--re", r"pool_size=\d+")
+    assert ids(res) == [sid(1)] and "pool_size=5" in res["hits"][0]["snippets"][0]
+
+
+def test_empty_result_and_bad_flags(corpus):
+    proc = corpus.run("search", "--json", "zzzqqqxxx")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["hits"] == [] and "no session matches" in proc.stderr
+    for args in (["--harness", "vim"], ["--role", "nope"], ["--limit", "101"], ["--since", "yesterday"], ["--re", "("]):
+        proc = corpus.run("search", *args, "pool", check=False)
+        assert proc.returncode == 1 and proc.stderr.startswith("deja: ") and "Traceback" not in proc.stderr
+
+
+def test_bare_words_search_and_text_output(corpus):
+    proc = corpus.run("connection", "pool", "exhausted")
+    assert sid(1)[:12] in proc.stdout and "root cause" in proc.stdout
+    assert "1 sessions (exact)" in proc.stderr

@@ -142,6 +142,8 @@ def _search_cmd(
     role: Optional[str],
     limit: int,
     show_all: bool,
+    session: Optional[str] = None,
+    regex: bool = False,
 ) -> None:
     from deja.queries.search import ROLE_ALIASES, ROLE_CODE, Query, search
     from deja.queries.store_read import Busy, NoIndex, open_live
@@ -153,26 +155,44 @@ def _search_cmd(
     if harness and harness not in harnesses():
         raise Fail(f"unknown harness {harness!r} (known: {', '.join(harnesses())})")
     if role and ROLE_ALIASES.get(role, role) not in ROLE_CODE:
-        raise Fail(f"unknown role {role!r} (user, assistant, tool, tool-output, files, command, edit)")
+        raise Fail(f"unknown role {role!r} (user, assistant, tool, tool-output, files, command, edit, summary)")
     if not 1 <= limit <= 100:
         raise Fail("--limit takes a number from 1 to 100")
     since_ms = _since_ms(since) if since else None
+    _refresh()
     try:
         live = open_live(config.index_dir())
     except NoIndex as exc:
         raise Fail(str(exc))
     except Busy:
         raise Fail("the index is busy being written; try again in a moment")
+    notes: list[str] = []
+    session = session.strip().strip("'\"`‘’“”") if session else None
     try:
-        env = search(live, Query(text, limit, show_all, harness, project, since_ms, role))
+        env = search(live, Query(text, limit, show_all, harness, project, since_ms, role, session, regex), notes)
+    except ValueError as exc:
+        raise Fail(str(exc))
     finally:
         live.close()
+    for n in notes:
+        print(n, file=sys.stderr)
     if as_json:
         _out_json(env)
     else:
         _print_hits(env)
     if not env["hits"]:
         _err("no session matches " + repr(text))
+
+
+def _refresh() -> None:
+    """Appended turns are searchable at once; heavier refreshes run in the background."""
+    from .fresh import ensure_fresh
+
+    try:
+        if ensure_fresh() == "background":
+            print("deja: refreshing the index in the background; answering from the store as it is", file=sys.stderr)
+    except Exception:  # freshness is best effort: the store as it is still answers
+        pass
 
 
 def _since_ms(value: str) -> int:
@@ -192,7 +212,9 @@ def _print_hits(env: dict) -> None:
 
     tty = sys.stdout.isatty()
     width = _term_width()
-    print(f"{env['total']} sessions ({env['tier']})", file=sys.stderr)
+    what = {"relevance": "nothing matched every word; nearest sessions", "error": "same error signature",
+            "close": "close spellings", "stemmed": "word forms"}.get(env["tier"], "")
+    print(f"{env['total']} sessions ({env['tier']}{': ' + what if what else ''})", file=sys.stderr)
     for hit in env["hits"]:
         s = hit["session"]
         when = (s.get("updated") or s.get("started") or "")[:10]
@@ -225,9 +247,11 @@ def search_cmd(
     role: Optional[str] = typer.Option(None, "--role"),
     limit: int = typer.Option(15, "--limit"),
     show_all: bool = typer.Option(False, "--all"),
+    session: Optional[str] = typer.Option(None, "--session", help="Only this session (id prefix)."),
+    regex: bool = typer.Option(False, "--re", help="The query is a regular expression over record text."),
 ) -> None:
     """Search every agent's history."""
-    _search_cmd(query, as_json, harness, project, since, role, limit, show_all)
+    _search_cmd(query, as_json, harness, project, since, role, limit, show_all, session, regex)
 
 
 # ---------------------------------------------------------------------------
@@ -253,7 +277,7 @@ def recover_cmd(
     exclude: Optional[str] = typer.Option(None, "--exclude", help="The live session's id, never offered."),
     limit: Optional[int] = typer.Option(None, "--limit", help="How many sessions to list (1-50, default 5)."),
     harness: Optional[str] = typer.Option(None, "--harness", help="Only this agent's sessions."),
-    session: Optional[str] = typer.Option(None, "--session", help="The session to rebuild, check or repair (id or prefix)."),
+    session: Optional[str] = typer.Option(None, "--session", help="The session to rebuild, check or repair."),
     digest: bool = typer.Option(False, "--digest", help="Print the session's working-state digest (phase 2)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Digest size in characters (default 8000)."),
     check: bool = typer.Option(False, "--check", help="Report crash damage in the session's transcript."),
@@ -295,11 +319,11 @@ def recover_cmd(
             _err(notice)
         if digest:
             state = mod.recover_state(cand.path, cand.session_id)
-            text = rc.build_digest(state, budget)
+            result = rc.build_digest(state, budget)
             if as_json:
-                _out_json(rc.digest_json(cand, text, budget))
+                _out_json(rc.digest_json(cand, result, budget))
             else:
-                sys.stdout.write(text.text)
+                sys.stdout.write(result.text)
         elif check:
             problems = rc.check(cand, mod)
             if as_json:
@@ -310,9 +334,160 @@ def recover_cmd(
             if not out:
                 raise Fail("--repair needs --out FILE (the original is never touched)")
             fixes, new_id = rc.repair(cand, mod, out)
-            print(rc.render_repair(cand, out, fixes, new_id))
+            if as_json:
+                _out_json(rc.repair_json(cand, out, fixes, new_id))
+            else:
+                print(rc.render_repair(cand, out, fixes, new_id))
     except rc.RecoverError as exc:
         raise Fail(str(exc))
+
+
+# ---------------------------------------------------------------------------
+
+
+# last, show, ctx (logic in deja.queries.show and deja.queries.ctx)
+
+
+def _live_or_fail():
+    from deja.queries.store_read import Busy, NoIndex, open_live
+
+    try:
+        return open_live(config.index_dir())
+    except NoIndex as exc:
+        raise Fail(str(exc))
+    except Busy:
+        raise Fail("the index is busy being written; try again in a moment")
+
+
+def _check_harness(harness: Optional[str]) -> None:
+    from deja.stages.sources import harnesses
+
+    if harness and harness not in harnesses():
+        raise Fail(f"unknown harness {harness!r} (known: {', '.join(harnesses())})")
+
+
+@app.command("last")
+def last_cmd(
+    n: Optional[int] = typer.Argument(None, metavar="[N]", help="How many sessions (default 10)."),
+    as_json: bool = typer.Option(False, "--json"),
+    project: Optional[str] = typer.Option(None, "--project", help="Project name contains this."),
+    harness: Optional[str] = typer.Option(None, "--harness"),
+    since: Optional[str] = typer.Option(None, "--since", help="Active within this long (7d, 12h, 90m)."),
+    role: Optional[str] = typer.Option(None, "--role", help="Only sessions holding records of this role."),
+    origin: Optional[str] = typer.Option(None, "--from", help="`local`, or the machine a session came from."),
+) -> None:
+    """Recent sessions, newest first."""
+    from deja.queries import show as sh
+
+    n = 10 if n is None else n
+    if n < 1:
+        raise Fail("last takes a number of sessions ≥ 1")
+    _check_harness(harness)
+    if role and role not in sh.ROLE_COUNT:
+        raise Fail(f"unknown role {role!r} (user, assistant, tool, tool-output, files, command, edit, summary)")
+    since_ms = _since_ms(since) if since else None
+    live = _live_or_fail()
+    try:
+        sessions = sh.last(live, n, harness, project, since_ms, role, origin)
+        stored = sh.session_count(live) if not sessions else len(sessions)
+    finally:
+        live.close()
+    if as_json:
+        _out_json({"schema_version": 2, "sessions": sessions})
+    else:
+        width = _term_width()
+        for s in sessions:
+            print(sh.last_line(s, width))
+    if not sessions:
+        filters = [f"{k} {v}" for k, v in (("--project", project), ("--harness", harness), ("--since", since),
+                                           ("--role", role), ("--from", origin)) if v]
+        _err("no session matches " + ", ".join(filters) if stored and filters
+             else "the index holds no sessions yet; run `deja index`")
+
+
+@app.command("show")
+def show_cmd(
+    ident: str = typer.Argument(..., metavar="ID-PREFIX", help="The session's id, or the start of it."),
+    harness: Optional[str] = typer.Option(None, "--harness"),
+    as_json: bool = typer.Option(False, "--json", help="JSON (needs the exact id and --harness)."),
+    offset: Optional[int] = typer.Option(None, "--offset", help="Skip this many messages."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="At most this many messages (JSON: 50, max 200)."),
+) -> None:
+    """Print one session: its messages, with commands, files and edits as compact lines."""
+    from deja.queries import show as sh
+    from deja.stages.sources import harnesses
+
+    _check_harness(harness)
+    named, ident = sh.split_harness(sh.clean_id(ident), harnesses())
+    if named and harness and named != harness:
+        raise Fail(f"the id names harness {named!r} but --harness is {harness!r}")
+    harness = harness or named
+    if as_json:
+        if not harness:
+            raise Fail("show --json needs --harness <h> and the exact id (JSON names one session exactly)")
+        limit = sh.JSON_LIMIT_DEFAULT if limit is None else limit
+        if not 1 <= limit <= sh.JSON_LIMIT_MAX:
+            raise Fail(f"--limit takes a number from 1 to {sh.JSON_LIMIT_MAX}")
+    live = _live_or_fail()
+    try:
+        res = sh.resolve(live, ident, harness, exact=as_json)
+        win = sh.window(live, res, offset or 0, limit, work=not as_json)
+        parent, children = sh.spawn_edges(live, res)
+    except sh.ShowError as exc:
+        raise Fail(str(exc))
+    finally:
+        live.close()
+    if res.notice:
+        print(res.notice, file=sys.stderr)
+    if as_json:
+        _out_json(sh.show_json(res, win))
+    else:
+        sys.stdout.write(sh.render_text(res, win, tty=sys.stdout.isatty()))
+        if (offset is not None or limit is not None) and win.messages:
+            print(f"messages {win.offset + 1}–{win.offset + len(win.messages)} of {win.total}", file=sys.stderr)
+        elif offset is not None or limit is not None:
+            print(f"no messages from offset {win.offset} (the session has {win.total})", file=sys.stderr)
+        elif win.total > sh.TEXT_MENTION_FLAGS_ABOVE:
+            print(f"{win.total} messages; --offset N --limit N prints a slice", file=sys.stderr)
+    if parent:
+        title = " ".join((parent.get("title") or "").split())
+        print(f"spawned from {parent['harness']} {parent['session_id']}" + (f" ({_elide(title, 60)})" if title else ""),
+              file=sys.stderr)
+    if children:
+        listed = ", ".join(c["session_id"] for c in children[:5]) + (", …" if len(children) > 5 else "")
+        print(f"spawned {len(children)} session{'s' if len(children) != 1 else ''}: {listed}", file=sys.stderr)
+
+
+@app.command("ctx", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+def ctx_cmd(
+    query: Optional[list[str]] = typer.Argument(None, metavar="QUERY|ID-PREFIX"),
+) -> None:
+    """Markdown digest of the best-matching session (problem, decisions, outcome) for a prompt."""
+    from deja.queries import ctx as cx
+    from deja.stages.sources import harnesses
+
+    words = list(query or [])
+    flags = [w for w in words if w.startswith("--")]
+    if flags:
+        raise Fail(f"ctx takes no flags (got {flags[0]}); give it a query or a session id")
+    text = " ".join(words).strip()
+    if not text:
+        raise Fail("ctx needs a query or a session id")
+    live = _live_or_fail()
+    try:
+        try:
+            res, notes, nearest = cx.find(live, text, harnesses())
+            digest = cx.build(live, res, nearest)
+        except cx.CtxNotFound as exc:
+            _err(str(exc))
+            return
+        except ValueError as exc:
+            raise Fail(str(exc))
+    finally:
+        live.close()
+    for note in notes:
+        print(note, file=sys.stderr)
+    sys.stdout.write(digest)
 
 
 # ---------------------------------------------------------------------------

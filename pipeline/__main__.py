@@ -1,3 +1,3 @@
-from deja.cli import main
+from deja.entry import main
 
 main()

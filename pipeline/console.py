@@ -1,0 +1,129 @@
+"""The pieces of the command line that the fast entry point needs without typer:
+one-line errors, JSON output, and the search command itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Optional
+
+from . import config
+
+
+class Fail(Exception):
+    """A user-facing error: printed as one line, exit 1."""
+
+
+def _err(msg: str) -> None:
+    print(f"deja: {msg}", file=sys.stderr)
+
+
+def _out_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def _search_cmd(
+    query: list[str],
+    as_json: bool,
+    harness: Optional[str],
+    project: Optional[str],
+    since: Optional[str],
+    role: Optional[str],
+    limit: int,
+    show_all: bool,
+    session: Optional[str] = None,
+    regex: bool = False,
+) -> None:
+    from deja.queries.search import ROLE_ALIASES, ROLE_CODE, Query, search
+    from deja.queries.store_read import Busy, NoIndex, open_live
+    from deja.stages.sources import harnesses
+
+    text = " ".join(query).strip()
+    if not text:
+        raise Fail("search needs a query")
+    if harness and harness not in harnesses():
+        raise Fail(f"unknown harness {harness!r} (known: {', '.join(harnesses())})")
+    if role and ROLE_ALIASES.get(role, role) not in ROLE_CODE:
+        raise Fail(f"unknown role {role!r} (user, assistant, tool, tool-output, files, command, edit, summary)")
+    if not 1 <= limit <= 100:
+        raise Fail("--limit takes a number from 1 to 100")
+    since_ms = _since_ms(since) if since else None
+    _refresh()
+    try:
+        live = open_live(config.index_dir())
+    except NoIndex as exc:
+        raise Fail(str(exc))
+    except Busy:
+        raise Fail("the index is busy being written; try again in a moment")
+    notes: list[str] = []
+    session = session.strip().strip("'\"`‘’“”") if session else None
+    try:
+        env = search(live, Query(text, limit, show_all, harness, project, since_ms, role, session, regex), notes)
+    except ValueError as exc:
+        raise Fail(str(exc))
+    finally:
+        live.close()
+    for n in notes:
+        print(n, file=sys.stderr)
+    if as_json:
+        _out_json(env)
+    else:
+        _print_hits(env)
+    if not env["hits"]:
+        _err("no session matches " + repr(text))
+
+
+def _refresh() -> None:
+    """Appended turns are searchable at once; heavier refreshes run in the background."""
+    from .fresh import ensure_fresh
+
+    try:
+        if ensure_fresh() == "background":
+            print("deja: refreshing the index in the background; answering from the store as it is", file=sys.stderr)
+    except Exception:  # freshness is best effort: the store as it is still answers
+        pass
+
+
+def _since_ms(value: str) -> int:
+    import re
+    import time
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(d|h|m|s)\s*", value)
+    if not m:
+        raise Fail(f"--since takes a duration like 7d, 12h or 90m, not {value!r}")
+    n, unit = float(m.group(1)), m.group(2)
+    secs = n * {"d": 86400, "h": 3600, "m": 60, "s": 1}[unit]
+    return int((time.time() - secs) * 1000)
+
+
+def _print_hits(env: dict) -> None:
+    from deja.stages.redact import sanitize_display
+
+    tty = sys.stdout.isatty()
+    width = _term_width()
+    what = {"relevance": "nothing matched every word; nearest sessions", "error": "same error signature",
+            "close": "close spellings", "stemmed": "word forms"}.get(env["tier"], "")
+    print(f"{env['total']} sessions ({env['tier']}{': ' + what if what else ''})", file=sys.stderr)
+    for hit in env["hits"]:
+        s = hit["session"]
+        when = (s.get("updated") or s.get("started") or "")[:10]
+        title = sanitize_display(s.get("title") or "(untitled)")
+        head = f"{s['harness']}  {s['id'][:12]}  {when}  {s.get('project', '')}"
+        print(("\033[1m" + head + "\033[0m") if tty else head)
+        print("  " + _elide(title, width - 2))
+        for snip in hit["snippets"]:
+            print("    " + _elide(sanitize_display(snip), width - 4))
+
+
+def _term_width() -> int:
+    try:
+        return max(40, os.get_terminal_size().columns)
+    except OSError:
+        return 120
+
+
+def _elide(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+

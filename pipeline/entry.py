@@ -1,0 +1,79 @@
+"""The `deja` executable: a fast path for search, the typer app for the rest.
+
+Search is what people and agents run most, and its budget is the whole
+process (design.md §5). Importing typer costs more than the query itself, so
+`deja search …` and bare words are parsed here with argparse; every other
+command, and any --help, goes to the typer app in deja.cli.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# Every typer command name; tests/test_cli.py keeps this in step with deja.cli.
+COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "show", "ctx"})
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 1, like every other deja error
+        from .console import Fail
+
+        raise Fail(message)
+
+
+def _search_parser() -> _Parser:
+    p = _Parser(prog="deja search", add_help=False)
+    p.add_argument("query", nargs="*")
+    p.add_argument("--json", dest="as_json", action="store_true")
+    p.add_argument("--harness")
+    p.add_argument("--project")
+    p.add_argument("--since")
+    p.add_argument("--role")
+    p.add_argument("--limit", type=int, default=15)
+    p.add_argument("--all", dest="show_all", action="store_true")
+    p.add_argument("--session")
+    p.add_argument("--re", dest="regex", action="store_true")
+    return p
+
+
+def _fast_search(argv: list[str]) -> None:
+    from .console import _search_cmd
+
+    ns, extra = _search_parser().parse_known_args(argv)
+    unknown = [a for a in extra if a.startswith("-")]
+    if unknown:
+        from .console import Fail
+
+        raise Fail(f"no such option: {unknown[0]}")
+    _search_cmd(ns.query + extra, ns.as_json, ns.harness, ns.project, ns.since, ns.role, ns.limit,
+                ns.show_all, ns.session, ns.regex)
+
+
+def main(argv: list[str] | None = None) -> None:
+    # Allocators that give memory back, set before pyarrow/polars load: an index
+    # run frees a flush's worth at a time and should not keep the high-water mark.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    wants_help = any(a in ("-h", "--help") for a in argv)
+    if argv and not wants_help and (argv[0] == "search" or argv[0] not in COMMANDS and not argv[0].startswith("-")):
+        from .console import Fail
+
+        try:
+            _fast_search(argv[1:] if argv[0] == "search" else argv)
+        except Fail as exc:
+            print(f"deja: {exc}", file=sys.stderr)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            sys.exit(130)
+        except Exception as exc:  # never a traceback
+            print(f"deja: {type(exc).__name__}: {exc}", file=sys.stderr)
+            if os.environ.get("DEJA_DEBUG"):
+                raise
+            sys.exit(1)
+        return
+    from .cli import main as full
+
+    full(argv)

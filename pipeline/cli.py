@@ -146,9 +146,11 @@ def search_cmd(
     show_all: bool = typer.Option(False, "--all"),
     session: Optional[str] = typer.Option(None, "--session", help="Only this session (id prefix)."),
     regex: bool = typer.Option(False, "--re", help="The query is a regular expression over record text."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild the index in the foreground first."),
+    no_embed: bool = typer.Option(False, "--no-embed", help="Skip the semantic tier (there is none yet)."),
 ) -> None:
     """Search every agent's history."""
-    _search_cmd(query, as_json, harness, project, since, role, limit, show_all, session, regex)
+    _search_cmd(query, as_json, harness, project, since, role, limit, show_all, session, regex, rebuild)
 
 
 # ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ def _search_cmd(
     show_all: bool,
     session: Optional[str] = None,
     regex: bool = False,
+    rebuild: bool = False,
 ) -> None:
     from deja.queries.search import ROLE_ALIASES, ROLE_CODE, Query, search
     from deja.queries.store_read import Busy, NoIndex, open_live
@@ -49,7 +50,16 @@ def _search_cmd(
     if not 1 <= limit <= 100:
         raise Fail("--limit takes a number from 1 to 100")
     since_ms = _since_ms(since) if since else None
-    _refresh()
+    if rebuild:  # the work in front of you, like `deja index --rebuild`
+        from .run import run_index
+        from .store import Busy as WriterBusy
+
+        try:
+            run_index(rebuild=True, notice=_err)
+        except WriterBusy as exc:
+            raise Fail(f"{exc}; try again when it finishes")
+    else:
+        _refresh()
     try:
         live = open_live(config.index_dir())
     except NoIndex as exc:

@@ -35,6 +35,8 @@ def _search_parser() -> _Parser:
     p.add_argument("--all", dest="show_all", action="store_true")
     p.add_argument("--session")
     p.add_argument("--re", dest="regex", action="store_true")
+    p.add_argument("--rebuild", action="store_true")
+    p.add_argument("--no-embed", dest="no_embed", action="store_true")  # no semantic tier yet: accepted, nothing to skip
     return p
 
 
@@ -48,7 +50,7 @@ def _fast_search(argv: list[str]) -> None:
 
         raise Fail(f"no such option: {unknown[0]}")
     _search_cmd(ns.query + extra, ns.as_json, ns.harness, ns.project, ns.since, ns.role, ns.limit,
-                ns.show_all, ns.session, ns.regex)
+                ns.show_all, ns.session, ns.regex, ns.rebuild)
 
 
 def main(argv: list[str] | None = None) -> None:

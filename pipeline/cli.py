@@ -250,6 +250,7 @@ def recover_cmd(
 def _live_or_fail():
     from deja.queries.store_read import Busy, NoIndex, open_live
 
+    _refresh()  # reading commands answer from a fresh store (cli-contract §1)
     try:
         return open_live(config.index_dir())
     except NoIndex as exc:
@@ -390,6 +391,16 @@ def ctx_cmd(
 
 
 # ---------------------------------------------------------------------------
+
+
+# Command groups that live in their own modules register themselves on `app`.
+# Each module holds `from .cli import app, Fail, ...` and decorates its commands.
+for _mod in ("deja.cli_work", "deja.cli_memory", "deja.cli_hooks"):
+    try:
+        __import__(_mod)
+    except ModuleNotFoundError as _exc:
+        if _exc.name != _mod:
+            raise
 
 
 def main(argv: list[str] | None = None) -> None:

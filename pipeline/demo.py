@@ -42,8 +42,12 @@ def run_demo(run_index, search) -> None:
         from .cli import _print_summary
 
         _print_summary(summary)
-        old = os.environ.get("DEJA_INDEX_DIR")
-        os.environ["DEJA_INDEX_DIR"] = env["DEJA_INDEX_DIR"]
+        # the searches must see the demo's stores and store, never this machine's:
+        # a freshness check against the real stores would call every sample "removed"
+        scoped = {k: env[k] for k in ("DEJA_INDEX_DIR", "DEJA_CLAUDE_ROOT", "DEJA_CODEX_ROOT", "HOME")}
+        scoped["DEJA_NO_REFRESH"] = "1"
+        saved = {k: os.environ.get(k) for k in scoped}
+        os.environ.update(scoped)
         try:
             for q in SEARCHES:
                 print(f"\n$ deja {q}")
@@ -51,9 +55,10 @@ def run_demo(run_index, search) -> None:
                 search([q], False, None, None, None, None, 3, False)
                 sys.stdout.flush()
         finally:
-            if old is None:
-                os.environ.pop("DEJA_INDEX_DIR", None)
-            else:
-                os.environ["DEJA_INDEX_DIR"] = old
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         print("\nthe secret in the sample transcript was stored as [redacted:…]; "
               "run `deja index` to index this machine's own agent history.", file=sys.stderr)

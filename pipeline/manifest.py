@@ -48,6 +48,9 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
     """Actions for every current source and every manifest row whose file is gone.
 
     ``sources`` is [(path, harness)]; ``manifest`` maps path → its catalog row.
+    A harness with no source at all is a store this environment cannot see (a
+    relocated CLAUDE_CONFIG_DIR, a hook run with another HOME), not a store
+    whose every transcript was deleted: its indexed sessions are kept.
     """
     actions: list[Action] = []
     seen = set()
@@ -75,7 +78,8 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
             actions.append(Action(APPEND, path, harness, safe, size, mtime))
         else:
             actions.append(Action(REPLACE, path, harness, 0, size, mtime))
+    visible = {h for _, h in sources}
     for path, row in manifest.items():
-        if path not in seen:
+        if path not in seen and row.get("harness") in visible:
             actions.append(Action(REMOVE, path, row.get("harness", "")))
     return actions

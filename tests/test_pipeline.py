@@ -357,3 +357,17 @@ def test_heavier_changes_refresh_in_the_background_while_the_store_answers(home)
             break
         time.sleep(0.5)
     assert ids(home.search("terraform", "lock")) == [S2]
+
+
+def test_a_store_this_environment_cannot_see_is_kept_not_removed(home):
+    first_session(home)
+    home.run("index")
+    # the same index, run from an environment whose HOME has no Claude store
+    other = home.root / "elsewhere"
+    other.mkdir()
+    home.run("index", extra_env={"HOME": str(other)})
+    assert ids(home.search("connection", "pool")) == [S1]
+    # a file removed from a store that is visible does leave
+    first_session(home, S2).unlink()
+    home.run("index")
+    assert ids(home.search("connection", "pool")) == [S1]

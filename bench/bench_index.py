@@ -121,10 +121,15 @@ def main() -> None:
             raise SystemExit(f"deja index failed: {err}")
         cold.append(wall)
         rss.append(maxrss / 1024)
+    def progress(key):
+        print(f"{key}: {report[key]}", file=sys.stderr, flush=True)
+
     if "cold" in only:
         report["cold_index_s"] = round(statistics.median(cold), 2)
         report["cold_index_all_s"] = [round(x, 2) for x in cold]
         report["peak_rss_mb"] = round(max(rss))
+        progress("cold_index_all_s")
+        progress("peak_rss_mb")
     store_bytes = size_of(index)
     report["store_mb"] = round(store_bytes / 1e6, 1)
     report["store_ratio"] = round(store_bytes / corpus_bytes, 3)
@@ -142,7 +147,7 @@ def main() -> None:
         for i in range(max(3, args.runs)):
             f = rng.choice(files)
             harness = "claude" if "/claude/" in str(f) else "codex"
-            marker = append_turn(str(f), harness)
+            marker = append_turn(str(f), harness)["marker"]
             t0 = time.perf_counter()
             timed(deja() + ["index"], env)
             t1 = time.perf_counter()

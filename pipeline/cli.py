@@ -259,16 +259,20 @@ def _live_or_fail():
         raise Fail("the index is busy being written; try again in a moment")
 
 
-def _check_harness(harness: Optional[str]) -> None:
+def _check_harness(harness: Optional[str]) -> Optional[str]:
+    """The harness id a --harness value names (`notes` is deja's own); unknown → error."""
     from deja.stages.sources import harnesses
 
+    if harness == "notes" and "deja" in harnesses():
+        return "deja"
     if harness and harness not in harnesses():
         raise Fail(f"unknown harness {harness!r} (known: {', '.join(harnesses())})")
+    return harness
 
 
 @app.command("last")
 def last_cmd(
-    n: Optional[int] = typer.Argument(None, metavar="[N]", help="How many sessions (default 10)."),
+    n: Optional[int] = typer.Argument(None, metavar="N", help="How many sessions (default 10)."),
     as_json: bool = typer.Option(False, "--json"),
     project: Optional[str] = typer.Option(None, "--project", help="Project name contains this."),
     harness: Optional[str] = typer.Option(None, "--harness"),
@@ -282,7 +286,7 @@ def last_cmd(
     n = 10 if n is None else n
     if n < 1:
         raise Fail("last takes a number of sessions ≥ 1")
-    _check_harness(harness)
+    harness = _check_harness(harness)
     if role and role not in sh.ROLE_COUNT:
         raise Fail(f"unknown role {role!r} (user, assistant, tool, tool-output, files, command, edit, summary)")
     since_ms = _since_ms(since) if since else None
@@ -317,7 +321,7 @@ def show_cmd(
     from deja.queries import show as sh
     from deja.stages.sources import harnesses
 
-    _check_harness(harness)
+    harness = _check_harness(harness)
     named, ident = sh.split_harness(sh.clean_id(ident), harnesses())
     if named and harness and named != harness:
         raise Fail(f"the id names harness {named!r} but --harness is {harness!r}")

@@ -66,3 +66,5 @@ CREATE TABLE IF NOT EXISTS tombstones (session_key VARCHAR PRIMARY KEY, project 
 CREATE TABLE IF NOT EXISTS usage (t TIMESTAMP, kind VARCHAR, bytes BIGINT, sessions VARCHAR[], empty BOOLEAN);
 CREATE TABLE IF NOT EXISTS peers (host VARCHAR PRIMARY KEY, alias VARCHAR, added TIMESTAMP);
 CREATE TABLE IF NOT EXISTS watermarks (peer VARCHAR, source VARCHAR, ts TIMESTAMP, PRIMARY KEY (peer, source));
+-- Lifecycle states a person gave sessions with `deja promote` (corrections append; the latest row wins).
+CREATE TABLE IF NOT EXISTS lifecycle (session_key VARCHAR, state VARCHAR, note VARCHAR, "at" TIMESTAMP);  -- "at" is a DuckDB keyword: quote it

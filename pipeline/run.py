@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from deja.stages import normalize, tokenize, write
 from deja.stages.sources import harnesses, reader
+from deja.stages.sources.notes import drop_filter
 from deja.stages.stems import stem_many
 
 from . import config, manifest as mf
@@ -105,6 +106,12 @@ class Run:
                 row = dict(zip(fcols, r))
                 self.file_sessions.setdefault(row["path"], {})[row["session_key"]] = row
             self.ords = dict(con.execute("SELECT session_key, ord FROM session_ords").fetchall())
+            # deja forget / project exclusions (cli_memory): tombstoned and excluded sessions are
+            # never written, on every run including --rebuild; forgotten ones leave file_sessions too.
+            self.drop = drop_filter(self.env, con)
+            for rows in self.file_sessions.values():
+                for key in [k for k in rows if k in self.drop.keys]:
+                    del rows[key]
             meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
             self.next_record_id = int(meta.get("next_record_id", 0))
             self.gen = int(meta.get("generation", 0)) + 1
@@ -205,6 +212,8 @@ class Run:
         if out.error:
             hs.failed += 1
             self.summary.errors.append(f"{out.action.path}: {out.error}")
+        if out.rows and self.drop:  # tombstones and exclusions (see load_state)
+            out.rows = self.drop.apply(out.cols, out.meta)
         if out.rows:
             n = out.rows
             ids = pa.array(range(self.next_record_id, self.next_record_id + n), pa.int64())

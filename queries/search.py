@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from deja.stages.stems import stem
 from deja.stages.tokenize import bucket_of, query_terms
 
-from .session_obj import session_rows, session_object
+from .session_obj import demote_rejected, session_rows, session_object
 from .sqlfiles import load as load_sql
 from .store_read import LiveStore
 
@@ -175,9 +175,11 @@ class Searcher:
 
     def thin_and(self, ranked: list[Ranked], tier: str, groups: list[list[str]], terms: list[str]) -> dict:
         """Few strict matches in a big store: the relevance ranking is merged in,
-        strict matches moved up ten places (§5.2)."""
+        strict matches moved up ten places (§5.2). A one-word query keeps its
+        strict answer; words are counted as typed, so `handle_stripe_event` is
+        one word, not the four tokens it indexes as."""
         informative = [t for t in terms if t not in FILLER]
-        if len(ranked) >= THIN_AND or len(informative) < 2 or self.session_count() <= 50:
+        if len(ranked) >= THIN_AND or typed_words(self.q.text) < 2 or self.session_count() <= 50:
             return self.serve(ranked, tier, groups)
         rel = self.rank([self.forms(t) for t in informative], need_and=False, min_groups=2)
         if not rel:
@@ -375,6 +377,7 @@ class Searcher:
               total: int | None = None, keep_order: bool = False, force_cap: bool = False, regex: str | None = None) -> dict:
         if not keep_order:
             ranked = sorted(ranked, key=lambda r: (-r.score, -r.updated, r.ord))
+        ranked = demote_rejected(self.store.con, ranked)  # deja promote --state rejected: below the rest (§5.3)
         total = len(ranked) if total is None else total
         cap = len(ranked) if (self.q.all and not force_cap) else min(self.q.limit, len(ranked))
         if force_cap and not self.q.all:
@@ -451,6 +454,11 @@ def search(store: LiveStore, q: Query, notes=None) -> dict:
     if notes is not None:
         notes.extend(s.notes)
     return env
+
+
+def typed_words(text: str) -> int:
+    """Whitespace-separated words of a query that carry an informative token."""
+    return sum(1 for w in text.split() if any(t not in FILLER for t in query_terms(w)))
 
 
 def role_codes(role: str | None) -> tuple[int, ...]:

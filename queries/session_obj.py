@@ -7,7 +7,10 @@ from datetime import datetime, timezone
 
 COLUMNS = (
     "ord, harness, session_id, project, path, started, updated, title, agent_title, touched, kind, "
-    "parent, agent, origin, messages, decision, gave_up"
+    "parent, agent, origin, messages, decision, gave_up, "
+    # `deja promote` state (store_read loads the lifecycle table); NULL when none
+    """(SELECT {'state': l.state, 'note': l.note, 'at': l."at"} FROM lifecycle l """
+    "WHERE l.session_key = sessions.session_key) AS lifecycle"
 )
 
 
@@ -38,7 +41,26 @@ def session_object(row: dict) -> dict:
     for k in ("kind", "parent", "agent"):
         if row.get(k):
             s[k] = row[k]
+    lc = row.get("lifecycle")
+    if lc and lc.get("state"):
+        s["lifecycle"] = lc["state"]
+        if lc.get("note"):
+            s["lifecycle_note"] = lc["note"]
+        if lc.get("at"):
+            s["lifecycle_at"] = iso(lc["at"].replace(tzinfo=timezone.utc) if lc["at"].tzinfo is None else lc["at"])
     return s
+
+
+def demote_rejected(con, ranked: list) -> list:
+    """cli-contract §5.3 (end): sessions a person marked `rejected` move below the rest, order kept."""
+    if not ranked:
+        return ranked
+    rejected = {r[0] for r in con.execute(
+        "SELECT s.ord FROM sessions s JOIN lifecycle l ON l.session_key = s.session_key WHERE l.state = 'rejected'"
+    ).fetchall()}
+    if not rejected:
+        return ranked
+    return [r for r in ranked if r.ord not in rejected] + [r for r in ranked if r.ord in rejected]
 
 
 def session_rows(con, ords: list[int]) -> dict[int, dict]:

@@ -1,0 +1,210 @@
+"""deja's own notes (``notes.jsonl``, harness-formats "deja notes").
+
+The file lives outside the cache and is primary data: ``deja remember`` and
+``deja promote`` append to it, nothing ever rewrites it, and the index is
+rebuilt from it like from any agent's store. One JSON object per line::
+
+    {"ts": "2026-03-02T10:00:00Z", "project": "src/shop", "text": "…", "tags": ["db"]}
+    {"ts": …, "project": …, "text": …, "kind": "promoted", "session": "claude:<id>",
+     "state": "accepted", "title": "…", "src_ts": "…", "note": "why"}
+
+Plain notes group into one user-message session per project and local
+calendar day, id ``note-<project-slug>-<YYYY-MM-DD>``; promoted notes group
+per source session, id ``deja-note-<harness>-<id>``, titled ``<title> [<state>]``
+(the newest correction's title wins).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Mapping
+
+from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
+from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts
+
+HARNESS = "deja"
+DEFAULT_PROJECT = "notes"
+
+
+def notes_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("DEJA_NOTES_FILE"):
+        return Path(env["DEJA_NOTES_FILE"]).expanduser()
+    home = env.get("HOME") or os.path.expanduser("~")
+    data = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    return Path(data) / "deja" / "notes.jsonl"
+
+
+def roots(env: Mapping[str, str]) -> list[str]:
+    """Where deja doctor says notes are read from."""
+    return [str(notes_path(env))]
+
+
+def discover(env: Mapping[str, str]) -> list[SourceFile]:
+    p = str(notes_path(env))
+    return [SourceFile(p, HARNESS)] if is_regular_file(p) else []
+
+
+def slug(text: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", (text or "").lower()).strip("-")
+    return s or DEFAULT_PROJECT
+
+
+def local_day(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d")
+
+
+def note_session_id(project: str, ms: int) -> str:
+    return f"note-{slug(project)}-{local_day(ms)}"
+
+
+def promoted_session_id(source: str) -> str:
+    harness, _, sid = (source or "").partition(":")
+    return f"deja-note-{harness}-{sid}"
+
+
+def read(path: str, start: int = 0) -> ReadResult:
+    if not is_regular_file(path):
+        return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
+    try:
+        return _read(path, start)
+    except OSError as exc:
+        return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # one bad file costs that file, never the run
+        return ReadResult(safe_offset=start, error=f"notes reader failed: {type(exc).__name__}: {exc}")
+
+
+def _read(path: str, start: int) -> ReadResult:
+    lines = Lines(path, start)
+    parts: dict[str, SessionPart] = {}
+    clipped = 0
+    skipped = 0
+    for offset, obj in lines:
+        text = obj.get("text")
+        ts = parse_ts(obj.get("ts"))
+        if not isinstance(text, str) or not text.strip() or ts is None:
+            skipped += 1
+            continue
+        project = str(obj.get("project") or "").strip() or DEFAULT_PROJECT
+        tags = [str(t) for t in obj.get("tags") or [] if str(t).strip()]
+        if tags:
+            text = text.rstrip() + "\n" + " ".join("#" + t for t in tags)
+        text, cut = clip(text)
+        clipped += cut
+        if obj.get("kind") == "promoted" and obj.get("session"):
+            sid = promoted_session_id(str(obj["session"]))
+            src_ts = parse_ts(obj.get("src_ts"))
+            if src_ts is not None and src_ts < ts:
+                ts = src_ts
+            part = parts.get(sid)
+            if part is None:
+                part = parts[sid] = SessionPart(HARNESS, sid, project=project, parent="")
+            state = obj.get("state") or "accepted"
+            title = str(obj.get("title") or "").strip() or str(obj["session"])
+            part.title, part.title_rank = f"{title} [{state}]", 2
+        else:
+            sid = note_session_id(project, ts)
+            part = parts.get(sid)
+            if part is None:
+                part = parts[sid] = SessionPart(HARNESS, sid, project=project)
+        part.messages.append(Message("user", text, ts=ts, byte_offset=offset))
+    # lines that decode but are not notes count as malformed: visible in doctor
+    return ReadResult(sessions=list(parts.values()), safe_offset=lines.end,
+                      malformed=lines.malformed + skipped, clipped=clipped)
+
+
+# --------------------------------------------------------------------------- what must stay out
+# deja's other primary files: tombstones (`deja forget`) and project exclusions.
+# The index run consults them for every file it reads (pipeline/run.py), so a
+# rebuild from scratch cannot bring a forgotten or excluded session back.
+
+
+def config_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    return Path(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")) / "deja"
+
+
+def tombstones_path(env: Mapping[str, str] | None = None) -> Path:
+    return config_dir(env) / "tombstones"
+
+
+def exclude_path(env: Mapping[str, str] | None = None) -> Path:
+    return config_dir(env) / "exclude"
+
+
+def file_tombstones(env: Mapping[str, str] | None = None) -> list[str]:
+    try:
+        text = tombstones_path(env).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def exclusion_patterns(env: Mapping[str, str] | None = None) -> list[str]:
+    env = os.environ if env is None else env
+    pats: list[str] = []
+    try:
+        for ln in exclude_path(env).read_text(encoding="utf-8").splitlines():
+            ln = ln.split("#", 1)[0].strip()
+            if ln:
+                pats.append(ln)
+    except OSError:
+        pass
+    pats += [p.strip() for p in (env.get("DEJA_EXCLUDE_PROJECTS") or "").split(",") if p.strip()]
+    return pats
+
+
+def project_excluded(project: str, patterns: list[str]) -> bool:
+    """harness-formats 1.7: the project contains the pattern (case-insensitive) or matches it as a /-glob."""
+    if not project or not patterns:
+        return False
+    from fnmatch import fnmatchcase
+
+    low = project.lower()
+    for p in patterns:
+        pl = p.lower()
+        if pl in low or fnmatchcase(low, pl):
+            return True
+        if any(c in pl for c in "*?[") and fnmatchcase(low, "*/" + pl.lstrip("/")):
+            return True
+    return False
+
+
+class DropFilter:
+    """Sessions an index run must not write: tombstoned keys and excluded projects."""
+
+    def __init__(self, keys: set[str], patterns: list[str]):
+        self.keys = keys
+        self.patterns = patterns
+
+    def __bool__(self) -> bool:
+        return bool(self.keys or self.patterns)
+
+    def drops(self, key: str, project: str) -> bool:
+        return key in self.keys or project_excluded(project, self.patterns)
+
+    def apply(self, cols: dict, meta: dict) -> int:
+        """Drop such sessions' rows from a read's columns and metadata; returns rows kept."""
+        gone = {k for k, m in meta.items() if self.drops(k, m.get("project") or "")}
+        keys, projects = cols["session_key"], cols["project"]
+        keep = [i for i, (k, p) in enumerate(zip(keys, projects)) if k not in gone and not self.drops(k, p or "")]
+        if len(keep) != len(keys):
+            for name, values in cols.items():
+                cols[name] = [values[i] for i in keep]
+        for k in gone:
+            meta.pop(k, None)
+        return len(keep)
+
+
+def drop_filter(env: Mapping[str, str], con=None) -> DropFilter:
+    keys = set(file_tombstones(env))
+    if con is not None:
+        try:
+            keys.update(r[0] for r in con.execute("SELECT session_key FROM tombstones").fetchall())
+        except Exception:  # an older catalog without the table
+            pass
+    return DropFilter(keys, exclusion_patterns(env))

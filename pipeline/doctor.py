@@ -69,6 +69,12 @@ def report(env: Mapping[str, str]) -> dict:
     if index["state"] == "ok":
         index["stale_stores"] = stale
     rep = {"schema_version": 2, "stores": stores, "index": index}
+    try:  # which agent configs run deja's hooks (deja install)
+        from deja.hooks.install import wiring
+
+        rep["wiring"] = wiring(config.home(env), env)
+    except Exception:
+        pass
     if health:
         rep["ingest_health"] = health
     return rep
@@ -105,6 +111,13 @@ def render(rep: dict) -> str:
             lines.append(f"  {h}: " + ", ".join(bits))
         for u in info.get("unreadable", [])[:10]:
             lines.append(f"    unreadable: {u['path']}: {u['error']}")
+    if "wiring" in rep:
+        w = rep["wiring"]
+        lines.append("wiring:")
+        for name in ("claude", "codex"):
+            events = ", ".join(w[name]["events"]) or "no deja hooks"
+            lines.append(f"  {name:<8} {events}  {w[name]['path']}")
+        lines.append(f"  launcher {w['launcher'] or 'not installed (run `deja install --auto`)'}")
     return "\n".join(lines)
 
 

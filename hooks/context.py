@@ -1,0 +1,210 @@
+"""SessionStart — `deja hook-context`: the project's digest (≤2 KB), and
+PreCompact — `deja hook-precompact`: forget what this session was shown.
+
+hooks-contract §5.2; seed "Claude SessionStart hook". The digest is led by the
+project's accepted promoted notes (sessions of harness ``deja`` whose text
+says state accepted), then the most recent sessions of the project ranked by
+how many of the files the working tree is touching they mention, each with its
+decision line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+import zlib
+
+from . import common as c
+
+BUDGET = {"safe": 2048, "aggressive": 4096}
+MAX_SESSIONS = {"safe": 3, "aggressive": 6}
+CANDIDATES = 12
+LEAD = ("Past sessions on this project, from deja's index of your agents' transcripts. For details call the "
+        "recall_context tool; mention deja only when you actually reused something from it.")
+LEAD_COMPACT = ("The context was just compacted; the memory below survived it. For details call the "
+                "recall_context tool; mention deja only when you actually reused something from it.")
+_ACCEPTED = re.compile(r"\b(?:state|status|lifecycle)\b\W{0,4}accepted\b|\[accepted\]", re.I)
+_LOCKFILES = frozenset(("package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock", "go.sum",
+                        "uv.lock", "gemfile.lock", "composer.lock", "bun.lockb"))
+
+
+def run(payload: dict, plain: bool = False, once: bool = False) -> None:
+    env = os.environ
+    mode = c.recall_mode(env)
+    sid = c.session_id(payload)
+    cwd = c.project_cwd(payload, env)
+    event = payload.get("hook_event_name")
+    event = event if event in ("SessionStart", "UserPromptSubmit") else "SessionStart"
+    root = c.index_root(env)
+    ledger = c.Ledger(root, sid)
+    if once and ledger.has("once:context"):
+        raise c.Silent("already given to this session")
+    packet = _recovery_packet(root, sid, cwd) if payload.get("source") == "compact" or once else ""
+    body, keys = "", []
+    try:
+        live = c.open_warm(env)
+    except c.Silent:
+        if not packet:
+            raise
+        live = None
+    if live is not None:
+        try:
+            body, keys = digest(live, c.project_name(cwd), cwd, sid, mode, payload.get("source") == "compact")
+        finally:
+            live.close()
+    if packet:
+        body = packet + ("\n" + body if body else "")
+    if not body:
+        raise c.Silent("nothing to recall")
+    budget = BUDGET[mode] + (4096 if packet else 0)
+    body = c.fit_lines(body.splitlines(), budget)
+    receipt = None
+    if keys and not plain:
+        mark = c.Ledger(root, "cwd:%08x" % zlib.crc32(cwd.encode("utf-8", "replace")))
+        token = "receipt:" + c.fingerprint(" ".join(sorted(keys)))
+        if not mark.has(token):
+            size = len(c.frame(body).encode("utf-8")) / 1024
+            n = len(keys)
+            receipt = f"deja recalled {n} prior session{'s' if n != 1 else ''} from this project · {size:.1f} KB of context"
+            mark.add(token)
+    c.emit(event, body, plain, receipt)
+    if once:
+        ledger.add("once:context")
+
+
+def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = False) -> tuple[str, list[str]]:
+    """(the digest body, the session keys it recalls)."""
+    con = live.con
+    notes = accepted_notes(live, project) if project else []
+    any_project = mode == "aggressive"
+    if not project and not any_project:
+        return "", []
+    rows = con.execute(
+        "SELECT session_key, harness, session_id, title, decision, updated, touched, gave_up "
+        "FROM sessions WHERE harness <> 'deja' AND session_id <> ? AND (? OR project = ?) "
+        "AND coalesce(kind, '') NOT IN ('sidechain', 'subagent') AND messages > 0 "
+        "ORDER BY updated DESC NULLS LAST LIMIT ?",
+        [sid, any_project, project, CANDIDATES],
+    ).fetchall()
+    touching = working_tree_files(cwd) if rows else []
+    recency = {r[0]: i for i, r in enumerate(rows)}
+
+    def mentions(r) -> int:
+        names = {os.path.basename(p).lower() for p in (r[6] or [])}
+        return sum(1 for b in touching if b in names)
+
+    rows.sort(key=lambda r: (r[7] is True, -mentions(r), recency[r[0]]))  # backed-out sessions go last
+    picked, seen_titles = [], set()
+    for r in rows:
+        title = c.one_line(r[3] or "", 140)
+        decision = c.one_line(r[4] or "", 220)
+        words = {w.lower() for w in re.findall(r"\w{2,}", title + " " + decision)}
+        if len(words) < 3:
+            continue
+        norm = " ".join(sorted(words))[:120]
+        if norm in seen_titles:  # near-duplicate of one already shown
+            continue
+        seen_titles.add(norm)
+        picked.append((r, title, decision))
+        if len(picked) >= MAX_SESSIONS[mode]:
+            break
+    if not picked and not notes:
+        return "", []
+    lines = [LEAD_COMPACT if compacted else LEAD]
+    keys = []
+    if notes:
+        lines.append(f"Standing decisions for {project} (accepted notes):")
+        for key, text in notes:
+            lines.append(f"- {text}")
+            keys.append(key)
+    if picked:
+        lines.append(f"Recent sessions in {project}:" if not any_project else "Recent sessions:")
+        for r, title, decision in picked:
+            lines.append(f"- {c.day(r[5])} {r[1]} \"{title}\" (deja:{r[2][:8]})")
+            if decision:
+                lines.append(f"  decided: {decision}")
+            if r[7]:
+                lines.append("  warning: this session backed out of its approach; do not repeat it blindly")
+            keys.append(r[0])
+    return "\n".join(lines), keys
+
+
+def accepted_notes(live, project: str, limit: int = 6) -> list[tuple[str, str]]:
+    """The project's promoted notes whose text says they were accepted, newest first."""
+    con = live.con
+    rows = con.execute(
+        "SELECT session_key, title, decision FROM sessions WHERE harness = 'deja' AND (project = ? OR project = '') "
+        "ORDER BY updated DESC NULLS LAST LIMIT 50",
+        [project],
+    ).fetchall()
+    if not rows or not live.has("records"):
+        return []
+    texts = dict(con.execute(
+        "SELECT session_key, string_agg(text, chr(10) ORDER BY seq) FROM records WHERE harness = 'deja' "
+        "AND session_key IN (SELECT unnest(?)) GROUP BY session_key",
+        [[r[0] for r in rows]],
+    ).fetchall())
+    out = []
+    for key, title, decision in rows:
+        text = texts.get(key) or ""
+        if not (_ACCEPTED.search(text) or _ACCEPTED.search(title or "")):
+            continue
+        body = decision or next((ln for ln in text.splitlines() if ln.strip() and not _ACCEPTED.search(ln)), "") or title
+        out.append((key, c.one_line(body, 300)))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def working_tree_files(cwd: str, budget: float = 0.4) -> list[str]:
+    """Basenames the repo is touching: `git status --porcelain`, then the last 3 commits."""
+    if not cwd or not os.path.isdir(cwd):
+        return []
+    out: list[str] = []
+    end = time.monotonic() + budget
+    for args in (["status", "--porcelain"], ["log", "--name-only", "--format=", "-3"]):
+        left = end - time.monotonic()
+        if left <= 0 or len(out) >= 8:
+            break
+        try:
+            proc = subprocess.run(["git", "-C", cwd, *args], capture_output=True, text=True, timeout=left,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            break
+        if proc.returncode != 0:
+            break
+        for line in proc.stdout.splitlines():
+            path = line[3:] if args[0] == "status" else line
+            path = path.split(" -> ")[-1].strip().strip('"')
+            base = os.path.basename(path).lower()
+            if not base or "." not in base or base in _LOCKFILES or base in out:
+                continue
+            out.append(base)
+            if len(out) >= 8:
+                break
+    return out
+
+
+def _recovery_packet(root, sid: str, cwd: str) -> str:
+    """A pending compaction-recovery packet, when the packets module provides one."""
+    try:
+        from deja.hooks import packets  # written by the compaction-capture work
+    except ImportError:
+        return ""
+    take = getattr(packets, "take", None)
+    if take is None:
+        return ""
+    try:
+        return take(root, sid, cwd) or ""
+    except Exception:
+        return ""
+
+
+def run_precompact(payload: dict, plain: bool = False, once: bool = False) -> None:
+    """Forget what this session was shown: compaction threw those blocks away."""
+    sid = c.session_id(payload)
+    if sid:
+        c.Ledger(c.index_root(), sid).forget()
+    raise c.Silent("precompact prints nothing")

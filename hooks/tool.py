@@ -1,0 +1,405 @@
+"""PreToolUse — `deja hook-tool`, and PostToolUse — `deja hook-tool-after`.
+
+hooks-contract §5.5; seed "hook-tool" / "hook-tool-after".
+
+Before a tool runs: one line about the file's or the command's history,
+deduplicated per agent session. How much history it waits for depends on what
+it has to say: a bare count of sessions needs five, a decision stands from the
+second session, a program this machine has never had is named from two
+sightings, and an accepted promoted note is the project's standing decision.
+A fact already given this session yields to the next one it can offer — for a
+command, the missing program, then the failure it hit here — and only those.
+
+After a command fails: the error seen before and what followed it without
+failing, in two lines and 420 bytes at most.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+from . import common as c
+
+LINE_BUDGET = 480
+AFTER_BUDGET = 420
+COUNT_NEEDS = 5
+DECISION_NEEDS = 2
+MISSING_NEEDS = 2
+FILE_TOOLS = {"edit", "write", "multiedit", "notebookedit", "read"}
+COMMAND_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell_command"}
+_INSPECT = frozenset(
+    "ls cat pwd echo which env find tree ps head tail less more wc stat file du df whoami id date uname "
+    "printenv type hostname realpath dirname basename true false".split()
+)
+_GIT_INSPECT = frozenset(
+    "status diff log show branch remote stash blame reflog describe rev-parse ls-files".split()
+)
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+_NOT_FOUND = "command not found"
+_ERROR = re.compile(
+    r"error|exception|traceback|failed|failure|panic|fatal|cannot|can't|undefined|not found|refused|denied|"
+    r"timed? ?out|segmentation|ERR!|errno|abort|no such|permission|exit code [1-9]|exit status [1-9]",
+    re.I,
+)
+
+
+# --------------------------------------------------------------------------- payload
+
+
+def command_of(payload: dict) -> str:
+    ti = payload.get("tool_input")
+    if isinstance(ti, dict):
+        cmd = ti.get("command") if ti.get("command") is not None else ti.get("cmd")
+        if isinstance(cmd, list):
+            cmd = " ".join(str(x) for x in cmd)
+        return cmd if isinstance(cmd, str) else ""
+    return ti if isinstance(ti, str) else ""
+
+
+def target_of(payload: dict) -> tuple[str, str]:
+    """("command", text) or ("file", path) or ("", "")."""
+    tool = str(payload.get("tool_name") or "")
+    low = tool.lower()
+    ti = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    if low == "apply_patch" or (low in COMMAND_TOOLS and command_of(payload).lstrip().startswith("*** Begin Patch")):
+        from deja.stages.work import parse_patch
+
+        files = parse_patch(command_of(payload) or str(ti.get("patch") or ""), payload.get("cwd") or "")
+        return ("file", files[0][0]) if files else ("", "")
+    if low in COMMAND_TOOLS:
+        return "command", command_of(payload)
+    if low in FILE_TOOLS:
+        path = ti.get("file_path") or ti.get("notebook_path") or ti.get("path") or ti.get("filePath") or ""
+        return ("file", path) if isinstance(path, str) else ("", "")
+    return "", ""
+
+
+def normalise(command: str) -> str:
+    first = command.strip().splitlines()[0] if command.strip() else ""
+    first = first.strip()
+    if first.startswith("$ "):
+        first = first[2:]
+    return " ".join(first.lower().split())
+
+
+def program_of(command: str) -> str:
+    for word in command.split():
+        if _ENV_ASSIGN.match(word) or word in ("sudo", "env", "time", "nohup", "exec"):
+            continue
+        return os.path.basename(word)
+    return ""
+
+
+def is_inspection(command: str) -> bool:
+    words = command.split()
+    if not words:
+        return True
+    prog = program_of(command)
+    if prog in _INSPECT or prog in ("cd",) and len(words) <= 2:
+        return True
+    if prog == "git":
+        sub = next((w for w in words[1:] if not w.startswith("-")), "")
+        return sub in _GIT_INSPECT
+    return False
+
+
+# --------------------------------------------------------------------------- before
+
+
+def run(payload: dict, plain: bool = False, once: bool = False) -> None:
+    kind, what = target_of(payload)
+    if not what or not what.strip():
+        raise c.Silent("no target")
+    if kind == "command" and is_inspection(normalise(what)):
+        raise c.Silent("inspection command")
+    env = os.environ
+    sid = c.session_id(payload)
+    cwd = c.project_cwd(payload, env)
+    project = c.project_name(cwd)
+    ledger = c.Ledger(c.index_root(env), sid)
+    live = c.open_warm(env)
+    try:
+        producers = command_facts(live, what, project) if kind == "command" else file_facts(live, what, cwd, project)
+        line = None
+        for produce in producers:  # a fact already given yields to the next one
+            candidate = produce()
+            if not candidate:
+                continue
+            candidate = c.fit_lines([candidate], LINE_BUDGET)
+            if ledger.has("tool:" + c.fingerprint(candidate)):
+                continue
+            line = candidate
+            break
+    finally:
+        live.close()
+    if not line:
+        raise c.Silent("nothing to say")
+    c.emit("PreToolUse", line, plain)
+    ledger.add("tool:" + c.fingerprint(line))
+
+
+def command_facts(live, command: str, project: str):
+    norm = normalise(command)
+    prog = program_of(norm)
+    return [lambda: command_history(live, norm), lambda: missing_program(live, prog),
+            lambda: failure_here(live, norm, project)]
+
+
+def command_history(live, norm: str) -> str:
+    """"This machine has run that command in N sessions, last DATE — last time: <decision>"."""
+    if not live.has("records"):
+        return ""
+    rows = live.con.execute(
+        "SELECT r.session_key, max(r.ts) AS last FROM records r WHERE r.role = 'command' "
+        "AND (lower(r.text) = ? OR starts_with(lower(r.text), ?)) GROUP BY r.session_key ORDER BY last DESC",
+        ["$ " + norm, "$ " + norm + "  → exit"],
+    ).fetchall()
+    n = len(rows)
+    if n < DECISION_NEEDS:
+        return ""
+    keys = [r[0] for r in rows]
+    decided = live.con.execute(
+        "SELECT session_key, decision, title FROM sessions WHERE session_key IN (SELECT unnest(?)) "
+        "AND decision <> '' AND NOT coalesce(gave_up, false) ORDER BY updated DESC",
+        [keys],
+    ).fetchall()
+    decision = ""
+    for _, d, _ in decided:
+        decision = d
+        break
+    if not decision and n < COUNT_NEEDS:
+        return ""
+    shown = c.one_line(norm, 100)
+    line = f"This machine has run `{shown}` in {n} sessions, last {c.day(rows[0][1])}"
+    if decision:
+        line += f" — last time: {c.one_line(decision, 220)}"
+    return line
+
+
+def missing_program(live, prog: str) -> str:
+    """A program this machine has never had, named from two sightings."""
+    if not prog or not re.fullmatch(r"[\w.+-]+", prog) or shutil.which(prog) or not live.has("records"):
+        return ""
+    row = live.con.execute(
+        "SELECT count(DISTINCT session_key), max(ts) FROM records WHERE role = 'tool-output' "
+        "AND contains(text, ?) AND (contains(text, ?) OR contains(text, ?))",
+        [_NOT_FOUND, prog + ": " + _NOT_FOUND, _NOT_FOUND + ": " + prog],
+    ).fetchone()
+    n = int(row[0] or 0)
+    if n < MISSING_NEEDS:
+        return ""
+    return (f"`{prog}` is not installed on this machine: agents hit \"{prog}: command not found\" in {n} sessions, "
+            f"last {c.day(row[1])}")
+
+
+def failure_here(live, norm: str, project: str) -> str:
+    """The failure that command hit last time in this project."""
+    if not live.has("records") or not project:
+        return ""
+    row = live.con.execute(
+        "SELECT r.session_key, r.seq, r.text, r.ts FROM records r WHERE r.role = 'command' AND r.project = ? "
+        "AND starts_with(lower(r.text), ?) ORDER BY r.ts DESC LIMIT 1",
+        [project, "$ " + norm + "  → exit"],
+    ).fetchone()
+    if not row:
+        return ""
+    out = live.con.execute(
+        "SELECT text FROM records WHERE session_key = ? AND role = 'tool-output' AND seq > ? ORDER BY seq LIMIT 1",
+        [row[0], row[1]],
+    ).fetchone()
+    err = _error_line(out[0] if out else "")
+    code = row[2].rsplit("→", 1)[-1].strip()
+    return f"Last time here (`{c.one_line(norm, 80)}`, {c.day(row[3])}) it failed with {code}" + \
+        (f": {c.one_line(err, 200)}" if err else "")
+
+
+def file_facts(live, path: str, cwd: str, project: str):
+    return [lambda: standing_note(live, path, project), lambda: file_history(live, path, cwd, project)]
+
+
+def file_history(live, path: str, cwd: str, project: str) -> str:
+    if not os.path.isabs(path) and cwd:
+        path = os.path.normpath(os.path.join(cwd, path))
+    base = os.path.basename(path)
+    if not base:
+        return ""
+    rows = live.con.execute(
+        "SELECT session_key, updated, decision, gave_up FROM sessions WHERE harness <> 'deja' AND ("
+        "list_contains(touched, ?) OR (project = ? AND len(list_filter(touched, lambda x: x = ? OR ends_with(x, ?))) > 0)) "
+        "ORDER BY updated DESC NULLS LAST",
+        [path, project, base, "/" + base],
+    ).fetchall()
+    n = len(rows)
+    if n < DECISION_NEEDS:
+        return ""
+    decision = next((d for _, _, d, g in rows[:3] if d and not g), "")
+    shown = os.path.relpath(path, cwd) if cwd and path.startswith(cwd.rstrip("/") + "/") else path
+    if decision:
+        return (f"{shown} has been worked on in {n} sessions, last {c.day(rows[0][1])} — "
+                f"prior decision: {c.one_line(decision, 200)}")
+    if n < COUNT_NEEDS:
+        return ""
+    return f"{shown} has been worked on in {n} sessions, last {c.day(rows[0][1])} — see `deja blame {shown}`"
+
+
+def standing_note(live, path: str, project: str) -> str:
+    if not project:
+        return ""
+    from .context import accepted_notes
+
+    base = os.path.basename(path).lower()
+    for _, text in accepted_notes(live, project):
+        if base and base in text.lower():
+            return f"Standing decision for this project (accepted note): {text}"
+    return ""
+
+
+def _error_line(text: str) -> str:
+    for ln in (text or "").splitlines():
+        if _ERROR.search(ln) and not ln.strip().lower().startswith("exit code"):
+            return ln.strip()
+    return ""
+
+
+# --------------------------------------------------------------------------- after
+
+
+def failed(payload: dict) -> tuple[bool, str]:
+    """(did the command fail, its error text): the harness's exit status where it
+    reports one, otherwise the output by the friction rule (an error line in
+    stderr, or an error-marked result)."""
+    resp = payload.get("tool_response")
+    code = None
+    text = ""
+    if isinstance(resp, dict):
+        for k in ("exit_code", "exitCode", "returncode", "status_code"):
+            if isinstance(resp.get(k), int) and not isinstance(resp.get(k), bool):
+                code = resp[k]
+                break
+        stderr = resp.get("stderr") if isinstance(resp.get("stderr"), str) else ""
+        stdout = resp.get("stdout") if isinstance(resp.get("stdout"), str) else ""
+        output = resp.get("output") if isinstance(resp.get("output"), str) else ""
+        text = "\n".join(x for x in (stderr, stdout, output) if x)
+        if code is None and (resp.get("is_error") is True or resp.get("isError") is True):
+            code = 1
+        if code is None:
+            m = re.search(r"(?:exit code|exit status|Process exited with code)\s*(-?\d+)", text, re.I)
+            if m:
+                code = int(m.group(1))
+        if code is None and _first_failure(text):
+            code = 1
+    elif isinstance(resp, str):
+        text = resp
+        m = re.search(r"(?:exit code|exit status|Process exited with code)\s*(-?\d+)", text, re.I)
+        code = int(m.group(1)) if m else (1 if re.match(r"\s*(error|fatal)", text, re.I) else None)
+    return bool(code and code > 0), text
+
+
+def signature(err: str) -> list[str]:
+    """The words of an error line without the numbers, ids and paths that change."""
+    from deja.queries.search import FILLER
+
+    words = []
+    for w in re.findall(r"[A-Za-z][A-Za-z_'-]{2,}", err):
+        lw = w.lower()
+        if lw in FILLER or lw in words:
+            continue
+        words.append(lw)
+    return words[:5]
+
+
+def run_after(payload: dict, plain: bool = False, once: bool = False) -> None:
+    tool = str(payload.get("tool_name") or "").lower()
+    if tool not in COMMAND_TOOLS:
+        raise c.Silent("not a command")
+    bad, text = failed(payload)
+    if not bad:
+        raise c.Silent("it worked")
+    err = _first_failure(text) or next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    sig = signature(err)
+    if len(sig) < 2:
+        raise c.Silent("no signature")
+    env = os.environ
+    sid = c.session_id(payload)
+    ledger = c.Ledger(c.index_root(env), sid)
+    live = c.open_warm(env)
+    try:
+        pair = error_fix_pair(live, sig, sid, err)
+    finally:
+        live.close()
+    if not pair:
+        raise c.Silent("no pair on file")
+    seen_err, fix, when = pair
+    lines = [f"Seen before ({c.day(when)}): {c.one_line(seen_err, 160)}",
+             f"What followed without failing: {c.one_line(fix, 160)}"]
+    body = c.fit_lines(lines, AFTER_BUDGET)
+    token = "tool:" + c.fingerprint(body)
+    if ledger.has(token):
+        raise c.Silent("already given")
+    c.emit("PostToolUse", body, plain)
+    ledger.add(token)
+
+
+def error_fix_pair(live, sig: list[str], sid: str, err: str = ""):
+    """(error text, the command that followed it and succeeded, when), newest first.
+
+    A failure is a command record with exit_code > 0 or an error-marked tool
+    output; the fix is the next command of the same session that did not fail.
+    With ``deja.stages.failures`` present, "the same error" means the same
+    failure signature (numbers, ids and directories masked), as deja friction
+    counts it; otherwise the error's words must all appear.
+    """
+    if not live.has("records"):
+        return None
+    need = sig[:4]
+    conds = " AND ".join(["contains(lower(f.text), ?)"] * len(need))
+    rows = live.con.execute(
+        f"""
+        WITH f AS (
+            SELECT session_key, seq, text, ts FROM records f
+            WHERE (f.role = 'tool-output' AND coalesce(f.is_error, false) OR f.role = 'command' AND f.exit_code > 0)
+              AND f.session_id <> ? AND {conds}
+        )
+        SELECT f.text, arg_min(ok.text, ok.seq), f.ts FROM f
+        JOIN records ok ON ok.session_key = f.session_key AND ok.seq > f.seq AND ok.role = 'command'
+             AND coalesce(ok.exit_code, 0) = 0 AND NOT contains(ok.text, '→ exit')
+        GROUP BY f.session_key, f.seq, f.text, f.ts
+        ORDER BY f.ts DESC LIMIT 20
+        """,
+        [sid, *need],
+    ).fetchall()
+    key = _sig_key(err)
+    for text, fix, ts in rows:
+        if key is not None:
+            lines = _failures_of(text)
+            match = next((ln for ln in lines if _sig_key(ln) == key), None)
+            if match is None:
+                continue
+            return match, fix, ts
+        return _error_line(text) or text, fix, ts
+    return None
+
+
+def _sig_key(line: str):
+    try:
+        from deja.stages import failures
+    except ImportError:
+        return None
+    f = failures.failure_line(line or "")
+    return failures.signature_key(f) if f else None
+
+
+def _failures_of(text: str) -> list[str]:
+    from deja.stages import failures
+
+    return failures.failure_lines(text or "")
+
+
+def _first_failure(text: str) -> str:
+    try:
+        from deja.stages import failures
+    except ImportError:
+        return _error_line(text)
+    return failures.first_failure(text or "") or _error_line(text)

@@ -58,10 +58,13 @@ def _search_cmd(
             run_index(rebuild=True, notice=_err)
         except WriterBusy as exc:
             raise Fail(f"{exc}; try again when it finishes")
-    else:
-        _refresh()
+    import duckdb
+
+    con = duckdb.connect()  # one DuckDB instance for the freshness check and the query
+    if not rebuild:
+        _refresh(con)
     try:
-        live = open_live(config.index_dir())
+        live = open_live(config.index_dir(), con=con)
     except NoIndex as exc:
         raise Fail(str(exc))
     except Busy:
@@ -84,12 +87,12 @@ def _search_cmd(
         _err("no session matches " + repr(text))
 
 
-def _refresh() -> None:
+def _refresh(con=None) -> None:
     """Appended turns are searchable at once; heavier refreshes run in the background."""
     from .fresh import ensure_fresh
 
     try:
-        if ensure_fresh() == "background":
+        if ensure_fresh(con=con) == "background":
             print("deja: refreshing the index in the background; answering from the store as it is", file=sys.stderr)
     except Exception:  # freshness is best effort: the store as it is still answers
         pass

@@ -13,7 +13,13 @@ import os
 import sys
 
 # Every typer command name; tests/test_cli.py keeps this in step with deja.cli.
-COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "show", "ctx"})
+COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "show", "ctx",
+                      "hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact",
+                      "install", "uninstall", "blame", "files", "how", "fix", "friction",
+                      "remember", "promote", "forget", "stats", "view"})
+# Agent hooks run on every session start, prompt and tool call (design.md §5: median
+# ≤150 ms whole process): they bypass typer too and import only what they read.
+HOOKS = frozenset({"hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,6 +66,10 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
     argv = list(sys.argv[1:] if argv is None else argv)
     wants_help = any(a in ("-h", "--help") for a in argv)
+    if argv and argv[0] in HOOKS and not wants_help:
+        from deja.hooks.common import run_hook
+
+        sys.exit(run_hook(argv[0], argv[1:]))  # always 0: a hook never blocks the agent
     if argv and not wants_help and (argv[0] == "search" or argv[0] not in COMMANDS and not argv[0].startswith("-")):
         from .console import Fail
 

@@ -25,23 +25,35 @@ INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
 INLINE_MAX_FILES = 8
 
 
-def ensure_fresh(env: Mapping[str, str] | None = None) -> str:
-    """'fresh', 'ingested', 'background' or 'skipped' (no index, busy, disabled)."""
+def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
+    """'fresh', 'ingested', 'background' or 'skipped' (no index, busy, disabled).
+
+    ``con``: an in-memory DuckDB connection to read the manifest through (the
+    query that follows reuses it), instead of opening the catalog itself.
+    """
     env = os.environ if env is None else env
     if env.get("DEJA_NO_REFRESH") == "1":
         return "skipped"
     store = Store(config.index_dir(env))
     if not store.exists():
         return "skipped"
+    import duckdb
+
+    from deja.queries.store_read import attach_catalog
+
+    own = con is None
+    con = duckdb.connect() if own else con
+    cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error"]
     try:
-        con = store.connect(read_only=True, retries=3)
+        attach_catalog(con, store, retries=3)
     except Busy:
         return "skipped"
     try:
-        cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error"]
-        rows = con.execute(f"SELECT {', '.join(cols)} FROM manifest").fetchall()
+        rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
     finally:
-        con.close()
+        con.execute("DETACH cat")
+        if own:
+            con.close()
     manifest = {r[0]: dict(zip(cols, r)) for r in rows}
     sources = []
     for h in harnesses():

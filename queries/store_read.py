@@ -37,18 +37,30 @@ class NoIndex(Exception):
     pass
 
 
-def open_live(root: Path, retries: int = 20) -> LiveStore:
+def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | None = None) -> LiveStore:
+    """The live store as views on one in-memory DuckDB connection.
+
+    The catalog is ATTACHed read-only just long enough to read which files are
+    live, rather than opened as a second database: one DuckDB instance per
+    query is a large share of a search's whole-process budget. ``con`` lets the
+    freshness check, which ran first, hand over its connection.
+    """
     store = Store(root)
     if not store.exists():
         raise NoIndex(f"no index at {root}; run `deja index` first")
-    cat = store.connect(read_only=True, retries=retries)
+    con = con or duckdb.connect()
+    attach_catalog(con, store, retries)
     try:
         files = {}
-        for dataset, rel in cat.execute("SELECT dataset, file FROM generation ORDER BY file").fetchall():
+        for dataset, rel in con.execute("SELECT dataset, file FROM cat.generation ORDER BY file").fetchall():
             files.setdefault(dataset, []).append(str(store.root / rel))
+        lifecycle = _lifecycle_rows(con)
     finally:
-        cat.close()
-    con = duckdb.connect()
+        con.execute("DETACH cat")
+    # `deja promote` states (small): the latest row per session, as a table the session object joins
+    con.execute('CREATE TABLE lifecycle (session_key VARCHAR PRIMARY KEY, state VARCHAR, note VARCHAR, "at" TIMESTAMP)')
+    if lifecycle:
+        con.executemany("INSERT INTO lifecycle VALUES (?, ?, ?, ?)", lifecycle)
     sessions = files.get("sessions", [])
     if sessions:
         con.execute(f"CREATE VIEW sessions AS SELECT * FROM read_parquet({_list(sessions)})")
@@ -66,6 +78,30 @@ def open_live(root: Path, retries: int = 20) -> LiveStore:
     if records:
         con.execute(f"CREATE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")
     return LiveStore(store.root, files, con)
+
+
+def attach_catalog(con: duckdb.DuckDBPyConnection, store: Store, retries: int = 20) -> None:
+    """ATTACH the catalog read-only as `cat`; a writer holding it raises Busy."""
+    import time
+
+    path = str(store.catalog_path).replace("'", "''")
+    for attempt in range(retries + 1):
+        try:
+            con.execute(f"ATTACH '{path}' AS cat (READ_ONLY)")
+            return
+        except (duckdb.IOException, duckdb.ConnectionException, duckdb.BinderException) as exc:
+            if attempt == retries:
+                raise Busy(str(exc))
+            time.sleep(0.05 * (attempt + 1))
+
+
+def _lifecycle_rows(cat) -> list:
+    try:
+        return cat.execute(
+            'SELECT session_key, arg_max(state, "at"), arg_max(note, "at"), max("at") FROM cat.lifecycle GROUP BY session_key'
+        ).fetchall()
+    except duckdb.Error:  # a catalog from before the lifecycle table
+        return []
 
 
 def _list(paths: list[str]) -> str:

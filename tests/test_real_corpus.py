@@ -86,6 +86,8 @@ def test_the_real_corpus_is_searchable_and_doctor_agrees(indexed):
         assert s["harness"] in HARNESSES and s["id"] and "started" in s
     rep = json.loads(home.run("doctor", "--json").stdout)
     for store in rep["stores"]:
+        if store["name"] not in HARNESSES:
+            continue  # deja's own notes store, and any harness the corpus has no files of
         assert store["state"] == "ok"
         assert store["indexed_sessions"] == next(h["sessions"] for h in summary["harnesses"] if h["harness"] == store["name"])
     assert rep["index"]["stale_stores"] == []

@@ -58,7 +58,7 @@ def _search_cmd(
             run_index(rebuild=True, notice=_err)
         except WriterBusy as exc:
             raise Fail(f"{exc}; try again when it finishes")
-    import duckdb
+    from . import duck as duckdb
 
     con = duckdb.connect()  # one DuckDB instance for the freshness check and the query
     if not rebuild:

@@ -37,7 +37,7 @@ def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
     store = Store(config.index_dir(env))
     if not store.exists():
         return "skipped"
-    import duckdb
+    from . import duck as duckdb
 
     from deja.queries.store_read import attach_catalog
 

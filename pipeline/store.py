@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
-import duckdb
+from . import duck as duckdb  # the core: store.py is on the search and hook paths
 
 from .config import CONTENT_VERSION, SCHEMA_VERSION  # noqa: F401  (re-exported)
 DATASETS = ("records", "postings", "sessions", "deletes", "vocab")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
+from deja import duck as duckdb  # the compiled core: see deja/duck.py
 
 from deja.store import Busy, Store
 

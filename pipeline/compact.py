@@ -73,7 +73,7 @@ def compact(store: Store, gen: int, force: bool = False) -> int:
                 if len(files) > MAX_VOCAB_PARTS or (force and len(files) > 1):
                     merged = _merge_vocab(q, [str(store.root / f) for f in files])
                     rel = f"vocab/{store.new_part_name(gen)}"
-                    write.write_table(merged, store.root, rel)
+                    write.write_table(merged, store.root, rel, write.VOCAB_ROW_GROUP)
                     new_parts.append(("vocab", rel, merged.num_rows))
                     dropped.extend(files)
                 continue
@@ -117,6 +117,6 @@ def compact(store: Store, gen: int, force: bool = False) -> int:
 
 def _merge_vocab(q: duckdb.DuckDBPyConnection, paths: list[str]):
     return q.sql(
-        "SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n FROM read_parquet(?) GROUP BY token ORDER BY token",
+        "SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n FROM read_parquet(?) GROUP BY token ORDER BY stem, token",
         params=[paths],
     ).to_arrow_table()

@@ -254,7 +254,7 @@ class Run:
         for rel, rows in write.write_postings(postings, self.store.root, name):
             self.new_parts.append(("postings", rel, rows))
         vocab = write.vocab_of(postings, stem_many)
-        self.new_parts.append(("vocab",) + write.write_table(vocab, self.store.root, f"vocab/{name}"))
+        self.new_parts.append(("vocab",) + write.write_table(vocab, self.store.root, f"vocab/{name}", write.VOCAB_ROW_GROUP))
         del postings, vocab
         self.pending_bytes = 0
         _trim()

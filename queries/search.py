@@ -100,7 +100,7 @@ class Searcher:
         self.q = q
         self.roles = role_codes(q.role)
         self.notes: list[str] = []  # said on stderr: dropped words, variants
-        self._vocab_ready = False
+        self._fuzzy_terms: list[str] = []
 
     # ---- the ladder ------------------------------------------------------
     def run(self) -> dict:
@@ -112,6 +112,7 @@ class Searcher:
         if not terms or not self.store.has("postings"):
             return empty
         drive = terms[:8]  # the first 8 content terms drive the intersection (§5.1)
+        self._content = [t for t in terms if t not in FILLER] + drive
         exact = self.rank([[t] for t in drive], need_and=True)
         if phrases:
             exact = self.keep_phrases(exact, phrases)
@@ -143,7 +144,8 @@ class Searcher:
 
     def loosened(self, terms: list[str]):
         """close → stemmed → fuzzy: each yields one group of variants per term."""
-        vocab = self.vocab_for(terms)
+        self._fuzzy_terms = terms
+        vocab = self.vocab_for(self._content)  # every content word at once: relevance needs them next
         missing = [t for t in terms if t not in vocab["exact"]]
         if missing:
             close = [[t] if t in vocab["exact"] else self.substring_variants(t) for t in terms]
@@ -181,6 +183,7 @@ class Searcher:
         informative = [t for t in terms if t not in FILLER]
         if len(ranked) >= THIN_AND or typed_words(self.q.text) < 2 or self.session_count() <= 50:
             return self.serve(ranked, tier, groups)
+        self.vocab_for(informative)  # one lookup for every word's forms
         rel = self.rank([self.forms(t) for t in informative], need_and=False, min_groups=2)
         if not rel:
             return self.serve(ranked, tier, groups)
@@ -197,6 +200,7 @@ class Searcher:
     def relevance(self, informative: list[str], label: str = "relevance") -> dict:
         if not informative:
             return {"schema_version": 2, "tier": label, "total": 0, "hits": []}
+        self.vocab_for(informative)
         groups = [self.forms(t) for t in informative]
         ranked = self.rank(groups, need_and=False, min_groups=2 if len(groups) >= 2 else 1)
         return self.serve(ranked[:RELEVANCE_TOP], label, groups, total=len(ranked), force_cap=True)
@@ -292,29 +296,31 @@ class Searcher:
 
     # ---- vocabulary expansions ---------------------------------------------
     def vocab_for(self, terms: list[str]) -> dict:
-        stems = sorted({stem(t) for t in terms})
-        rows = []
-        if self.store.has("vocab"):
+        """What the store holds of these words and their forms: one lookup per
+        search, by stem (a word's own stem finds the word too), cached."""
+        if not hasattr(self, "_vocab"):
+            self._vocab: dict[str, tuple[int, list[str]]] = {}  # stem → (unused, tokens)
+            self._counts: dict[str, int] = {}
+        todo = sorted({stem(t) for t in terms} - set(self._vocab))
+        if todo and self.store.has("vocab"):
             rows = self.store.con.execute(
-                "SELECT token, stem, sum(n) FROM vocab WHERE token IN (SELECT unnest(?)) OR stem IN (SELECT unnest(?)) "
-                "GROUP BY token, stem",
-                [terms, stems],
+                "SELECT token, stem, sum(n) FROM vocab WHERE stem IN (SELECT unnest(?)) GROUP BY token, stem", [todo]
             ).fetchall()
-        exact = {t: n for t, _, n in rows if t in terms}
-        by_stem: dict[str, list[str]] = {}
-        for t, s, n in rows:
-            by_stem.setdefault(s, []).append(t)
-        return {"exact": exact, "stems": by_stem, "n": {t: n for t, _, n in rows}}
+            for t, st, n in rows:
+                self._vocab.setdefault(st, (0, []))[1].append(t)
+                self._counts[t] = n
+        for st in todo:
+            self._vocab.setdefault(st, (0, []))
+        return {
+            "exact": {t: self._counts[t] for t in terms if t in self._counts},
+            "stems": {st: toks for st, (_, toks) in self._vocab.items()},
+            "n": self._counts,
+        }
 
     def forms(self, term: str) -> list[str]:
         """A word and the indexed words that share its stem (relevance groups)."""
-        if not self._vocab_ready:
-            self._forms_cache: dict[str, list[str]] = {}
-            self._vocab_ready = True
-        if term not in self._forms_cache:
-            v = self.vocab_for([term])
-            self._forms_cache[term] = sorted({term, *v["stems"].get(stem(term), ())})[:16]
-        return self._forms_cache[term]
+        v = self.vocab_for([term])
+        return sorted({term, *v["stems"].get(stem(term), ())})[:16]
 
     def substring_variants(self, term: str) -> list[str]:
         if len(term) < 3 or not self.store.has("vocab"):
@@ -325,18 +331,34 @@ class Searcher:
         return [r[0] for r in rows]
 
     def fuzzy_variants(self, term: str, vocab: dict) -> list[str]:
-        if len(term) < 4 or vocab["n"].get(term, 0) >= FUZZY_COMMON or not self.store.has("vocab"):
-            return []
-        k = 2 if len(term) >= 8 else 1
-        rows = self.store.con.execute(
-            "SELECT token FROM vocab WHERE length(token) BETWEEN ? AND ? AND damerau_levenshtein(token, ?) <= ? "
-            "AND token <> ? GROUP BY token ORDER BY sum(n) DESC LIMIT 8",
-            [len(term) - k, len(term) + k, term, k, term],
-        ).fetchall()
-        variants = [r[0] for r in rows]
+        if not hasattr(self, "_fuzzy"):
+            self._fuzzy = self._fuzzy_all(self._fuzzy_terms, vocab)
+        variants = self._fuzzy.get(term, [])
         if variants:
             self.notes.append(f"{term}: also matching {', '.join(variants)}")
         return variants
+
+    def _fuzzy_all(self, terms: list[str], vocab: dict) -> dict[str, list[str]]:
+        """Close spellings of every eligible word in one scan of the vocabulary:
+        ≥4 characters, edit distance 1 (2 from 8 characters), up to 8 each; a word
+        the store already holds often matches only itself."""
+        want = [t for t in terms if len(t) >= 4 and vocab["n"].get(t, 0) < FUZZY_COMMON]
+        if not want or not self.store.has("vocab"):
+            return {}
+        rows = self.store.con.execute(
+            "WITH q AS (SELECT unnest(?) AS term), "
+            "m AS (SELECT q.term, v.token, sum(v.n) AS n FROM vocab v JOIN q "
+            "ON abs(length(v.token) - length(q.term)) <= CASE WHEN length(q.term) >= 8 THEN 2 ELSE 1 END "
+            "WHERE v.token <> q.term AND damerau_levenshtein(v.token, q.term) "
+            "<= CASE WHEN length(q.term) >= 8 THEN 2 ELSE 1 END GROUP BY q.term, v.token) "
+            "SELECT term, token FROM (SELECT *, row_number() OVER (PARTITION BY term ORDER BY n DESC, token) AS rk FROM m) "
+            "WHERE rk <= 8",
+            [want],
+        ).fetchall()
+        out: dict[str, list[str]] = {}
+        for term, token in rows:
+            out.setdefault(term, []).append(token)
+        return out
 
     # ---- phrases, regex -----------------------------------------------------
     def keep_phrases(self, ranked: list[Ranked], phrases: list[str]) -> list[Ranked]:

@@ -70,7 +70,12 @@ def vocab_of(postings: pa.Table, stem_many) -> pa.Table:
             "stem": pa.array(stem_many(tokens.to_pylist()), pa.string()),
             "n": pc.cast(counts.column("record_id_count"), pa.int64()),
         }
-    ).sort_by("token")
+    ).sort_by([("stem", "ascending"), ("token", "ascending")])
+
+
+# Vocabulary lookups are by stem (a word's own stem finds it and its forms):
+# sorted by stem in small row groups, a lookup reads a few of them.
+VOCAB_ROW_GROUP = 4_096
 
 
 def write_table(table: pa.Table, root: Path, rel: str, row_group: int = 65_536) -> tuple[str, int]:

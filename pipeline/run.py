@@ -89,6 +89,10 @@ class Run:
         self.done: list[FileOutput] = []
         self.new_ords: list[tuple[str, int]] = []
         self.pending_postings: list[pa.Table] = []
+        # records waiting to be tokenised together: per-call overhead of the
+        # tokenizer makes a batch of many small files far cheaper than one call each
+        self.to_tokenize: list[pa.Table] = []
+        self.to_tokenize_bytes = 0
         # Arrow's default pool (jemalloc/mimalloc) keeps freed memory; an index run
         # allocates and frees a flush's worth at a time, so the system allocator
         # (trimmed after each flush) keeps peak memory near the live data.
@@ -221,7 +225,10 @@ class Run:
             out.table = normalize.to_table(out.cols).add_column(0, "record_id", ids)
             out.cols = None
             self.pending.append(out)
-            self.pending_postings.append(self.postings_of(out.table))
+            self.to_tokenize.append(out.table)
+            self.to_tokenize_bytes += out.table.column("text").nbytes
+            if self.to_tokenize_bytes >= TOKENIZE_SLICE:
+                self.tokenize_pending()
             self.pending_bytes += out.table.column("text").nbytes
         hs.records_added += out.rows
         hs.redactions += sum(out.redactions.values())
@@ -236,9 +243,15 @@ class Run:
             self.new_ords.append((key, o))
         return o
 
+    def tokenize_pending(self) -> None:
+        if self.to_tokenize:
+            self.pending_postings.append(self.postings_of(pa.concat_tables(self.to_tokenize)))
+        self.to_tokenize, self.to_tokenize_bytes = [], 0
+
     def flush(self) -> None:
         if not self.pending:
             return
+        self.tokenize_pending()
         by_harness: dict[str, list[pa.Table]] = {}
         for out in self.pending:
             by_harness.setdefault(out.action.harness, []).append(out.table)
@@ -260,7 +273,7 @@ class Run:
         _trim()
 
     def postings_of(self, table: pa.Table) -> pa.Table:
-        """Postings of one file's records, tokenised in slices of bounded text size
+        """Postings of a batch of records, tokenised in slices of bounded text size
         so the tokenizer's working memory stays small whatever the file."""
         if table.column("text").nbytes <= TOKENIZE_SLICE:
             return self._postings(table)
@@ -278,12 +291,15 @@ class Run:
 
     def _postings(self, table: pa.Table) -> pa.Table:
         roles = table.column("role")
+        texts = table.column("text")
         # An edit record is searchable by its path only: nothing searches the removed body.
         is_edit = pc.equal(roles, "edit")
-        text = table.column("text")
-        first_line = pc.utf8_slice_codeunits(text, 0, 4096)
-        first_line = pc.replace_substring_regex(first_line, r"\n[\s\S]*", "")
-        texts = pc.if_else(is_edit, first_line, text)
+        if pc.any(is_edit).as_py():
+            edits = pc.filter(texts, is_edit).to_pylist()
+            texts = pc.replace_with_mask(
+                texts.combine_chunks(), is_edit.combine_chunks(),
+                pa.array([t.split("\n", 1)[0] for t in edits], texts.type),
+            )
         counts = tokenize.token_counts_batch(table.column("record_id"), texts)
         # join back the session ordinal and role of each record
         keys = table.column("session_key").to_pylist()

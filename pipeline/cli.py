@@ -48,6 +48,18 @@ def index(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Build or refresh the index in the foreground."""
+    if not rebuild:
+        # nothing to do is the common case: answer it without loading the pipeline
+        from .fresh import pending
+        from .store import Store
+
+        state = pending(os.environ)
+        if state is not None and not state[0] and state[2] and not Store(config.index_dir()).writer_running():
+            if as_json:
+                _out_json({"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": []})
+            else:
+                print(f"up to date ({state[1]} sessions)", file=sys.stderr)
+            return
     summary = _run_index(rebuild=rebuild, show_progress=not as_json)
     if as_json:
         _out_json(summary.as_json())

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-import duckdb
-
 from deja.stages import write
 
 from .store import Store
@@ -24,7 +22,7 @@ MAX_PARTS_PER_PARTITION = 8
 DEAD_SHARE = 0.05
 
 
-def needs_compaction(con: duckdb.DuckDBPyConnection) -> bool:
+def needs_compaction(con) -> bool:
     rows = con.execute(
         "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings', 'records', 'deletes', 'vocab')"
     ).fetchall()
@@ -59,6 +57,8 @@ def compact(store: Store, gen: int, force: bool = False) -> int:
             deletes.append(str(store.root / file))
         else:
             groups[(dataset, str(Path(file).parent))].append(file)
+    import duckdb  # the full package: relations to Arrow, only when there is merging to do
+
     q = duckdb.connect()
     new_parts: list[tuple[str, str, int]] = []
     dropped: list[str] = []
@@ -115,7 +115,7 @@ def compact(store: Store, gen: int, force: bool = False) -> int:
     return len(dropped)
 
 
-def _merge_vocab(q: duckdb.DuckDBPyConnection, paths: list[str]):
+def _merge_vocab(q, paths: list[str]):
     return q.sql(
         "SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n FROM read_parquet(?) GROUP BY token ORDER BY stem, token",
         params=[paths],

@@ -19,37 +19,38 @@ from deja.stages.sources import harnesses, reader
 
 from . import config
 from . import manifest as mf
-from .store import Busy, Store
+from .store import DATASETS, Busy, Store
 
 INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
 INLINE_MAX_FILES = 8
 
 
-def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
-    """'fresh', 'ingested', 'background' or 'skipped' (no index, busy, disabled).
+def pending(env: Mapping[str, str], con=None) -> tuple[list[mf.Action], int, bool] | None:
+    """The work the stores hold for the index, how many sessions it has, and
+    whether the files on disk are exactly the live ones (a killed run leaves
+    parts for the next writer to clean).
 
-    ``con``: an in-memory DuckDB connection to read the manifest through (the
-    query that follows reuses it), instead of opening the catalog itself.
+    None when there is no index yet or the catalog is busy. Light: a directory
+    walk, a stat per file, and the manifest read through DuckDB's core.
     """
-    env = os.environ if env is None else env
-    if env.get("DEJA_NO_REFRESH") == "1":
-        return "skipped"
     store = Store(config.index_dir(env))
     if not store.exists():
-        return "skipped"
-    from . import duck as duckdb
-
+        return None
     from deja.queries.store_read import attach_catalog
 
+    from . import duck
+
     own = con is None
-    con = duckdb.connect() if own else con
+    con = duck.connect() if own else con
     cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error"]
     try:
         attach_catalog(con, store, retries=3)
     except Busy:
-        return "skipped"
+        return None
     try:
         rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
+        sessions = con.execute("SELECT count(DISTINCT session_key) FROM cat.file_sessions").fetchone()[0]
+        live = {r[0] for r in con.execute("SELECT file FROM cat.generation").fetchall()}
     finally:
         con.execute("DETACH cat")
         if own:
@@ -61,9 +62,27 @@ def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
             sources.extend((f.path, h) for f in reader(h).discover(env))
         except Exception:
             continue
-    actions = [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP]
+    on_disk = {p.relative_to(store.root).as_posix() for d in DATASETS if (store.root / d).exists()
+               for p in (store.root / d).rglob("*.parquet")}
+    return [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP], sessions, on_disk == live
+
+
+def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
+    """'fresh', 'ingested', 'background' or 'skipped' (no index, busy, disabled).
+
+    ``con``: an in-memory DuckDB connection to read the manifest through (the
+    query that follows reuses it), instead of opening the catalog itself.
+    """
+    env = os.environ if env is None else env
+    if env.get("DEJA_NO_REFRESH") == "1":
+        return "skipped"
+    state = pending(env, con)
+    if state is None:
+        return "skipped"
+    actions = state[0]
     if not actions:
         return "fresh"
+    store = Store(config.index_dir(env))
     appended = sum(a.size - a.start for a in actions if a.kind == mf.APPEND)
     small = all(a.kind == mf.APPEND for a in actions) and appended <= INLINE_MAX_BYTES and len(actions) <= INLINE_MAX_FILES
     if small:

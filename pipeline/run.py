@@ -16,7 +16,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Mapping
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -332,6 +331,8 @@ class Run:
         live = self.live["records"]
         if not purge or not live:
             return [], []
+        import duckdb  # the full package: relations to Arrow (not needed by appends)
+
         con = duckdb.connect()
         try:
             con.execute("CREATE TEMP TABLE purge(p VARCHAR)")
@@ -522,22 +523,20 @@ def _fault(point: str) -> None:
 
 
 def _many(con, sql: str, rows: list) -> None:
-    """executemany, but bulk: DuckDB's executemany runs one statement per row."""
+    """executemany, but in multi-row statements: DuckDB's executemany runs one
+    statement per row, and Arrow registration would need the full duckdb package."""
     if not rows:
         return
     import re
 
-    m = re.match(r"\s*(INSERT(?: OR \w+)? INTO \w+) VALUES", sql)
-    if m is None or len(rows) < 20:
+    m = re.match(r"\s*(INSERT(?: OR \w+)? INTO \w+) VALUES \(([?, ]+)\)", sql)
+    if m is None:
         con.executemany(sql, rows)
         return
-    cols = {f"c{i}": [r[i] for r in rows] for i in range(len(rows[0]))}
-    batch = pa.table(cols)
-    con.register("_bulk", batch)
-    try:
-        con.execute(f"{m.group(1)} SELECT * FROM _bulk")
-    finally:
-        con.unregister("_bulk")
+    one = "(" + m.group(2) + ")"
+    for i in range(0, len(rows), 200):
+        chunk = rows[i : i + 200]
+        con.execute(f"{m.group(1)} VALUES " + ", ".join([one] * len(chunk)), [v for r in chunk for v in r])
 
 
 def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progress: Callable | None = None,

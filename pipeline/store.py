@@ -96,6 +96,20 @@ class Store:
         finally:
             os.close(fd)  # closing releases the flock
 
+    def writer_running(self) -> bool:
+        """Another process holds the writer lock right now."""
+        try:
+            fd = os.open(self.root / ".lock", os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+
     # ---- generations --------------------------------------------------
     def live_files(self, con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
         rows = con.execute(

@@ -187,12 +187,18 @@ def token_counts_batch(record_ids: Iterable[int] | Any, texts: Iterable[str | No
     unspecified. ``record_ids`` must be unique within the batch; a null text
     counts as empty.
     """
-    import polars as pl
     import pyarrow as pa
 
     schema = pa.schema(
         [("record_id", pa.int64()), ("token", pa.string()), ("tf", pa.int32()), ("rec_len", pa.int32())]
     )
+    small = _small_batch(record_ids, texts)
+    if small is not None:
+        # an appended turn or two: the pure-Python rules (identical by test) cost
+        # less than importing polars
+        return pa.table(_python_counts(*small), schema=schema)
+    import polars as pl
+
     frame = _batch_frame(pl, record_ids, texts)
     if frame.height == 0:
         return schema.empty_table()
@@ -209,6 +215,38 @@ def token_counts_batch(record_ids: Iterable[int] | Any, texts: Iterable[str | No
         counts = _count_tokens(frame)
     counts = _cut_long_tokens(counts)
     return counts.to_arrow(compat_level=pl.CompatLevel.newest()).select(schema.names).cast(schema)
+
+
+SMALL_BATCH_CHARS = 256 * 1024
+
+
+def _small_batch(record_ids: Any, texts: Any) -> tuple[list, list] | None:
+    ids = record_ids.to_pylist() if hasattr(record_ids, "to_pylist") else list(record_ids)
+    if len(ids) > 2000:
+        return None
+    txt = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
+    if len(ids) != len(txt):
+        raise ValueError("token_counts_batch: record_ids and texts differ in length")
+    if sum(len(t) for t in txt if t) > SMALL_BATCH_CHARS:
+        return None
+    if len(set(ids)) != len(ids):
+        raise ValueError("token_counts_batch: record_ids must be unique within a batch")
+    return ids, txt
+
+
+def _python_counts(ids: list, texts: list) -> dict[str, list]:
+    out: dict[str, list] = {"record_id": [], "token": [], "tf": [], "rec_len": []}
+    for rid, text in zip(ids, texts):
+        toks = tokenize(text or "")
+        counts: dict[str, int] = {}
+        for t in toks:
+            counts[t] = counts.get(t, 0) + 1
+        for t, n in counts.items():
+            out["record_id"].append(rid)
+            out["token"].append(t)
+            out["tf"].append(n)
+            out["rec_len"].append(len(toks))
+    return out
 
 
 # --- the polars implementation ------------------------------------------------------

@@ -211,6 +211,16 @@ def test_bucket_column_keeps_nulls_and_takes_chunked_arrays() -> None:
 # --- token_counts_batch -------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True, params=["polars", "python"])
+def batch_path(request, monkeypatch):
+    """Every batch test runs on both paths: small batches take the pure-Python
+    one in production (an appended turn), big ones polars."""
+    import deja.stages.tokenize as tk
+
+    monkeypatch.setattr(tk, "SMALL_BATCH_CHARS", -1 if request.param == "polars" else 10**12)
+    return request.param
+
+
 SCHEMA = pa.schema([("record_id", pa.int64()), ("token", pa.string()), ("tf", pa.int32()), ("rec_len", pa.int32())])
 
 

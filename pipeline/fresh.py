@@ -25,7 +25,7 @@ INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
 INLINE_MAX_FILES = 8
 
 
-def pending(env: Mapping[str, str], con=None) -> tuple[list[mf.Action], int, bool] | None:
+def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[list[mf.Action], int, bool] | None:
     """The work the stores hold for the index, how many sessions it has, and
     whether the files on disk are exactly the live ones (a killed run leaves
     parts for the next writer to clean).
@@ -62,9 +62,12 @@ def pending(env: Mapping[str, str], con=None) -> tuple[list[mf.Action], int, boo
             sources.extend((f.path, h) for f in reader(h).discover(env))
         except Exception:
             continue
-    on_disk = {p.relative_to(store.root).as_posix() for d in DATASETS if (store.root / d).exists()
-               for p in (store.root / d).rglob("*.parquet")}
-    return [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP], sessions, on_disk == live
+    clean = True
+    if check_disk:  # only `deja index` cleans up after a killed run; queries need not look
+        on_disk = {p.relative_to(store.root).as_posix() for d in DATASETS if (store.root / d).exists()
+                   for p in (store.root / d).rglob("*.parquet")}
+        clean = on_disk == live
+    return [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP], sessions, clean
 
 
 def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
@@ -76,7 +79,7 @@ def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
     env = os.environ if env is None else env
     if env.get("DEJA_NO_REFRESH") == "1":
         return "skipped"
-    state = pending(env, con)
+    state = pending(env, con, check_disk=False)
     if state is None:
         return "skipped"
     actions = state[0]

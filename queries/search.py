@@ -341,14 +341,17 @@ class Searcher:
     def _fuzzy_all(self, terms: list[str], vocab: dict) -> dict[str, list[str]]:
         """Close spellings of every eligible word in one scan of the vocabulary:
         ≥4 characters, edit distance 1 (2 from 8 characters), up to 8 each; a word
-        the store already holds often matches only itself."""
+        the store already holds often matches only itself. Candidates share the
+        first letter: a slip there is rare, and comparing every word of similar
+        length cost most of a search's budget."""
         want = [t for t in terms if len(t) >= 4 and vocab["n"].get(t, 0) < FUZZY_COMMON]
         if not want or not self.store.has("vocab"):
             return {}
         rows = self.store.con.execute(
             "WITH q AS (SELECT unnest(?) AS term), "
             "m AS (SELECT q.term, v.token, sum(v.n) AS n FROM vocab v JOIN q "
-            "ON abs(length(v.token) - length(q.term)) <= CASE WHEN length(q.term) >= 8 THEN 2 ELSE 1 END "
+            "ON left(v.token, 1) = left(q.term, 1) "
+            "AND abs(length(v.token) - length(q.term)) <= CASE WHEN length(q.term) >= 8 THEN 2 ELSE 1 END "
             "WHERE v.token <> q.term AND damerau_levenshtein(v.token, q.term) "
             "<= CASE WHEN length(q.term) >= 8 THEN 2 ELSE 1 END GROUP BY q.term, v.token) "
             "SELECT term, token FROM (SELECT *, row_number() OVER (PARTITION BY term ORDER BY n DESC, token) AS rk FROM m) "

@@ -41,6 +41,8 @@ from .console import (  # noqa: F401  (shared with the fast entry point)
 # ---------------------------------------------------------------------------
 # index
 
+from .cli_index import _print_summary, _run_index, index_command  # noqa: E402,F401  (demo uses both)
+
 
 @app.command()
 def index(
@@ -48,82 +50,7 @@ def index(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Build or refresh the index in the foreground."""
-    if not rebuild:
-        # nothing to do is the common case: answer it without loading the pipeline
-        from .fresh import pending
-        from .store import Store
-
-        state = pending(os.environ)
-        if state is not None and not state[0] and state[2] and not Store(config.index_dir()).writer_running():
-            if as_json:
-                _out_json({"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": []})
-            else:
-                print(f"up to date ({state[1]} sessions)", file=sys.stderr)
-            return
-    summary = _run_index(rebuild=rebuild, show_progress=not as_json)
-    if as_json:
-        _out_json(summary.as_json())
-        return
-    _print_summary(summary)
-
-
-def _run_index(rebuild: bool = False, env=None, show_progress: bool = True):
-    from .run import run_index
-    from .store import Busy
-
-    env = os.environ if env is None else env
-    progress = None
-    bar = None
-    if show_progress and sys.stderr.isatty():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        bar = Progress(
-            TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            transient=True, console=_stderr_console(),
-        )
-        task = None
-
-        def progress(done, total, path):
-            nonlocal task
-            if task is None:
-                bar.start()
-                task = bar.add_task("index", total=total)
-            bar.update(task, completed=done)
-
-    try:
-        return run_index(env, rebuild=rebuild, progress=progress, notice=_err)
-    except Busy as exc:
-        raise Fail(f"{exc}; try again when it finishes")
-    finally:
-        if bar is not None:
-            bar.stop()
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True)
-
-
-def _print_summary(summary) -> None:
-    if summary.up_to_date:
-        print(f"up to date ({summary.sessions} sessions)", file=sys.stderr)
-        return
-    for hs in summary.harnesses.values():
-        if not hs.files and not hs.sessions:
-            continue
-        line = (
-            f"{hs.harness}: {hs.sessions} sessions, {hs.messages} messages, "
-            f"{hs.redactions} redactions ({hs.read} of {hs.files} files read"
-        )
-        line += f", {hs.malformed} malformed lines" if hs.malformed else ""
-        line += f", {hs.failed} unreadable" if hs.failed else ""
-        print(line + ")")
-    if not summary.harnesses or not any(h.files for h in summary.harnesses.values()):
-        print("no agent stores found (looked for Claude Code and Codex)", file=sys.stderr)
-    for e in summary.errors[:10]:
-        _err(e)
-    print(f"indexed in {summary.seconds:.1f}s", file=sys.stderr)
+    index_command(rebuild, as_json)
 
 
 # ---------------------------------------------------------------------------

@@ -59,6 +59,18 @@ def _fast_search(argv: list[str]) -> None:
                 ns.show_all, ns.session, ns.regex, ns.rebuild)
 
 
+def _fast_index(argv: list[str]) -> None:
+    """`deja index [--rebuild] [--json]`: run often (shell profiles, after every
+    turn), so it skips typer like search does."""
+    from .cli_index import index_command
+
+    p = _Parser(prog="deja index", add_help=False)
+    p.add_argument("--rebuild", action="store_true")
+    p.add_argument("--json", dest="as_json", action="store_true")
+    ns = p.parse_args(argv)
+    index_command(ns.rebuild, ns.as_json)
+
+
 def main(argv: list[str] | None = None) -> None:
     # Allocators that give memory back, set before pyarrow/polars load: an index
     # run frees a flush's worth at a time and should not keep the high-water mark.
@@ -70,11 +82,14 @@ def main(argv: list[str] | None = None) -> None:
         from deja.hooks.common import run_hook
 
         sys.exit(run_hook(argv[0], argv[1:]))  # always 0: a hook never blocks the agent
-    if argv and not wants_help and (argv[0] == "search" or argv[0] not in COMMANDS and not argv[0].startswith("-")):
+    if argv and not wants_help and (argv[0] in ("search", "index") or argv[0] not in COMMANDS and not argv[0].startswith("-")):
         from .console import Fail
 
         try:
-            _fast_search(argv[1:] if argv[0] == "search" else argv)
+            if argv[0] == "index":
+                _fast_index(argv[1:])
+            else:
+                _fast_search(argv[1:] if argv[0] == "search" else argv)
         except Fail as exc:
             print(f"deja: {exc}", file=sys.stderr)
             sys.exit(1)

@@ -51,6 +51,8 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[
         rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
         sessions = con.execute("SELECT count(DISTINCT session_key) FROM cat.file_sessions").fetchone()[0]
         live = {r[0] for r in con.execute("SELECT file FROM cat.generation").fetchall()}
+    except duck.Error:  # a catalog a killed first run left half-made: the full run repairs it
+        return None
     finally:
         con.execute("DETACH cat")
         if own:

@@ -159,8 +159,10 @@ class Run:
         priors = [self.file_sessions.get(a.path, {}) if a.kind == mf.APPEND else {} for a in reads]
         volume = sum(max(0, a.size - a.start) for a in reads)
         if WORKERS < 2 or len(reads) < 2 or volume < POOL_MIN_BYTES or self.env.get("DEJA_WORKERS") == "1":
+            # small reads (an appended turn) redact text by text: cheaper than loading polars
+            light = volume < POOL_MIN_BYTES
             for a, prior in zip(reads, priors):
-                yield process_file(a, prior)
+                yield process_file(a, prior, light)
             return
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor

@@ -41,11 +41,12 @@ def needs_compaction(con) -> bool:
     return live > 0 and dead > DEAD_SHARE * live
 
 
-def compact(store: Store, gen: int, force: bool = False) -> int:
-    """Merge parts; returns the number of files merged away. Caller holds the writer lock."""
+def compact(store: Store, gen: int, force: bool = False, checked: bool = False) -> int:
+    """Merge parts; returns the number of files merged away. Caller holds the writer lock.
+    ``checked``: the caller already found compaction due (needs_compaction)."""
     con = store.connect(retries=100)
     try:
-        if not force and not needs_compaction(con):
+        if not force and not checked and not needs_compaction(con):
             return 0
         rows = con.execute("SELECT dataset, file FROM generation WHERE dataset IN ('postings','records','deletes','vocab')").fetchall()
     finally:

@@ -63,20 +63,29 @@ def _search_cmd(
     con = duckdb.connect()  # one DuckDB instance for the freshness check and the query
     if not rebuild:
         _refresh(con)
-    try:
-        live = open_live(config.index_dir(), con=con)
-    except NoIndex as exc:
-        raise Fail(str(exc))
-    except Busy:
-        raise Fail("the index is busy being written; try again in a moment")
-    notes: list[str] = []
     session = session.strip().strip("'\"`‘’“”") if session else None
-    try:
-        env = search(live, Query(text, limit, show_all, harness, project, since_ms, role, session, regex), notes)
-    except ValueError as exc:
-        raise Fail(str(exc))
-    finally:
-        live.close()
+    query = Query(text, limit, show_all, harness, project, since_ms, role, session, regex)
+    for attempt in range(3):
+        try:
+            live = open_live(config.index_dir(), con=con)
+        except NoIndex as exc:
+            raise Fail(str(exc))
+        except Busy:
+            raise Fail("the index is busy being written; try again in a moment")
+        notes: list[str] = []
+        try:
+            env = search(live, query, notes)
+            break
+        except ValueError as exc:
+            raise Fail(str(exc))
+        except duckdb.IOException:
+            # a run committed between listing the live files and reading them, and
+            # cleaned up what it replaced: list them again
+            if attempt == 2:
+                raise
+            con = duckdb.connect()
+        finally:
+            live.close()
     for n in notes:
         print(n, file=sys.stderr)
     if as_json:

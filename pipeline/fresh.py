@@ -64,12 +64,13 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[
             sources.extend((f.path, h) for f in reader(h).discover(env))
         except Exception:
             continue
+    actions = [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP]
     clean = True
-    if check_disk:  # only `deja index` cleans up after a killed run; queries need not look
+    if check_disk and not actions:  # only `deja index` cleans up after a killed run; queries need not look
         on_disk = {p.relative_to(store.root).as_posix() for d in DATASETS if (store.root / d).exists()
                    for p in (store.root / d).rglob("*.parquet")}
         clean = on_disk == live
-    return [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP], sessions, clean
+    return actions, sessions, clean
 
 
 def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:

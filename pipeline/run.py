@@ -25,7 +25,7 @@ from deja.stages.sources.notes import drop_filter
 from deja.stages.stems import stem_many
 
 from . import config, manifest as mf
-from .compact import compact
+from .compact import compact, needs_compaction
 from .config import CONTENT_VERSION
 from .ingest import FileOutput, process_file
 from .store import Store
@@ -87,6 +87,7 @@ class Run:
         self.pending_bytes = 0
         self.done: list[FileOutput] = []
         self.new_ords: list[tuple[str, int]] = []
+        self.compact_due = False
         self.pending_postings: list[pa.Table] = []
         # records waiting to be tokenised together: per-call overhead of the
         # tokenizer makes a batch of many small files far cheaper than one call each
@@ -119,8 +120,6 @@ class Run:
             self.next_record_id = int(meta.get("next_record_id", 0))
             self.gen = int(meta.get("generation", 0)) + 1
             self.live = {d: self.store.live_files(con, d) for d in ("records", "postings", "sessions", "deletes", "vocab")}
-            # parts a killed run wrote but never committed, or committed but never cleaned
-            self.store.collect_garbage(con)
         finally:
             con.close()
 
@@ -134,6 +133,13 @@ class Run:
         for a in actions:
             self._hs(a.harness).files += a.kind != mf.REMOVE
         if not work and not self.rebuild:
+            # parts a killed run wrote but never committed, or committed but never
+            # cleaned (a run with work cleans them at its commit)
+            con = self.store.connect(retries=40)
+            try:
+                self.store.collect_garbage(con)
+            finally:
+                con.close()
             self.summary.up_to_date = True
             self.summary.sessions = len(self.ords_live())
             self.summary.seconds = time.monotonic() - t0
@@ -150,7 +156,8 @@ class Run:
         if self.rebuild:
             purge = set(self.manifest)
         self.commit(purge, [a for a in work if a.kind == mf.REMOVE])
-        compact(self.store, self.gen)
+        if self.compact_due:
+            compact(self.store, self.gen, checked=True)
         self.summary.seconds = time.monotonic() - t0
         return self.summary
 
@@ -436,6 +443,7 @@ class Run:
             con.execute("COMMIT")
             _fault("after-commit")
             self.store.collect_garbage(con)
+            self.compact_due = needs_compaction(con)
         finally:
             con.close()
 

@@ -935,3 +935,29 @@ def _backup(path: Path) -> Path:
             os.replace(path, bak)
             return bak
         n += 1
+
+
+def incomplete_note(event: str, pending: list, actions: list, torn: bool, error: str, *, noun: str,
+                    output: str, unanswered: str, turn_open: bool = False) -> str:
+    """The incomplete-turn flag of a digest, in the harness's own words:
+    ``noun`` (transcript, rollout), ``output`` (what a tool call records) and
+    ``unanswered`` (what an open turn looks like in that harness)."""
+    def name(a) -> str:
+        return f"{a.tool} {a.detail}".strip()
+
+    failed = f" (instead, an error: {error})" if error else ""
+    running = "; ".join(name(a) for a in pending)
+    if torn:
+        tail = f", with work in progress on: {running}" if running else ""
+        return f"Last turn may be incomplete: the {noun} ends in a half-written line{tail}."
+    if running:
+        return f"Last turn may be incomplete: work was in progress on: {running} (no {output} recorded)."
+    if event == "interrupt":
+        last = f" during: {name(actions[-1])}" if actions else ""
+        return f"The last turn was interrupted by the user{last}."
+    if event == "ask":
+        return f"Last turn may be incomplete: the last ask got no reply{failed}."
+    if turn_open or event == "result":
+        last = f" (last action: {name(actions[-1])})" if actions else ""
+        return f"Last turn may be incomplete: {unanswered}{last}{failed}."
+    return ""

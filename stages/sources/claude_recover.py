@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
 from deja.hooks.recover import (
+    incomplete_note,
     HEAD_BYTES,
     PROBE_SIZES,
     Action,
@@ -503,26 +504,8 @@ def _last_instruction(line: str, asks: list[str]) -> str:
 
 
 def _incomplete(event: str, pending: list[Action], actions: list[Action], torn: bool, error: str) -> str:
-    def name(a: Action) -> str:
-        return f"{a.tool} {a.detail}".strip()
-
-    failed = f" (instead, an error: {error})" if error else ""
-
-    running = "; ".join(name(a) for a in pending)
-    if torn:
-        tail = f", with work in progress on: {running}" if running else ""
-        return f"Last turn may be incomplete: the transcript ends in a half-written line{tail}."
-    if running:
-        return f"Last turn may be incomplete: work was in progress on: {running} (no result recorded)."
-    if event == "result":
-        last = f" (last action: {name(actions[-1])})" if actions else ""
-        return f"Last turn may be incomplete: tool results came back but the agent never answered{last}{failed}."
-    if event == "ask":
-        return f"Last turn may be incomplete: the last ask got no reply{failed}."
-    if event == "interrupt":
-        last = f" during: {name(actions[-1])}" if actions else ""
-        return f"The last turn was interrupted by the user{last}."
-    return ""
+    return incomplete_note(event, pending, actions, torn, error, noun="transcript", output="result",
+                           unanswered="tool results came back but the agent never answered")
 
 
 # ---------------------------------------------------------- check and repair

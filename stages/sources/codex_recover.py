@@ -23,6 +23,7 @@ from typing import BinaryIO, Mapping
 import orjson
 
 from deja.hooks.recover import (
+    incomplete_note,
     PROBE_SIZES,
     Action,
     Candidate,
@@ -385,26 +386,8 @@ def _todo(step: dict) -> Todo:
 def _incomplete(
     event: str, pending: list[Action], actions: list[Action], turn_open: bool, torn: bool, error: str
 ) -> str:
-    def name(a: Action) -> str:
-        return f"{a.tool} {a.detail}".strip()
-
-    failed = f" (instead, an error: {error})" if error else ""
-
-    running = "; ".join(name(a) for a in pending)
-    if torn:
-        tail = f", with work in progress on: {running}" if running else ""
-        return f"Last turn may be incomplete: the rollout ends in a half-written line{tail}."
-    if running:
-        return f"Last turn may be incomplete: work was in progress on: {running} (no output recorded)."
-    if event == "interrupt":
-        last = f" during: {name(actions[-1])}" if actions else ""
-        return f"The last turn was interrupted by the user{last}."
-    if event == "ask":
-        return f"Last turn may be incomplete: the last ask got no reply{failed}."
-    if turn_open or event == "result":
-        last = f" (last action: {name(actions[-1])})" if actions else ""
-        return f"Last turn may be incomplete: it never reached task_complete{last}{failed}."
-    return ""
+    return incomplete_note(event, pending, actions, torn, error, noun="rollout", output="output",
+                           unanswered="it never reached task_complete", turn_open=turn_open)
 
 
 # ---------------------------------------------------------- check and repair

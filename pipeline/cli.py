@@ -6,10 +6,8 @@ cause prints one line, ``deja: <message>``, and exits 1; never a traceback.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from pathlib import Path
 from typing import Optional
 
 import typer

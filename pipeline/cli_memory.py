@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import os
 import re
 import sys
@@ -301,50 +300,12 @@ class _Forget:
                     con.close()
 
             def purge_records(self, purge):
-                return _purge_keys(self, keys)
+                return super().purge_records(keys, column="session_key")
 
         store = _store()
         with store.writer_lock(config.lock_wait_seconds(), notice=_err):
             store.init()
             ForgetRun(store, os.environ, False, None).execute()
-
-
-def _purge_keys(run, keys: set[str]):
-    """Rewrite the live record parts without these sessions' records (run.purge_records, by session)."""
-    import duckdb
-
-    from deja.stages import write
-
-    live = run.live["records"]
-    if not keys or not live:
-        return [], []
-    con = duckdb.connect()
-    try:
-        con.execute("CREATE TEMP TABLE gone(k VARCHAR)")
-        con.executemany("INSERT INTO gone VALUES (?)", [[k] for k in keys])
-        affected = [r[0] for r in con.execute(
-            "SELECT DISTINCT filename FROM read_parquet(?, filename=true, hive_partitioning=false) "
-            "WHERE session_key IN (SELECT k FROM gone)", [live]).fetchall()]
-        if not affected:
-            return [], []
-        dead = con.sql("SELECT record_id FROM read_parquet(?, hive_partitioning=false) "
-                       "WHERE session_key IN (SELECT k FROM gone)", params=[affected]).to_arrow_table()
-        dead_rel = ""
-        if dead.num_rows:
-            dead_rel = f"deletes/{run.store.new_part_name(run.gen)}"
-            write.write_table(dead, run.store.root, dead_rel)
-            run.new_parts.append(("deletes", dead_rel, dead.num_rows))
-        for abs_path in affected:
-            rel = Path(abs_path).relative_to(run.store.root).as_posix()
-            kept = con.sql("SELECT * FROM read_parquet(?, hive_partitioning=false) "
-                           "WHERE session_key NOT IN (SELECT k FROM gone)", params=[abs_path]).to_arrow_table()
-            if kept.num_rows:
-                new_rel = str(Path(rel).parent / run.store.new_part_name(run.gen))
-                write.write_table(kept, run.store.root, new_rel, write.RECORDS_ROW_GROUP)
-                run.new_parts.append(("records", new_rel, kept.num_rows))
-        return [Path(a).relative_to(run.store.root).as_posix() for a in affected], [dead_rel] if dead_rel else []
-    finally:
-        con.close()
 
 
 @app.command("forget")
@@ -1041,7 +1002,6 @@ def view_html(live) -> str:
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, r)) for r in cur.fetchall()]
         msgs: dict[str, list] = {}
-        totals: dict[str, int] = {}
         if live.has("records"):
             for key, role, text, n in live.con.execute(
                 "SELECT session_key, role, text, count(*) OVER (PARTITION BY session_key) FROM ("

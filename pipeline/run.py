@@ -330,8 +330,10 @@ class Run:
         )
 
     # -- purge and commit ------------------------------------------------
-    def purge_records(self, purge: set[str]) -> tuple[list[str], list[str]]:
-        """Rewrite live record parts without the purged files' records.
+    def purge_records(self, purge: set[str], column: str = "source_path") -> tuple[list[str], list[str]]:
+        """Rewrite live record parts without the records whose ``column`` is in
+        ``purge``: replaced or removed files (source_path), or sessions a person
+        told us to forget (session_key).
 
         Returns (parts dropped from the live set, dead record ids file if any).
         Postings of purged records stay until compaction; the ``deletes``
@@ -348,7 +350,7 @@ class Run:
             con.executemany("INSERT INTO purge VALUES (?)", [[p] for p in purge])
             rows = con.execute(
                 "SELECT DISTINCT filename FROM read_parquet(?, filename=true, hive_partitioning=false) "
-                "WHERE source_path IN (SELECT p FROM purge)",
+                f"WHERE {column} IN (SELECT p FROM purge)",
                 [live],
             ).fetchall()
             affected = [r[0] for r in rows]
@@ -356,7 +358,7 @@ class Run:
                 return [], []
             dead_rel = ""
             dead = con.sql(
-                "SELECT record_id FROM read_parquet(?, hive_partitioning=false) WHERE source_path IN (SELECT p FROM purge)",
+                f"SELECT record_id FROM read_parquet(?, hive_partitioning=false) WHERE {column} IN (SELECT p FROM purge)",
                 params=[affected],
             ).to_arrow_table()
             if dead.num_rows:
@@ -366,7 +368,7 @@ class Run:
             for abs_path in affected:
                 rel = Path(abs_path).relative_to(self.store.root).as_posix()
                 kept = con.sql(
-                    "SELECT * FROM read_parquet(?, hive_partitioning=false) WHERE source_path NOT IN (SELECT p FROM purge)",
+                    f"SELECT * FROM read_parquet(?, hive_partitioning=false) WHERE {column} NOT IN (SELECT p FROM purge)",
                     params=[abs_path],
                 ).to_arrow_table()
                 if kept.num_rows:

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from deja.stages import normalize, tokenize, write
 from deja.stages.sources import harnesses, reader
+from deja.stages.sources.base import ROLE_CODES, WORK_CODE_MIN
 from deja.stages.sources.notes import drop_filter
 from deja.stages.stems import stem_many
 
@@ -36,8 +37,6 @@ TOKENIZE_SLICE = 2 << 20
 # like an appended turn, stay in-process where a pool would cost more than it saves.
 POOL_MIN_BYTES = 8 << 20
 WORKERS = max(1, min(2, os.cpu_count() or 1))
-ROLE_CODES = {"user": 0, "assistant": 1, "tool-output": 2, "summary": 3, "note": 4, "command": 5, "files": 6, "edit": 7}
-WORK_CODE_MIN = 5
 
 
 @dataclass

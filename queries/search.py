@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 import time
 from dataclasses import dataclass
 
+from deja.stages.sources.base import ROLE_CODES
 from deja.stages.stems import stem
 from deja.stages.tokenize import bucket_of, query_terms
 
@@ -50,7 +50,7 @@ FILLER = STOP_WORDS | frozenset(
     "der die das ein eine und ist war wie warum wann wo mit von zu auf für".split()
 )
 ROLE_ALIASES = {"tool": "tool-output"}
-ROLE_CODE = {"user": 0, "assistant": 1, "tool-output": 2, "summary": 3, "note": 4, "command": 5, "files": 6, "edit": 7}
+ROLE_CODE = ROLE_CODES
 # summaries are the harness's digest of turns it compacted away: served only by --role summary
 SPEECH = (0, 1, 2, 4)
 RELEVANCE_TOP = 50
@@ -544,8 +544,3 @@ def _elide_around(line: str, needles: list[str], width: int) -> str:
     pos = min((low.find(n) for n in needles if n and n in low), default=0)
     start = max(0, pos - width // 3)
     return ("…" if start else "") + line[start : start + width].rstrip() + "…"
-
-
-def say_notes(notes: list[str]) -> None:
-    for n in notes:
-        print(n, file=sys.stderr)

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from deja.stages.sources.base import WORK_ROLES
+
 from .session_obj import COLUMNS, session_object
 from .store_read import LiveStore
 
 SPEECH_ROLES = ("user", "assistant", "tool-output", "summary", "note")
-WORK_ROLES = ("command", "files", "edit")
 # `last --role r`: sessions holding at least one record of that role (from the session's counts)
 ROLE_COUNT = {
     "user": "n_user",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from .outcome import backed_out, decision_line
+from .sources.base import WORK_ROLES
 
 # 1. our own earlier output echoed back, raw or HTML-escaped (Gemini)
 _RECALL = re.compile(r"<deja-recall\b.*?</deja-recall>|&lt;deja-recall\b.*?&lt;/deja-recall&gt;", re.S)
@@ -139,7 +140,6 @@ def one_line(text: str, limit: int = 120) -> str:
 # ---------------------------------------------------------------------------
 # Reader output → one Arrow table of records with the fixed schema.
 
-WORK_ROLES = frozenset(("command", "files", "edit"))
 _TITLE_USERS = 2
 
 

@@ -33,6 +33,10 @@ from dataclasses import dataclass, field
 SPEECH_ROLES = ("user", "assistant")
 WORK_ROLES = ("command", "files", "edit")
 ROLES = ("user", "assistant", "tool-output", "command", "files", "edit", "summary", "note")
+# Postings carry a role as a small code; the index writes them and search reads
+# them, so the table lives here, once. Codes from WORK_CODE_MIN up are work records.
+ROLE_CODES = {"user": 0, "assistant": 1, "tool-output": 2, "summary": 3, "note": 4, "command": 5, "files": 6, "edit": 7}
+WORK_CODE_MIN = 5
 
 
 @dataclass(slots=True)

@@ -406,13 +406,11 @@ class Run:
         write.write_table(sessions_table, self.store.root, sess_rel)
         self.new_parts.append(("sessions", sess_rel, sessions_table.num_rows))
         for hs in self.summary.harnesses.values():
-            hs.sessions = sum(1 for r in sessions_table.column("harness").to_pylist() if r == hs.harness)
-            hs.messages = 0
-        hm: dict[str, int] = {}
-        for h, n in zip(sessions_table.column("harness").to_pylist(), sessions_table.column("messages").to_pylist()):
-            hm[h] = hm.get(h, 0) + n
-        for h, n in hm.items():
-            self._hs(h).messages = n
+            hs.sessions = hs.messages = 0
+        per = sessions_table.group_by("harness").aggregate([("session_key", "count"), ("messages", "sum")])
+        for h, n, m in zip(*(per.column(c).to_pylist() for c in ("harness", "session_key_count", "messages_sum"))):
+            hs = self._hs(h)
+            hs.sessions, hs.messages = n, m or 0
         self.summary.sessions = sessions_table.num_rows
 
         con = self.store.connect(retries=100)

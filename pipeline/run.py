@@ -466,37 +466,7 @@ class Run:
             if o is None:
                 merged[key] = m
                 continue
-            for f in ("project", "cwd", "branch", "kind", "parent", "agent"):
-                if not o.get(f) and m.get(f):
-                    o[f] = m[f]
-            if m.get("title") and (m.get("title_rank") or 0) >= (o.get("title_rank") or 0):
-                o["title"], o["title_rank"] = m["title"], m["title_rank"]
-            if m.get("last_prompt"):
-                o["last_prompt"] = m["last_prompt"]
-            for f in ("started",):
-                if m.get(f) is not None and (o.get(f) is None or m[f] < o[f]):
-                    o[f] = m[f]
-            if m.get("updated") is not None and (o.get("updated") is None or m["updated"] > o["updated"]):
-                o["updated"] = m["updated"]
-            for f in ("n_user", "n_assistant", "n_tool_output", "n_command", "n_files", "n_edit", "n_summary", "words"):
-                o[f] = (o.get(f) or 0) + (m.get(f) or 0)
-            fu = list(o.get("first_user") or [])
-            for t in m.get("first_user") or []:
-                if len(fu) < 2:
-                    fu.append(t)
-            o["first_user"] = fu
-            o["first_assistant"] = o.get("first_assistant") or m.get("first_assistant")
-            o["first_output"] = o.get("first_output") or m.get("first_output")
-            counts = dict(zip(o.get("touched") or [], o.get("touched_counts") or []))
-            for p, c in zip(m.get("touched") or [], m.get("touched_counts") or []):
-                counts[p] = counts.get(p, 0) + c
-            ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:50]
-            o["touched"] = [p for p, _ in ranked]
-            o["touched_counts"] = [c for _, c in ranked]
-            o["max_seq"] = max(o.get("max_seq") or -1, m.get("max_seq") or -1)
-            if m.get("decision"):
-                o["decision"], o["decision_ts"] = m["decision"], m.get("decision_ts")
-            o["gave_up"] = bool(o.get("gave_up") or m.get("gave_up"))
+            normalize.merge_meta(o, m)
         return merged
 
     def sessions_table(self) -> pa.Table:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from deja.stages.normalize import derive_title
+from deja.stages.normalize import COUNTS, derive_title
 
-COUNTS = ("n_user", "n_assistant", "n_tool_output", "n_command", "n_files", "n_edit", "n_summary", "words")
 
 SCHEMA = pa.schema(
     [

@@ -272,18 +272,52 @@ def _new_meta(part, key: str, project: str) -> dict:
     return m
 
 
+_IDENTITY = ("project", "cwd", "branch", "kind", "parent", "agent")
+COUNTS = ("n_user", "n_assistant", "n_tool_output", "n_command", "n_files", "n_edit", "n_summary", "words")
+
+
+def merge_identity(o: dict, n) -> None:
+    """What a later read says about a session the earlier one knew: empty fields
+    fill, a title of equal or higher rank replaces, the latest prompt wins."""
+    for f in _IDENTITY:
+        if not o.get(f) and n.get(f):
+            o[f] = n[f]
+    if n.get("title") and (n.get("title_rank") or 0) >= (o.get("title_rank") or 0):
+        o["title"], o["title_rank"] = n["title"], n["title_rank"]
+    if n.get("last_prompt"):
+        o["last_prompt"] = n["last_prompt"]
+
+
 def _merge_part_fields(m: dict, part, project: str) -> None:
-    for f in ("cwd", "branch", "kind", "parent", "agent"):
-        if not m[f] and getattr(part, f):
-            m[f] = getattr(part, f)
-    if not m["project"] and project:
-        m["project"] = project
-    if part.title and part.title_rank >= m["title_rank"]:
-        m["title"], m["title_rank"] = part.title, part.title_rank
-    if part.last_prompt:
-        m["last_prompt"] = part.last_prompt
+    merge_identity(m, {f: getattr(part, f) for f in ("cwd", "branch", "kind", "parent", "agent", "title",
+                                                     "title_rank", "last_prompt")} | {"project": project})
     for p in part.touched:
         m["_touch"][p] = m["_touch"].get(p, 0) + 1
+
+
+def merge_meta(o: dict, m: dict) -> None:
+    """Fold a later read's metadata of one session (an append) into what this
+    file said before, in place."""
+    merge_identity(o, m)
+    if m.get("started") is not None and (o.get("started") is None or m["started"] < o["started"]):
+        o["started"] = m["started"]
+    if m.get("updated") is not None and (o.get("updated") is None or m["updated"] > o["updated"]):
+        o["updated"] = m["updated"]
+    for f in COUNTS:
+        o[f] = (o.get(f) or 0) + (m.get(f) or 0)
+    o["first_user"] = (list(o.get("first_user") or []) + list(m.get("first_user") or []))[:_TITLE_USERS]
+    o["first_assistant"] = o.get("first_assistant") or m.get("first_assistant")
+    o["first_output"] = o.get("first_output") or m.get("first_output")
+    counts = dict(zip(o.get("touched") or [], o.get("touched_counts") or []))
+    for p, c in zip(m.get("touched") or [], m.get("touched_counts") or []):
+        counts[p] = counts.get(p, 0) + c
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:50]
+    o["touched"] = [p for p, _ in ranked]
+    o["touched_counts"] = [c for _, c in ranked]
+    o["max_seq"] = max(o.get("max_seq") or -1, m.get("max_seq") or -1)
+    if m.get("decision"):
+        o["decision"], o["decision_ts"] = m["decision"], m.get("decision_ts")
+    o["gave_up"] = bool(o.get("gave_up") or m.get("gave_up"))
 
 
 def _outcome(m: dict, text: str, ts: int | None) -> None:

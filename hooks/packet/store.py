@@ -1,0 +1,201 @@
+"""Packets in the catalog: the latest per session/workspace pair, delivered once.
+
+Seed 000/001: the ``packets`` table of ``catalog.duckdb`` keeps the newest
+packet of up to 32 session/workspace pairs (24 KiB each, oldest evicted);
+index runs, full or incremental, never touch the table. A packet stays after
+delivery, marked delivered, because the next capture of that session carries
+its keep-until-closed list and standing instructions forward.
+
+Hooks must not open DuckDB on every prompt just to learn that nothing is
+waiting, so a capture also drops an empty marker file beside the index
+(``<index>.pending/<key>``); a hook looks for its marker with one stat and
+opens the catalog only when there is one.
+
+DuckDB lets one process hold a database read-write. A hook takes the catalog
+for a few milliseconds with a short retry and never waits behind a running
+``deja index`` commit: busy means a best-effort miss (the marker stays, so the
+next hook of the session tries again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+MAX_PAIRS = 32
+MAX_STORED = 24 * 1024
+RETRIES = 4  # × 50–200 ms: a commit holds the catalog for well under a second
+
+
+class Busy(Exception):
+    """The catalog is held by another process: a best-effort miss."""
+
+
+def pair_key(sid: str, cwd: str) -> str:
+    return hashlib.sha256(f"{sid}\0{cwd}".encode("utf-8", "replace")).hexdigest()[:24]
+
+
+def pending_dir(root: Path) -> Path:
+    return root.with_name(root.name + ".pending")
+
+
+def is_pending(root: Path, sid: str, cwd: str) -> bool:
+    return bool(sid) and (pending_dir(root) / pair_key(sid, cwd)).exists()
+
+
+def _mark(root: Path, sid: str, cwd: str, on: bool) -> None:
+    flag = pending_dir(root) / pair_key(sid, cwd)
+    try:
+        if on:
+            flag.parent.mkdir(parents=True, exist_ok=True)
+            flag.touch()
+        else:
+            flag.unlink()
+    except OSError:
+        pass
+
+
+def _watch_flag(root: Path, sid: str) -> Path:
+    return pending_dir(root) / ("m-" + hashlib.sha256(sid.encode("utf-8", "replace")).hexdigest()[:24])
+
+
+def watch(root: Path, sid: str) -> None:
+    """This session has a capture whose recovery metric waits for its first edit."""
+    flag = _watch_flag(root, sid)
+    try:
+        flag.parent.mkdir(parents=True, exist_ok=True)
+        flag.touch()
+    except OSError:
+        pass
+
+
+def watching(root: Path, sid: str) -> bool:
+    return bool(sid) and _watch_flag(root, sid).exists()
+
+
+def unwatch(root: Path, sid: str) -> None:
+    try:
+        _watch_flag(root, sid).unlink()
+    except OSError:
+        pass
+
+
+def connect(root: Path, create: bool = False):
+    """The catalog read-write, or Busy. ``create`` makes an empty store first
+    (a capture before the first index run): an empty generation table is not a
+    ready index, so search and hooks still treat it as not built."""
+    from deja.store import Busy as StoreBusy, Store
+
+    store = Store(root)
+    if not store.exists():
+        if not create:
+            raise Busy("no index")
+        try:
+            store.init()
+        except StoreBusy as exc:
+            raise Busy(str(exc))
+    try:
+        return store.connect(retries=RETRIES)
+    except StoreBusy as exc:
+        raise Busy(str(exc))
+
+
+def previous(con, sid: str, cwd: str) -> dict | None:
+    row = con.execute("SELECT body FROM packets WHERE session_id = ? AND workspace = ?", [sid, cwd]).fetchone()
+    if not row:
+        return None
+    try:
+        return json.loads(row[0])
+    except (TypeError, ValueError):
+        return None
+
+
+def save(con, root: Path, packet: dict, sid: str, cwd: str, harness: str) -> bool:
+    """Replace this pair's packet and evict the oldest pairs past 32. False if too big."""
+    body = json.dumps(packet, ensure_ascii=False, separators=(",", ":"))
+    if len(body.encode("utf-8")) > MAX_STORED:
+        return False
+    con.execute("BEGIN")
+    try:
+        con.execute("DELETE FROM packets WHERE session_id = ? AND workspace = ?", [sid, cwd])
+        con.execute("INSERT INTO packets (session_id, workspace, harness, created, delivered, body) "
+                    "VALUES (?, ?, ?, now()::TIMESTAMP, false, ?)", [sid, cwd, harness, body])
+        evicted = con.execute(
+            "SELECT session_id, workspace FROM packets ORDER BY created DESC, session_id OFFSET ?", [MAX_PAIRS]
+        ).fetchall()
+        for s, w in evicted:
+            con.execute("DELETE FROM packets WHERE session_id = ? AND workspace = ?", [s, w])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    for s, w in evicted:
+        _mark(root, s, w, False)
+    _mark(root, sid, cwd, True)
+    return True
+
+
+def peek(root: Path, sid: str, cwd: str) -> dict | None:
+    """The pair's undelivered packet, or None. Busy when the catalog is held
+    (the marker stays for the next hook)."""
+    if not is_pending(root, sid, cwd):
+        return None
+    con = connect(root)
+    try:
+        row = con.execute("SELECT body FROM packets WHERE session_id = ? AND workspace = ? AND NOT delivered",
+                          [sid, cwd]).fetchone()
+    finally:
+        con.close()
+    if not row:
+        _mark(root, sid, cwd, False)
+        return None
+    try:
+        return json.loads(row[0])
+    except (TypeError, ValueError):
+        return None
+
+
+def mark_delivered(root: Path, sid: str, cwd: str) -> bool:
+    """Claim the delivery: True for exactly one caller, however many hooks race."""
+    con = connect(root)
+    try:
+        row = con.execute("UPDATE packets SET delivered = true WHERE session_id = ? AND workspace = ? "
+                          "AND NOT delivered RETURNING 1", [sid, cwd]).fetchone()
+    finally:
+        con.close()
+    _mark(root, sid, cwd, False)
+    return bool(row)
+
+
+def forget(con, root: Path, session: str | None = None, projects: list[str] | None = None) -> list[tuple[str, str, str]]:
+    """Remove packets of a session (id or prefix) or whose workspace is in one
+    of ``projects``; returns (harness, session_id, workspace) of each removed."""
+    rows = con.execute("SELECT harness, session_id, workspace FROM packets").fetchall()
+    gone = []
+    for harness, s, w in rows:
+        if session and (s == session or s.startswith(session) or f"{harness}:{s}".startswith(session)):
+            gone.append((harness, s, w))
+        elif projects is not None and _in_projects(w, projects):
+            gone.append((harness, s, w))
+    for _, s, w in gone:
+        con.execute("DELETE FROM packets WHERE session_id = ? AND workspace = ?", [s, w])
+        _mark(root, s, w, False)
+    return gone
+
+
+def _in_projects(workspace: str, needles: list[str]) -> bool:
+    from deja.stages.sources.notes import project_excluded
+
+    return project_excluded(workspace, needles)
+
+
+def listing(con) -> list[dict]:
+    rows = con.execute("SELECT session_id, workspace, harness, created, delivered, length(body) FROM packets "
+                       "ORDER BY created DESC").fetchall()
+    return [dict(zip(("session_id", "workspace", "harness", "created", "delivered", "bytes"), r)) for r in rows]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

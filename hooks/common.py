@@ -253,13 +253,38 @@ def envelope(event: str, context: str, system_message: str | None = None) -> str
     return json.dumps(out, ensure_ascii=False)
 
 
-def emit(event: str, body: str, plain: bool, system_message: str | None = None) -> None:
-    text = frame(body)
+# A recovery packet claimed for this hook run (hooks/packet/deliver.py): it
+# rides in front of whatever the hook prints, or alone if the hook is silent.
+_packet = {"text": ""}
+
+
+def emit(event: str, body: str, plain: bool, system_message: str | None = None,
+         keys: list[str] | None = None) -> None:
+    """Print the framed body (after a claimed packet) and log what was served:
+    the kind, its size and the recalled session keys, never the text."""
+    recalled = frame(body) if body.strip() else ""
+    text = "\n".join(t for t in (_packet["text"], recalled) if t)
+    _packet["text"] = ""
+    if not text:
+        return
     if plain:
         sys.stdout.write(text + "\n")
     else:
         sys.stdout.write(envelope(event, text, system_message) + "\n")
     sys.stdout.flush()
+    if recalled:
+        log_usage("inject" if event == "SessionStart" else "recall", len(recalled.encode("utf-8")), keys or [])
+        if system_message and event == "UserPromptSubmit":
+            log_usage("dejavu", 0, keys or [])
+
+
+def log_usage(kind: str, nbytes: int, keys: list[str]) -> None:
+    try:
+        from deja.hooks.packet import metric
+
+        metric.log(index_root(), kind, bytes=nbytes, n=len(keys), sessions=" ".join(keys)[:500])
+    except Exception:
+        pass
 
 
 def day(ts) -> str:
@@ -393,6 +418,8 @@ HOOKS = {
     "hook-tool-after": ("deja.hooks.tool", "run_after"),
     "hook-precompact": ("deja.hooks.context", "run_precompact"),
 }
+# Hooks that hand back a pending compaction-recovery packet, and their event.
+DELIVERS = {"hook-context": "SessionStart", "hook-prompt": "UserPromptSubmit", "hook-tool": "PreToolUse"}
 
 
 def run_hook(name: str, args: list[str], stream=None) -> int:
@@ -406,7 +433,16 @@ def run_hook(name: str, args: list[str], stream=None) -> int:
 
         mod_name, fn = HOOKS[name]
         payload = read_payload(stream)
-        getattr(importlib.import_module(mod_name), fn)(payload, plain=plain, once=once)
+        if name in DELIVERS:
+            _claim_packet(payload)
+        if name in ("hook-tool", "hook-tool-after") and payload.get("tool_name") in EDIT_TOOLS:
+            _settle_recovery(payload)
+        try:
+            getattr(importlib.import_module(mod_name), fn)(payload, plain=plain, once=once)
+        finally:
+            if _packet["text"]:  # claimed, so it must be printed even if the hook had nothing
+                event = payload.get("hook_event_name")
+                emit(event if event in DELIVERS.values() else DELIVERS[name], "", plain)
     except Silent:
         pass
     except BaseException as exc:  # fail open, whatever it was
@@ -417,3 +453,40 @@ def run_hook(name: str, args: list[str], stream=None) -> int:
 
             traceback.print_exc()
     return 0
+
+
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch"})
+
+
+def _settle_recovery(payload: Mapping) -> None:
+    """An editing tool: the recovery metric of a capture in this session can be
+    measured now (the transcript holds the first-edit boundary)."""
+    sid = session_id(payload)
+    try:
+        from deja.hooks.packet import store
+
+        root = index_root()
+        if not store.watching(root, sid):
+            return
+        from deja.hooks.packet import metric
+
+        results = metric.settle_pending(root, sid)
+        if not any(r.get("state") == "pending" for r in results):
+            store.unwatch(root, sid)
+    except Exception:
+        pass
+
+
+def _claim_packet(payload: Mapping) -> None:
+    sid = session_id(payload)
+    if not sid:
+        return
+    try:
+        from deja.hooks.packet.deliver import pending_text
+
+        _packet["text"] = pending_text(index_root(), sid, project_cwd(payload))
+    except Exception:
+        if os.environ.get("DEJA_DEBUG"):
+            import traceback
+
+            traceback.print_exc()

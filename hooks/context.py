@@ -41,25 +41,14 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
     ledger = c.Ledger(root, sid)
     if once and ledger.has("once:context"):
         raise c.Silent("already given to this session")
-    packet = _recovery_packet(root, sid, cwd) if payload.get("source") == "compact" or once else ""
-    body, keys = "", []
+    live = c.open_warm(env)
     try:
-        live = c.open_warm(env)
-    except c.Silent:
-        if not packet:
-            raise
-        live = None
-    if live is not None:
-        try:
-            body, keys = digest(live, c.project_name(cwd), cwd, sid, mode, payload.get("source") == "compact")
-        finally:
-            live.close()
-    if packet:
-        body = packet + ("\n" + body if body else "")
+        body, keys = digest(live, c.project_name(cwd), cwd, sid, mode, payload.get("source") == "compact")
+    finally:
+        live.close()
     if not body:
         raise c.Silent("nothing to recall")
-    budget = BUDGET[mode] + (4096 if packet else 0)
-    body = c.fit_lines(body.splitlines(), budget)
+    body = c.fit_lines(body.splitlines(), BUDGET[mode])
     receipt = None
     if keys and not plain:
         mark = c.Ledger(root, "cwd:%08x" % zlib.crc32(cwd.encode("utf-8", "replace")))
@@ -69,7 +58,7 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
             n = len(keys)
             receipt = f"deja recalled {n} prior session{'s' if n != 1 else ''} from this project · {size:.1f} KB of context"
             mark.add(token)
-    c.emit(event, body, plain, receipt)
+    c.emit(event, body, plain, receipt, keys=keys)
     if once:
         ledger.add("once:context")
 
@@ -187,24 +176,27 @@ def working_tree_files(cwd: str, budget: float = 0.4) -> list[str]:
     return out
 
 
-def _recovery_packet(root, sid: str, cwd: str) -> str:
-    """A pending compaction-recovery packet, when the packets module provides one."""
-    try:
-        from deja.hooks import packets  # written by the compaction-capture work
-    except ImportError:
-        return ""
-    take = getattr(packets, "take", None)
-    if take is None:
-        return ""
-    try:
-        return take(root, sid, cwd) or ""
-    except Exception:
-        return ""
-
-
 def run_precompact(payload: dict, plain: bool = False, once: bool = False) -> None:
-    """Forget what this session was shown: compaction threw those blocks away."""
+    """Keep a recovery packet of the live transcript, forget what this session
+    was shown (compaction threw those blocks away), and ask for the usual
+    background refresh so the turns about to be summarised are indexed."""
+    env = os.environ
     sid = c.session_id(payload)
+    root = c.index_root(env)
     if sid:
-        c.Ledger(c.index_root(), sid).forget()
+        c.Ledger(root, sid).forget()
+    if c.recall_mode(env) != "off":
+        try:
+            from deja.hooks.packet.capture import capture
+
+            capture(payload, root, env)
+        except Exception:  # NoCapture, Busy, anything: a best-effort miss
+            if env.get("DEJA_DEBUG"):
+                import traceback
+
+                traceback.print_exc()
+    if env.get("DEJA_NO_REFRESH") != "1" and not c.writer_running(root):
+        from deja.fresh import background_index
+
+        background_index(env)
     raise c.Silent("precompact prints nothing")

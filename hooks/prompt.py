@@ -112,7 +112,7 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
         last = ledger.last_time("dv:")
         if last is None or time.time() - last >= DEJAVU_EVERY:
             message = dejavu
-    c.emit("UserPromptSubmit", body, plain, message)
+    c.emit("UserPromptSubmit", body, plain, message, keys=keys)
     ledger.add(fp)
     if message:
         ledger.add("dv:", stamp=True)

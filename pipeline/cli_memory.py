@@ -332,20 +332,35 @@ def forget_cmd(
     if not (session or project or before):
         raise Fail("forget needs --session, --project or --before (or --list, --unforget)")
     cutoff = _parse_before(before) if before else None
-    matches, notice = _forget_matches(session, project, cutoff, all_matches)
+    packets = _packet_matches(session, project, cutoff)
+    try:
+        matches, notice = _forget_matches(session, project, cutoff, all_matches)
+    except Fail:
+        if not packets:  # a session known only by its recovery packet is still forgettable
+            raise
+        matches, notice = [], ""
     if notice:
         _err(notice)
-    if not matches:
+    if not matches and not packets:
         _err("no session matches; nothing forgotten")
         return
     for m in matches:
         print(f"{m['key']}  {_day(m['updated'] or m['started'])}  {m['project'] or ''}  "
               f"{_elide(' '.join((m['title'] or '').split()), 60)}".rstrip())
+    for p in packets:
+        print(f"{p['key']}  {_day(p['created'])}  {p['workspace']}  (compaction-recovery packet)")
     if dry_run:
-        _err(f"would forget {len(matches)} session{'s' if len(matches) != 1 else ''} (dry run: nothing changed)")
+        n = len(matches) + len(packets)
+        _err(f"would forget {n} session{'s' if n != 1 else ''} or packet{'s' if n != 1 else ''} "
+             "(dry run: nothing changed)")
         return
     reason = "deja forget " + " ".join(f"{f} {v}" for f, v in (("--session", session), ("--project", project),
                                                                  ("--before", before)) if v)
+    if packets:
+        _forget_packets(packets, reason)
+        _err(f"removed {len(packets)} compaction-recovery packet{'s' if len(packets) != 1 else ''}")
+    if not matches:
+        return
     keys = {m["key"] for m in matches}
     _write_tombstones(matches, reason)
     try:
@@ -397,6 +412,49 @@ def _forget_matches(session, project, cutoff, all_matches) -> tuple[list[dict], 
         return [dict(zip(names, r)) for r in rows], notice
     finally:
         live.close()
+
+
+def _packet_matches(session, project, cutoff) -> list[dict]:
+    """Recovery packets of the sessions being forgotten, indexed or not yet."""
+    store = _store()
+    if not store.exists():
+        return []
+    try:
+        con = store.connect(read_only=True, retries=20)
+        try:
+            rows = con.execute("SELECT harness, session_id, workspace, created FROM packets").fetchall()
+        finally:
+            con.close()
+    except Exception:
+        return []
+    from deja.stages.sources.notes import project_excluded
+
+    ident = (session or "").strip().strip("'\"`").lower()
+    out = []
+    for harness, sid, ws, created in rows:
+        key = f"{harness}:{sid}"
+        if ident and not (sid.lower().startswith(ident) or key.lower().startswith(ident)):
+            continue
+        if project and not project_excluded(ws, [project]):
+            continue
+        if cutoff is not None and created is not None and created.replace(tzinfo=timezone.utc) >= cutoff:
+            continue
+        out.append({"key": key, "harness": harness, "session_id": sid, "workspace": ws, "created": created,
+                    "project": ws})
+    return out
+
+
+def _forget_packets(packets: list[dict], reason: str) -> None:
+    """Remove the packets and tombstone their sessions, so no later capture keeps them again."""
+    from deja.hooks.packet import store as pstore
+
+    _write_tombstones(packets, reason)
+
+    def drop(con):
+        for p in packets:
+            pstore.forget(con, _store().root, session=p["session_id"])
+
+    _catalog_write(drop)
 
 
 def _write_tombstones(matches: list[dict], reason: str) -> None:
@@ -530,6 +588,7 @@ def collect_stats(live, harness=None, project=None, since=None) -> dict:
     if extras.get("spans"):
         st["spans"], st["span_files"] = extras["spans"], extras["span_files"]
     st.update(_recall_stats(live))
+    st["recovery"] = _recovery_stats(live)
     st["agent_credits"] = extras.get("agent_credits", 0)
     st["week_agent_credits"] = extras.get("week_agent_credits", 0)
     side = Path(str(live.root) + ".vectors.bin")
@@ -593,17 +652,7 @@ def _recall_stats(live) -> dict:
     recall = {"recalls_served": 0, "injections": 0, "recall_sessions": 0, "injected_sessions": 0,
               "bytes": 0, "injected_bytes": 0, "dejavu_moments": 0, "empty_result_rate": 0.0}
     out = {"recall": recall, "week_recalls": 0, "week_bytes": 0, "week_injected": 0, "handoffs_received": 0}
-    rows = []
-    store = _store()
-    try:
-        cat = store.connect(read_only=True, retries=20)
-        try:
-            rows = cat.execute("SELECT t, kind, bytes, sessions, empty FROM usage "
-                               "WHERE t >= now()::TIMESTAMP - INTERVAL 14 DAY OR kind = 'handoff'").fetchall()
-        finally:
-            cat.close()
-    except Exception:
-        return out
+    rows = _usage_rows(live)
     week = datetime.fromtimestamp(_week_start_ms() / 1000, timezone.utc).replace(tzinfo=None)
     horizon = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=14)
     rsess, isess = set(), set()
@@ -638,6 +687,30 @@ def _recall_stats(live) -> dict:
     if oldest is not None:
         recall["since"] = _rfc3339(oldest.replace(tzinfo=timezone.utc))
     return out
+
+
+def _usage_rows(live) -> list[tuple]:
+    """(t, kind, bytes, sessions, empty) from the hooks' bounded usage log
+    (``<index>.usage``, hooks/packet/metric.py)."""
+    from deja.hooks.packet import metric
+
+    rows = []
+    for ev in metric.events(live.root, ("recall", "inject", "dejavu", "handoff")):
+        try:
+            t = datetime.strptime(str(ev.get("t", ""))[:19], "%Y-%m-%dT%H:%M:%S")
+        except ValueError:
+            continue
+        keys = [k for k in str(ev.get("sessions") or "").split() if k]
+        rows.append((t, ev.get("kind"), int(ev.get("bytes") or 0), keys, not ev.get("n")))
+    return rows
+
+
+def _recovery_stats(live) -> dict:
+    """Seed 000: raw tool calls between a capture and the first editing tool."""
+    from deja.hooks.packet import metric
+
+    metric.settle_pending(live.root)
+    return metric.summary(live.root)
 
 
 def sparkline(values: list[int]) -> str:
@@ -755,6 +828,12 @@ def stats_text(st: dict, color: bool) -> str:
     out.append("")
     out.append(f"recall (14 days): {r['recalls_served']} recalls served, {r['injections']} injections, "
                f"{r['dejavu_moments']} déjà-vu moments")
+    rc = st.get("recovery") or {}
+    if rc.get("samples") or rc.get("pending") or rc.get("unmeasured"):
+        measured = (f"median {rc['median']}, p75 {rc['p75']} raw tool calls from capture to the first edit "
+                    f"({rc['samples']} sample{'s' if rc['samples'] != 1 else ''})" if rc.get("samples") else "no samples yet")
+        out.append(f"compaction recovery: {measured}; {rc.get('pending', 0)} pending, "
+                   f"{rc.get('unmeasured', 0)} unmeasured")
     if st.get("repeat_questions"):
         out.append(f"repeat questions: {st['repeat_questions']} asked in two or more sessions")
     return "\n".join(out) + "\n"

@@ -113,6 +113,7 @@ class Searcher:
             return empty
         drive = terms[:8]  # the first 8 content terms drive the intersection (§5.1)
         self._content = [t for t in terms if t not in FILLER] + drive
+        self.vocab_for(self._content)  # one lookup: rungs that cannot match are skipped unread
         exact = self.rank([[t] for t in drive], need_and=True)
         if phrases:
             exact = self.keep_phrases(exact, phrases)
@@ -129,14 +130,17 @@ class Searcher:
         if exact:
             return self.thin_and(exact, "exact", [[t] for t in drive], terms)
         informative = [t for t in terms if t not in FILLER] or terms
+        widest, widest_tier = None, "stemmed"
         for tier, groups in self.loosened(drive):
             ranked = self.rank(groups, need_and=True)
             if ranked:
                 return self.thin_and(ranked, tier, groups, terms)
-            if tier == "stemmed":
-                dropped = self.drop_terms(groups)
-                if dropped:
-                    return self.thin_and(dropped[0], tier, dropped[1], terms)
+            if tier != "close" or widest is not None:  # the close (substring) rung is not a superset
+                widest, widest_tier = groups, tier
+        # every spelling and form tried: let the words that hold the rest back go
+        dropped = self.drop_terms(widest) if widest else None
+        if dropped:
+            return self.thin_and(dropped[0], widest_tier, dropped[1], terms)
         err = self.error_rung()
         if err is not None:
             return err
@@ -160,11 +164,12 @@ class Searcher:
             yield "close", fuzzy
 
     def drop_terms(self, groups: list[list[str]]):
-        """With ≥3 anchored words one may go (≥4: two), shortest first."""
+        """With ≥3 anchored words one may go (≥4: two): a word the store has
+        never seen first, then the shortest."""
         n = len(groups)
         if n < 3:
             return None
-        order = sorted(range(n), key=lambda i: len(groups[i][0]))
+        order = sorted(range(n), key=lambda i: (self._viable(groups[i]), len(groups[i][0])))
         for k in (1, 2) if n >= 4 else (1,):
             drop = set(order[:k])
             kept = [g for i, g in enumerate(groups) if i not in drop]
@@ -203,6 +208,9 @@ class Searcher:
         self.vocab_for(informative)
         groups = [self.forms(t) for t in informative]
         ranked = self.rank(groups, need_and=False, min_groups=2 if len(groups) >= 2 else 1)
+        if not ranked and len(groups) >= 2 and typed_words(self.q.text) >= 2:
+            # no session holds two of the words the person typed: one will do
+            ranked = self.rank(groups, need_and=False, min_groups=1)
         return self.serve(ranked[:RELEVANCE_TOP], label, groups, total=len(ranked), force_cap=True)
 
     def error_rung(self) -> dict | None:
@@ -240,6 +248,15 @@ class Searcher:
         groups = [g for g in groups if g]
         if not groups:
             return []
+        # a group none of whose words has a posting cannot match: an AND fails
+        # unread, and the others go to DuckDB without it
+        viable = [g for g in groups if self._viable(g)]
+        need = (and_min or len(groups)) if need_and else min_groups
+        if len(viable) < need:
+            return []
+        if need_and and and_min is None:
+            and_min = len(groups)
+        groups = viable
         tokens, gids = [], []
         for gid, g in enumerate(groups):
             for t in g:
@@ -295,6 +312,16 @@ class Searcher:
         return out
 
     # ---- vocabulary expansions ---------------------------------------------
+    def _viable(self, group: list[str]) -> bool:
+        """False only when the vocabulary was consulted and holds none of the group's words."""
+        counts = getattr(self, "_counts", None)
+        if counts is None or not self.store.has("vocab"):
+            return True
+        for t in group:
+            if t in counts or stem(t) not in self._vocab:
+                return True
+        return False
+
     def vocab_for(self, terms: list[str]) -> dict:
         """What the store holds of these words and their forms: one lookup per
         search, by stem (a word's own stem finds the word too), cached."""
@@ -326,8 +353,10 @@ class Searcher:
         if len(term) < 3 or not self.store.has("vocab"):
             return []
         rows = self.store.con.execute(
-            "SELECT token FROM vocab WHERE contains(token, ?) GROUP BY token ORDER BY sum(n) DESC LIMIT 8", [term]
+            "SELECT token, sum(n) AS n FROM vocab WHERE contains(token, ?) GROUP BY token ORDER BY n DESC LIMIT 8",
+            [term],
         ).fetchall()
+        self._counts.update(rows)
         return [r[0] for r in rows]
 
     def fuzzy_variants(self, term: str, vocab: dict) -> list[str]:
@@ -347,20 +376,32 @@ class Searcher:
         want = [t for t in terms if len(t) >= 4 and vocab["n"].get(t, 0) < FUZZY_COMMON]
         if not want or not self.store.has("vocab"):
             return {}
-        rows = self.store.con.execute(
-            "WITH q AS (SELECT unnest(?) AS term), "
-            "m AS (SELECT q.term, v.token, sum(v.n) AS n FROM vocab v JOIN q "
-            "ON left(v.token, 1) = left(q.term, 1) "
-            "AND abs(length(v.token) - length(q.term)) <= CASE WHEN length(q.term) >= 8 THEN 2 ELSE 1 END "
-            "WHERE v.token <> q.term AND damerau_levenshtein(v.token, q.term) "
-            "<= CASE WHEN length(q.term) >= 8 THEN 2 ELSE 1 END GROUP BY q.term, v.token) "
-            "SELECT term, token FROM (SELECT *, row_number() OVER (PARTITION BY term ORDER BY n DESC, token) AS rk FROM m) "
-            "WHERE rk <= 8",
-            [want],
-        ).fetchall()
+        # The vocabulary is sorted by stem, and a stem keeps its word's first
+        # letter: a literal range per first letter lets DuckDB skip every row
+        # group of the other letters. The distances are computed here, in
+        # rapidfuzz's C++: DuckDB's damerau_levenshtein cost most of a search.
+        from rapidfuzz.distance import DamerauLevenshtein
+
+        parts, params = [], []
+        for term in want:
+            k = 2 if len(term) >= 8 else 1
+            parts.append(f"SELECT {len(parts)} AS i, token, n FROM vocab WHERE stem >= ? AND stem < ? "
+                         "AND starts_with(token, ?) AND length(token) BETWEEN ? AND ? AND token <> ?")
+            params += [term[0], chr(ord(term[0]) + 1), term[0], len(term) - k, len(term) + k, term]
+        # no GROUP BY: hashing the strings cost more than summing the few
+        # tokens that repeat across vocabulary parts here
+        near: dict[str, dict[str, int]] = {}
+        for i, tok, n in self.store.con.execute(" UNION ALL ".join(parts), params).fetchall():
+            term = want[i]
+            k = 2 if len(term) >= 8 else 1
+            if DamerauLevenshtein.distance(tok, term, score_cutoff=k) <= k:
+                got = near.setdefault(term, {})
+                got[tok] = got.get(tok, 0) + n
         out: dict[str, list[str]] = {}
-        for term, token in rows:
-            out.setdefault(term, []).append(token)
+        for term, cands in near.items():
+            for tok, n in sorted(cands.items(), key=lambda x: (-x[1], x[0]))[:8]:
+                out.setdefault(term, []).append(tok)
+                self._counts[tok] = n
         return out
 
     # ---- phrases, regex -----------------------------------------------------

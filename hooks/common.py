@@ -201,7 +201,7 @@ def neutralise(text: str) -> str:
 
 def clean(text: str) -> str:
     """Display-sanitised, frame-safe text (it was redacted at index time)."""
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     return neutralise(sanitize_display(text or ""))
 

@@ -43,7 +43,8 @@ from types import ModuleType
 from typing import Iterator, Mapping
 
 from deja.stages.normalize import one_line
-from deja.stages.redact import redact, sanitize_display
+from deja.stages.display import sanitize_display
+from deja.stages.redact import redact
 from deja.stages.sources import READERS
 from deja.stages.sources.jsonl import Lines, read_head
 

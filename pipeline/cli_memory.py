@@ -786,7 +786,7 @@ def _fmt(n: int) -> str:
 
 
 def stats_text(st: dict, color: bool) -> str:
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     width = _term_width()
     out = []
@@ -858,7 +858,7 @@ def card_lines(st: dict) -> list[tuple[str, str]]:
 
 
 def card_text(st: dict) -> str:
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     rows = [(k, sanitize_display(v)) for k, v in card_lines(st)]
     inner = 44
@@ -878,7 +878,7 @@ def _x(s) -> str:
 
 def card_svg(st: dict) -> str:
     """A self-contained SVG card (no external fonts or images): numbers, sparkline bars, heat strip."""
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     W, pad = 480, 24
     rows = [(k, _elide(sanitize_display(v), 38)) for k, v in card_lines(st)]
@@ -955,7 +955,7 @@ def _html_page(title: str, body: str, script: str = "") -> str:
 
 def stats_html(live, st: dict) -> str:
     """A browsable timeline: the card, then sessions day by day, newest first."""
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     rows = []
     if live.has("sessions"):
@@ -1072,7 +1072,7 @@ render();
 def view_html(live) -> str:
     """The whole memory as one self-contained HTML file: data inline as JSON, rendered by inline JS."""
     from deja.queries.session_obj import COLUMNS
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     sessions = []
     if live.has("sessions"):

@@ -17,7 +17,7 @@ from .console import Fail, _err, _out_json
 
 
 def _safe(text: str) -> str:
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     return sanitize_display(text or "")
 

@@ -120,7 +120,7 @@ def _since_ms(value: str) -> int:
 
 
 def _print_hits(env: dict) -> None:
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     tty = sys.stdout.isatty()
     width = _term_width()

@@ -124,7 +124,7 @@ def find(store: LiveStore, text: str, known_harnesses: list[str]) -> tuple[show.
 
 def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: int = BUDGET) -> str:
     """The markdown digest of one session."""
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     rows = _records(store, res)
     s = res.session

@@ -287,7 +287,7 @@ def local_time(iso: str, with_seconds: bool = False) -> str:
 
 def last_line(s: dict, width: int = 120) -> str:
     """harness, id prefix, date, project, title."""
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     when = local_time(s.get("updated") or s.get("started") or "")
     head = f"{s['harness']:<7} {s['id'][:12]:<12}  {when:<16}  {sanitize_display(s.get('project') or '-')}"
@@ -302,7 +302,7 @@ def last_line(s: dict, width: int = 120) -> str:
 
 def work_line(rec: dict, width: int = 160) -> str:
     """A work record as one compact line: ``$ cmd  → exit N``, ``files: a, b``, ``edit: path (N lines)``."""
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     text = sanitize_display(rec["text"])
     if rec["role"] == "command":
@@ -324,7 +324,7 @@ def work_line(rec: dict, width: int = 160) -> str:
 
 def render_text(res: Resolved, win: Window, tty: bool = False) -> str:
     """The session header, then every message of the window (work records as compact lines)."""
-    from deja.stages.redact import sanitize_display
+    from deja.stages.display import sanitize_display
 
     s = res.session
     bold, plain = ("\033[1m", "\033[0m") if tty else ("", "")

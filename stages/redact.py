@@ -836,35 +836,6 @@ def _has_surrogate(text: str) -> bool:
     return False
 
 
-# ── display sanitiser (section 3.4; separate from redaction) ────────────────
-
-# Bidi controls (Trojan Source) and invisible characters; printed as a space.
-_INVISIBLE = (
-    "\u00ad\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff\U000e0000-\U000e007f"
-)
-# C0 controls except tab and newline, DEL, C1.
-_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f"
-_DISPLAY_NEEDED = re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
-# One left-to-right pass, in upstream's precedence: an escape sequence (CSI to
-# its final byte, OSC to BEL or ST, else ESC plus one character; unterminated
-# ones run to the end), then CR LF, then any single unsafe character.
-_DISPLAY_RE = re.compile(
-    "\x1b(?:\\[[^@-~]*[@-~]?|\\][\\s\\S]*?(?:\x07|\x1b\\\\|\\Z)|[\\s\\S])?"
-    "|\r\n"
-    f"|[{_CONTROLS}{_INVISIBLE}]"
-)
-
-
-def _display_repl(m: re.Match[str]) -> str:
-    s = m[0]
-    if s[0] == "\x1b":
-        return ""
-    return "\n" if s == "\r\n" else " "
-
-
-def sanitize_display(text: str) -> str:
-    """Make transcript text safe to print: drop terminal escapes, CR LF → LF,
-    other controls / bidi / invisible characters → space. Newline and tab stay."""
-    if not _DISPLAY_NEEDED.search(text):
-        return text
-    return _DISPLAY_RE.sub(_display_repl, text)
+# The display sanitiser (section 3.4) lives in stages/display.py, light enough
+# for the hooks; re-exported here for callers that have redaction loaded anyway.
+from .display import sanitize_display  # noqa: E402,F401

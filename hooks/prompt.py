@@ -123,9 +123,9 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
 
 def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exempt: bool):
     """(body, recalled session keys, déjà-vu system message or None)."""
-    from deja.queries.search import Query, search
+    from deja.queries.search import recall as ranked
 
-    env = search(live, Query(text=" ".join(terms), limit=8, project=project or None))
+    env = ranked(live, terms, project=project or None, limit=8)
     tier = env.get("tier")
     hits = env.get("hits") or []
     recent = set() if exempt else ledger.recent_keys(10)
@@ -197,16 +197,29 @@ def _decisions(live, keys: list[str]) -> dict:
 
 
 def _dejavu(live, keys: list[str], ask: str, sid: str):
-    """(session key, when) of a recalled session whose user asked the same question."""
+    """(session key, when) of a recalled session whose user asked the same question:
+    one of its user turns holds every word of the ask. Read from the postings
+    (the turn's words), not the records: a records scan cost a third of the hook."""
+    from deja.stages.tokenize import bucket_of, query_terms
+
     q = norm_question(ask)
-    if len(q.split()) < 3 or not live.has("records"):
+    words = sorted(set(query_terms(ask)))
+    if len(q.split()) < 3 or len(words) < 3 or not keys:
         return None
-    rows = live.con.execute(
-        "SELECT session_key, text, ts FROM records WHERE role = 'user' AND session_key IN (SELECT unnest(?)) "
-        "AND session_id <> ? ORDER BY ts DESC",
-        [keys, sid],
-    ).fetchall()
-    for key, text, ts in rows:
-        if q in norm_question(text or ""):
-            return key, ts
-    return None
+    files = live.postings_for_buckets({bucket_of(t) for t in words})
+    if not files:
+        return None
+    row = live.con.execute(
+        "WITH s AS (SELECT ord, session_key, session_id FROM sessions WHERE session_key IN (SELECT unnest(?))), "
+        "hit AS (SELECT p.session, p.record_id FROM read_parquet(?) p WHERE p.role = 0 "
+        "AND p.token IN (SELECT unnest(?)) AND p.session IN (SELECT ord FROM s) "
+        "AND p.record_id NOT IN (SELECT record_id FROM deletes) "
+        "GROUP BY p.session, p.record_id HAVING count(DISTINCT p.token) = ?) "
+        "SELECT s.session_key, max(hit.record_id) FROM hit JOIN s ON s.ord = hit.session WHERE s.session_id <> ? "
+        "GROUP BY s.session_key ORDER BY 2 DESC LIMIT 1",
+        [keys, files, words, len(words), sid],
+    ).fetchone()
+    if not row:
+        return None
+    when = live.con.execute("SELECT updated FROM sessions WHERE session_key = ?", [row[0]]).fetchone()
+    return row[0], when[0] if when else None

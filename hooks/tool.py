@@ -143,19 +143,59 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
 def command_facts(live, command: str, project: str):
     norm = normalise(command)
     prog = program_of(norm)
-    return [lambda: command_history(live, norm), lambda: missing_program(live, prog),
-            lambda: failure_here(live, norm, project)]
+    runs = _memo(lambda: past_runs(live, norm))
+    return [lambda: command_history(live, norm, runs()), lambda: missing_program(live, prog),
+            lambda: failure_here(live, norm, project, runs())]
 
 
-def command_history(live, norm: str) -> str:
-    """"This machine has run that command in N sessions, last DATE — last time: <decision>"."""
+def _memo(fn):
+    box: list = []
+
+    def get():
+        if not box:
+            box.append(fn())
+        return box[0]
+    return get
+
+
+CANDIDATES_MAX = 4000  # past this many command records holding the words, scan instead
+
+
+def past_runs(live, norm: str) -> list[tuple]:
+    """Every recorded run of exactly this command: (session_key, seq, text, ts,
+    project), newest first. The postings name the command records holding its
+    words, so only those records are read; a records scan cost most of the hook."""
     if not live.has("records"):
-        return ""
-    rows = live.con.execute(
-        "SELECT r.session_key, max(r.ts) AS last FROM records r WHERE r.role = 'command' "
-        "AND (lower(r.text) = ? OR starts_with(lower(r.text), ?)) GROUP BY r.session_key ORDER BY last DESC",
-        ["$ " + norm, "$ " + norm + "  → exit"],
-    ).fetchall()
+        return []
+    from deja.stages.sources.base import ROLE_CODES
+    from deja.stages.tokenize import bucket_of, query_terms
+
+    exact = ["$ " + norm, "$ " + norm + "  → exit"]
+    where = "role = 'command' AND (lower(text) = ? OR starts_with(lower(text), ?))"
+    cols = "SELECT session_key, seq, text, ts, project FROM records"
+    words = sorted(set(query_terms(norm)))
+    files = live.postings_for_buckets({bucket_of(t) for t in words}) if words else []
+    if files:
+        ids = [r[0] for r in live.con.execute(
+            "SELECT record_id FROM read_parquet(?) WHERE role = ? AND token IN (SELECT unnest(?)) "
+            "GROUP BY record_id HAVING count(DISTINCT token) = ?",
+            [files, ROLE_CODES["command"], words, len(words)]).fetchall()]
+        if not ids:
+            return []
+        if len(ids) <= CANDIDATES_MAX:
+            # a literal list, so DuckDB prunes record parts by their record_id ranges
+            marks = ", ".join("?" * len(ids))
+            return live.con.execute(f"{cols} WHERE record_id IN ({marks}) AND {where} ORDER BY ts DESC NULLS LAST",
+                                    [*ids, *exact]).fetchall()
+    return live.con.execute(f"{cols} WHERE {where} ORDER BY ts DESC NULLS LAST", exact).fetchall()
+
+
+def command_history(live, norm: str, runs: list[tuple]) -> str:
+    """"This machine has run that command in N sessions, last DATE — last time: <decision>"."""
+    last: dict[str, object] = {}
+    for key, _, _, ts, _ in runs:  # newest first
+        last.setdefault(key, ts)
+    rows = list(last.items())
     n = len(rows)
     if n < DECISION_NEEDS:
         return ""
@@ -194,15 +234,12 @@ def missing_program(live, prog: str) -> str:
             f"last {c.day(row[1])}")
 
 
-def failure_here(live, norm: str, project: str) -> str:
+def failure_here(live, norm: str, project: str, runs: list[tuple]) -> str:
     """The failure that command hit last time in this project."""
-    if not live.has("records") or not project:
+    if not project:
         return ""
-    row = live.con.execute(
-        "SELECT r.session_key, r.seq, r.text, r.ts FROM records r WHERE r.role = 'command' AND r.project = ? "
-        "AND starts_with(lower(r.text), ?) ORDER BY r.ts DESC LIMIT 1",
-        [project, "$ " + norm + "  → exit"],
-    ).fetchone()
+    failed_prefix = "$ " + norm + "  → exit"
+    row = next((r for r in runs if r[4] == project and r[2].lower().startswith(failed_prefix)), None)
     if not row:
         return ""
     out = live.con.execute(

@@ -440,7 +440,8 @@ class Searcher:
 
     # ---- serving ------------------------------------------------------------
     def serve(self, ranked: list[Ranked], tier: str, groups: list[list[str]], phrases: list[str] | None = None,
-              total: int | None = None, keep_order: bool = False, force_cap: bool = False, regex: str | None = None) -> dict:
+              total: int | None = None, keep_order: bool = False, force_cap: bool = False, regex: str | None = None,
+              snippets_for: int | None = None) -> dict:
         if not keep_order:
             ranked = sorted(ranked, key=lambda r: (-r.score, -r.updated, r.ord))
         ranked = demote_rejected(self.store.con, ranked)  # deja promote --state rejected: below the rest (§5.3)
@@ -450,7 +451,8 @@ class Searcher:
             cap = min(self.q.limit, len(ranked))
         served = ranked[:cap]
         rows = session_rows(self.store.con, [r.ord for r in served])
-        snippets = self.snippets([r.ord for r in served], groups, phrases or [], regex)
+        wanted = served if snippets_for is None else served[:snippets_for]  # records are the costly read
+        snippets = self.snippets([r.ord for r in wanted], groups, phrases or [], regex)
         hits = []
         for r in served:
             row = rows.get(r.ord)
@@ -520,6 +522,23 @@ def search(store: LiveStore, q: Query, notes=None) -> dict:
     if notes is not None:
         notes.extend(s.notes)
     return env
+
+
+def recall(store: LiveStore, terms: list[str], project: str | None = None, limit: int = 8) -> dict:
+    """One IDF-weighted pass for the prompt hook (hooks-contract §5.4): the
+    project's sessions ranked by the terms and their word forms, no ladder. A
+    hook has a few hundred milliseconds, and a prompt is a question, not a
+    query: the tier says "exact" only when the best session holds every term."""
+    s = Searcher(store, Query(text=" ".join(terms), limit=limit, project=project))
+    s.vocab_for(terms)
+    groups = [s.forms(t) for t in terms]
+    ranked = s.rank(groups, need_and=False, min_groups=2 if len(groups) >= 2 else 1)
+    if not ranked:
+        return {"schema_version": 2, "tier": "relevance", "total": 0, "hits": []}
+    tier = "exact" if ranked[0].matched == len(groups) else "relevance"
+    # a weak match is shown as a pointer (titles only): its snippets would go unread
+    return s.serve(ranked[:RELEVANCE_TOP], tier, groups, total=len(ranked), force_cap=True,
+                   snippets_for=0 if tier == "relevance" else 3)
 
 
 def typed_words(text: str) -> int:

@@ -346,3 +346,38 @@ def test_packet_store_evicts_oldest_past_32_pairs(tmp_path):
     finally:
         con.close()
     assert not store.is_pending(root, "s00", "/w") and store.is_pending(root, "s33", "/w")
+
+
+def test_capture_path_over_the_real_corpus(monkeypatch):
+    """Every real Claude and Codex transcript, read the way PreCompact reads it
+    (bounded tail + head, its own declared id and workspace), yields a packet
+    within its limits; one with a user request carries an objective."""
+    import csv
+
+    from conftest import CORPUS
+    from deja.hooks.packet import capture, extract, render
+    from deja.stages.sources import reader
+
+    if not (CORPUS / "MANIFEST.tsv").exists():
+        pytest.skip("../shared/corpus/real is not here")
+    monkeypatch.setattr(capture, "TAIL", 256 << 10)  # small, so big files take the tail-and-head path
+    with open(CORPUS / "MANIFEST.tsv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["harness"] in ("claude", "codex")]
+    captured = with_objective = 0
+    for r in rows:
+        path = str(CORPUS / r["harness"] / r["file"])
+        parts = [p for p in reader(r["harness"]).read(path).sessions if p.cwd and p.messages]
+        if not parts:
+            continue
+        part = max(parts, key=lambda p: len(p.messages))
+        assert capture.harness_of(path) == r["harness"], path
+        messages, head, _, _ = capture.read_session(path, r["harness"], part.session_id, part.cwd)
+        packet = extract.extract(messages, session_id=part.session_id, harness=r["harness"], head=head)
+        assert extract.stored_size(packet) <= extract.MAX_STORED
+        text = render.render(packet, {"state": "unavailable", "line": "No repository fingerprint."}, 4096)
+        assert len(text.encode("utf-8")) <= 4096
+        captured += 1
+        if any(m.role == "user" and extract.carries_request(m.text) for m in messages + head):
+            assert packet["objective"], path
+            with_objective += 1
+    assert captured >= 20 and with_objective >= 10

@@ -11,7 +11,9 @@ read. Anything else is no capture, silently: the hook is best effort.
 from __future__ import annotations
 
 import glob
+import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Mapping
@@ -106,7 +108,7 @@ def read_session(path: str, harness: str, sid: str, cwd: str):
     if not parts:
         raise NoCapture("session id not declared by the transcript")
     part = parts[-1]
-    declared = {_norm(p.cwd) for p in parts if p.cwd}
+    declared = {_norm(p.cwd) for p in parts if p.cwd} | declared_workspaces(path, start)
     if _norm(cwd) not in declared:
         raise NoCapture("workspace does not match the transcript")
     messages = [m for p in parts for m in p.messages]
@@ -114,8 +116,34 @@ def read_session(path: str, harness: str, sid: str, cwd: str):
     return messages, head, part, before.st_size
 
 
+_CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.){1,4096})"')
+
+
+def declared_workspaces(path: str, start: int) -> set[str]:
+    """Every working directory the lines read declare. A session's cwd moves
+    (a `cd`, a worktree) and Windows writes the drive letter in either case, so
+    the hook's workspace must be one of them, not the one the reader kept."""
+    out: set[str] = set()
+    with open(path, "rb") as fh:
+        chunks = [fh.read(HEAD)]
+        if start:
+            fh.seek(start)
+            chunks.append(fh.read())
+    for data in chunks:
+        for raw in set(_CWD.findall(data)):
+            try:
+                out.add(_norm(json.loads(b'"' + raw + b'"')))
+            except ValueError:
+                continue
+    return out
+
+
 def _norm(p: str) -> str:
-    return os.path.normpath(p) if p else ""
+    """Path spelling, not identity: separators and a Windows drive letter's case."""
+    if not p:
+        return ""
+    p = os.path.normpath(p)
+    return p[0].lower() + p[1:] if len(p) > 1 and p[1] == ":" else p
 
 
 def _redact(messages) -> None:

@@ -32,6 +32,7 @@ def report(env: Mapping[str, str]) -> dict:
                     files_by_harness.setdefault(h, set()).add(path)
                 sess = store.live_files(con, "sessions")
                 gen = con.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+                kept, waiting = con.execute("SELECT count(*), count(*) FILTER (WHERE NOT delivered) FROM packets").fetchone()
             finally:
                 con.close()
             if sess:
@@ -44,7 +45,7 @@ def report(env: Mapping[str, str]) -> dict:
                     indexed[h] = {"sessions": int(n), "messages": int(m or 0)}
                 q.close()
             index = {"state": "ok", "path": str(store.root), "generation": int(gen[0]) if gen else 0,
-                     "size_bytes": store.size_bytes()}
+                     "size_bytes": store.size_bytes(), "recovery_packets": {"kept": int(kept), "waiting": int(waiting)}}
         except Busy:
             index = {"state": "busy", "path": str(store.root)}
     stores = []
@@ -93,6 +94,9 @@ def render(rep: dict) -> str:
     idx = rep["index"]
     if idx["state"] == "ok":
         lines.append(f"index: ok, {idx['path']}, {_size(idx['size_bytes'])}")
+        pk = idx.get("recovery_packets") or {}
+        if pk.get("kept"):
+            lines.append(f"  compaction-recovery packets: {pk['kept']} kept, {pk['waiting']} waiting for delivery")
         if idx.get("stale_stores"):
             lines.append(f"  stores changed since the last run: {', '.join(idx['stale_stores'])} (run `deja index`)")
     elif idx["state"] == "busy":

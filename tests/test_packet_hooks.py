@@ -381,3 +381,11 @@ def test_capture_path_over_the_real_corpus(monkeypatch):
             assert packet["objective"], path
             with_objective += 1
     assert captured >= 20 and with_objective >= 10
+
+
+def test_doctor_counts_packets(setup):
+    home, repo, path = setup
+    precompact(home, path, str(repo))
+    rep = json.loads(home.run("doctor", "--json").stdout)
+    assert rep["index"]["recovery_packets"] == {"kept": 1, "waiting": 1}
+    assert "compaction-recovery packets: 1 kept, 1 waiting" in home.run("doctor").stdout

@@ -8,7 +8,6 @@ command, and any --help, goes to the typer app in deja.cli.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -22,15 +21,21 @@ COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "s
 HOOKS = frozenset({"hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact"})
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 1, like every other deja error
-        from .console import Fail
+def _parser(prog: str):
+    """argparse, imported here: the hooks' path never parses options with it."""
+    import argparse
 
-        raise Fail(message)
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, exit 1, like every other deja error
+            from .console import Fail
+
+            raise Fail(message)
+
+    return _Parser(prog=prog, add_help=False)
 
 
-def _search_parser() -> _Parser:
-    p = _Parser(prog="deja search", add_help=False)
+def _search_parser():
+    p = _parser("deja search")
     p.add_argument("query", nargs="*")
     p.add_argument("--json", dest="as_json", action="store_true")
     p.add_argument("--harness")
@@ -64,7 +69,7 @@ def _fast_index(argv: list[str]) -> None:
     turn), so it skips typer like search does."""
     from .cli_index import index_command
 
-    p = _Parser(prog="deja index", add_help=False)
+    p = _parser("deja index")
     p.add_argument("--rebuild", action="store_true")
     p.add_argument("--json", dest="as_json", action="store_true")
     ns = p.parse_args(argv)

@@ -389,3 +389,20 @@ def test_doctor_counts_packets(setup):
     rep = json.loads(home.run("doctor", "--json").stdout)
     assert rep["index"]["recovery_packets"] == {"kept": 1, "waiting": 1}
     assert "compaction-recovery packets: 1 kept, 1 waiting" in home.run("doctor").stdout
+
+
+def test_capture_requests_the_background_warmup(home):
+    import time
+
+    repo = _repo(home)
+    path = _transcript(home, str(repo))
+    precompact(home, path, str(repo), DEJA_NO_REFRESH="")  # no index yet: capture, then a detached `deja index`
+    assert len(packets(home)) == 1
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        proc = home.run("search", "--json", "billing", "exporter", check=False)
+        if proc.returncode == 0 and json.loads(proc.stdout)["hits"]:
+            break
+        time.sleep(0.5)
+    assert json.loads(proc.stdout)["hits"][0]["session"]["id"] == SID
+    assert [p[0] for p in packets(home)] == [SID]  # the index run kept the packet

@@ -163,18 +163,18 @@ CANDIDATES_MAX = 4000  # past this many command records holding the words, scan 
 
 def past_runs(live, norm: str) -> list[tuple]:
     """Every recorded run of exactly this command: (session_key, seq, text, ts,
-    project), newest first. The postings name the command records holding its
+    project, record_id), newest first. The postings name the command records holding its
     words, so only those records are read; a records scan cost most of the hook."""
     if not live.has("records"):
         return []
     from deja.stages.sources.base import ROLE_CODES
     from deja.stages.tokenize import bucket_of, query_terms
 
-    exact = ["$ " + norm, "$ " + norm + "  → exit"]
-    where = "role = 'command' AND (lower(text) = ? OR starts_with(lower(text), ?))"
-    cols = "SELECT session_key, seq, text, ts, project FROM records"
+    exact, failed = "$ " + norm, "$ " + norm + "  → exit"
+    cols = "SELECT session_key, seq, text, ts, project, record_id FROM records WHERE role = 'command'"
     words = sorted(set(query_terms(norm)))
     files = live.postings_for_buckets({bucket_of(t) for t in words}) if words else []
+    rows = None
     if files:
         ids = [r[0] for r in live.con.execute(
             "SELECT record_id FROM read_parquet(?) WHERE role = ? AND token IN (SELECT unnest(?)) "
@@ -183,17 +183,22 @@ def past_runs(live, norm: str) -> list[tuple]:
         if not ids:
             return []
         if len(ids) <= CANDIDATES_MAX:
-            # a literal list, so DuckDB prunes record parts by their record_id ranges
-            marks = ", ".join("?" * len(ids))
-            return live.con.execute(f"{cols} WHERE record_id IN ({marks}) AND {where} ORDER BY ts DESC NULLS LAST",
-                                    [*ids, *exact]).fetchall()
-    return live.con.execute(f"{cols} WHERE {where} ORDER BY ts DESC NULLS LAST", exact).fetchall()
+            # the literal range lets DuckDB skip record parts outside it; the
+            # text is compared here, where it costs nothing per row
+            rows = live.con.execute(f"{cols} AND record_id BETWEEN {min(ids)} AND {max(ids)} "
+                                    "AND record_id IN (SELECT unnest(?))", [ids]).fetchall()
+    if rows is None:
+        rows = live.con.execute(f"{cols} AND (lower(text) = ? OR starts_with(lower(text), ?))",
+                                [exact, failed]).fetchall()
+    rows = [r for r in rows if r[2] and (r[2].lower() == exact or r[2].lower().startswith(failed))]
+    rows.sort(key=lambda r: r[3].timestamp() if r[3] else 0, reverse=True)
+    return rows
 
 
 def command_history(live, norm: str, runs: list[tuple]) -> str:
     """"This machine has run that command in N sessions, last DATE — last time: <decision>"."""
     last: dict[str, object] = {}
-    for key, _, _, ts, _ in runs:  # newest first
+    for key, _, _, ts, _, _ in runs:  # newest first
         last.setdefault(key, ts)
     rows = list(last.items())
     n = len(rows)
@@ -242,8 +247,10 @@ def failure_here(live, norm: str, project: str, runs: list[tuple]) -> str:
     row = next((r for r in runs if r[4] == project and r[2].lower().startswith(failed_prefix)), None)
     if not row:
         return ""
+    # a session's records carry consecutive ids: the output is just after the command
     out = live.con.execute(
-        "SELECT text FROM records WHERE session_key = ? AND role = 'tool-output' AND seq > ? ORDER BY seq LIMIT 1",
+        f"SELECT text FROM records WHERE record_id BETWEEN {row[5] + 1} AND {row[5] + 64} AND session_key = ? "
+        "AND role = 'tool-output' AND seq > ? ORDER BY seq LIMIT 1",
         [row[0], row[1]],
     ).fetchone()
     err = _error_line(out[0] if out else "")

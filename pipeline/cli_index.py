@@ -11,26 +11,29 @@ from .console import Fail, _err, _out_json
 
 
 def index_command(rebuild: bool, as_json: bool) -> None:
+    from . import duck
+
+    con = duck.connect()  # one DuckDB instance for the check and the run (~20 ms each)
     if not rebuild:
         # nothing to do is the common case: answer it without loading the pipeline
         from .fresh import pending
         from .store import Store
 
-        state = pending(os.environ)
+        state = pending(os.environ, con)
         if state is not None and not state[0] and state[2] and not Store(config.index_dir()).writer_running():
             if as_json:
                 _out_json({"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": []})
             else:
                 print(f"up to date ({state[1]} sessions)", file=sys.stderr)
             return
-    summary = _run_index(rebuild=rebuild, show_progress=not as_json)
+    summary = _run_index(rebuild=rebuild, show_progress=not as_json, con=con)
     if as_json:
         _out_json(summary.as_json())
         return
     _print_summary(summary)
 
 
-def _run_index(rebuild: bool = False, env=None, show_progress: bool = True):
+def _run_index(rebuild: bool = False, env=None, show_progress: bool = True, con=None):
     from .run import run_index
     from .store import Busy
 
@@ -54,7 +57,7 @@ def _run_index(rebuild: bool = False, env=None, show_progress: bool = True):
             bar.update(task, completed=done)
 
     try:
-        return run_index(env, rebuild=rebuild, progress=progress, notice=_err)
+        return run_index(env, rebuild=rebuild, progress=progress, notice=_err, con=con)
     except Busy as exc:
         raise Fail(f"{exc}; try again when it finishes")
     finally:

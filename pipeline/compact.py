@@ -1,10 +1,20 @@
 """Merging small parts when incremental runs pile them up.
 
-Every incremental run adds a delta part per touched records partition and
-postings bucket, and replaced files leave dead postings listed in ``deletes``.
-Queries stay correct either way; compaction keeps them fast and the store
-small. It runs inside an index run, under the writer lock, and commits like
-one: new parts first, then one catalog transaction, then garbage collection.
+Every incremental run adds parts: a records part per touched partition, a
+vocabulary part, and postings — a part per touched bucket from a big run, one
+``bucket=all`` part from a small one. Replaced files leave dead postings
+listed in ``deletes``. Queries stay correct either way; compaction keeps them
+fast and the store small. It runs inside an index run, under the writer lock,
+and commits like one: new parts first, then one catalog transaction, then
+garbage collection.
+
+The merges are DuckDB COPYs from Parquet to Parquet: they stream through a
+bounded amount of memory (spilling to the store's ``.tmp`` when a merge is
+larger) instead of building the merged part in Arrow. A folder over its limit
+merges size-tiered: when its largest part outweighs the rest together, only
+the rest are merged, so a month's or a bucket's big part is not rewritten for
+every few small ones. ``bucket=all`` parts merge among themselves until they
+hold ``SPLIT_ROWS`` postings, then are split into their buckets.
 """
 
 from __future__ import annotations
@@ -13,13 +23,21 @@ from collections import defaultdict
 from pathlib import Path
 
 from deja.stages import write
+from deja.stages.tokenize import N_BUCKETS, bucket_of
 
+from . import duck
 from .store import Store
 
-MAX_PARTS_PER_BUCKET = 8
-MAX_VOCAB_PARTS = 8
-MAX_PARTS_PER_PARTITION = 8
+MAX_PARTS = 8  # per folder: a postings bucket, a records partition, vocab
 DEAD_SHARE = 0.05
+SPLIT_ROWS = 100_000  # bucket=all postings beyond this go to their buckets
+# DuckDB's working memory for the merges; beyond it they spill to the store's
+# .tmp. The end of a cold 1 GB run merges ~40 parts per folder on top of the
+# flushes' high-water mark: with 256 MB compaction added ~145 MB to the peak,
+# with 64 MB ~95 MB, for about a third more merge time.
+MERGE_SETTINGS = {"memory_limit": "64MB"}
+
+ALL_FOLDER = f"postings/bucket={write.ALL_BUCKETS}"
 
 
 def needs_compaction(con) -> bool:
@@ -34,90 +52,144 @@ def needs_compaction(con) -> bool:
             continue
         if dataset == "records":
             live += n or 0
-        per_dir[(dataset, str(Path(file).parent))] += 1
-    limit = {"postings": MAX_PARTS_PER_BUCKET, "records": MAX_PARTS_PER_PARTITION, "vocab": MAX_VOCAB_PARTS}
-    if any(n > limit[d] for (d, _), n in per_dir.items()):
-        return True
+        per_dir[str(Path(file).parent)] += 1
+    return any(n > MAX_PARTS for n in per_dir.values()) or _dead_due(dead, live)
+
+
+def _dead_due(dead: int, live: int) -> bool:
     return live > 0 and dead > DEAD_SHARE * live
 
 
-def compact(store: Store, gen: int, force: bool = False, checked: bool = False) -> int:
+def compact(store: Store, gen: int, force: bool = False, checked: bool = False, con=None) -> int:
     """Merge parts; returns the number of files merged away. Caller holds the writer lock.
-    ``checked``: the caller already found compaction due (needs_compaction)."""
-    con = store.connect(retries=100)
-    try:
-        if not force and not checked and not needs_compaction(con):
+    ``checked``: the caller already found compaction due (needs_compaction).
+    ``con``: the process's in-memory DuckDB (the catalog is attached to it)."""
+    con = con or duck.connect()
+    with store.catalog(con, retries=100) as cat:
+        if not force and not checked and not needs_compaction(cat):
             return 0
-        rows = con.execute("SELECT dataset, file FROM generation WHERE dataset IN ('postings','records','deletes','vocab')").fetchall()
-    finally:
-        con.close()
-    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    deletes = []
-    for dataset, file in rows:
+        rows = cat.execute(
+            "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings','records','deletes','vocab')"
+        ).fetchall()
+    groups: dict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
+    deletes, dead, live = [], 0, 0
+    for dataset, file, n in rows:
         if dataset == "deletes":
-            deletes.append(str(store.root / file))
-        else:
-            groups[(dataset, str(Path(file).parent))].append(file)
-    import duckdb  # the full package: relations to Arrow, only when there is merging to do
-
-    q = duckdb.connect()
-    new_parts: list[tuple[str, str, int]] = []
-    dropped: list[str] = []
+            deletes.append(file)
+            dead += n or 0
+            continue
+        live += (n or 0) if dataset == "records" else 0
+        groups[(dataset, str(Path(file).parent))].append((file, n or 0))
+    # Dead postings are cleared, and the deletes dropped, only by rewriting every
+    # postings part: when they are a noticeable share, or asked to.
+    clear = bool(deletes) and (force or _dead_due(dead, live))
+    merge = Merge(store, gen, con, [str(store.root / d) for d in deletes])
     try:
+        for (dataset, folder), parts in sorted(groups.items()):
+            if dataset == "postings" and folder == ALL_FOLDER:
+                merge.deltas(parts, force, clear)
+            elif dataset == "postings" and clear:
+                merge.parts(dataset, folder, [f for f, _ in parts])
+            else:
+                picked = pick(parts, force)
+                if picked:
+                    merge.parts(dataset, folder, picked)
+    finally:
+        merge.close()
+    if clear:
+        merge.dropped.extend(deletes)
+    with store.catalog(con, retries=100) as cat:
+        cat.execute("BEGIN TRANSACTION")
+        if merge.dropped:
+            cat.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [merge.dropped])
+        if merge.new_parts:
+            cat.execute("INSERT INTO generation SELECT unnest(?), unnest(?), ?, unnest(?)",
+                        [[p[0] for p in merge.new_parts], [p[1] for p in merge.new_parts], gen,
+                         [p[2] for p in merge.new_parts]])
+        cat.execute("COMMIT")
+        store.collect_garbage(cat)
+    return len(merge.dropped)
+
+
+def pick(parts: list[tuple[str, int]], force: bool = False) -> list[str]:
+    """The parts of one folder to merge into one (size-tiered, see the module notes)."""
+    if len(parts) <= 1 or (len(parts) <= MAX_PARTS and not force):
+        return []
+    ordered = sorted(parts, key=lambda p: -p[1])
+    if not force and ordered[0][1] > sum(n for _, n in ordered[1:]):
+        ordered = ordered[1:]
+    return [f for f, _ in ordered] if len(ordered) > 1 else []
+
+
+class Merge:
+    """The merges of one compaction: new parts written, old ones to drop."""
+
+    def __init__(self, store: Store, gen: int, con, deletes: list[str]):
+        self.store, self.gen, self.con = store, gen, con
+        self.new_parts: list[tuple[str, str, int]] = []
+        self.dropped: list[str] = []
+        for name, value in MERGE_SETTINGS.items():
+            con.execute(f"SET {name} = '{value}'")
+        con.execute("SET temp_directory = ?", [str(store.root / ".tmp")])
         if deletes:
-            q.execute("CREATE TABLE dead AS SELECT DISTINCT record_id FROM read_parquet(?)", [deletes])
+            con.execute("CREATE OR REPLACE TEMP TABLE dead AS SELECT DISTINCT record_id FROM read_parquet(?)", [deletes])
         else:
-            q.execute("CREATE TABLE dead (record_id BIGINT)")
-        has_dead = bool(deletes)
-        for (dataset, folder), files in sorted(groups.items()):
-            if dataset == "vocab":
-                if len(files) > MAX_VOCAB_PARTS or (force and len(files) > 1):
-                    merged = _merge_vocab(q, [str(store.root / f) for f in files])
-                    rel = f"vocab/{store.new_part_name(gen)}"
-                    write.write_table(merged, store.root, rel, write.VOCAB_ROW_GROUP)
-                    new_parts.append(("vocab", rel, merged.num_rows))
-                    dropped.extend(files)
-                continue
-            limit = MAX_PARTS_PER_BUCKET if dataset == "postings" else MAX_PARTS_PER_PARTITION
-            # postings with dead ids are rewritten even when few: that is what lets deletes be cleared
-            if len(files) <= 1 and not (has_dead and dataset == "postings"):
-                continue
-            if len(files) <= limit and not force and not has_dead:
-                continue
-            paths = [str(store.root / f) for f in files]
-            order = "token, record_id" if dataset == "postings" else "session_key, seq"
-            table = q.sql(
-                f"SELECT * FROM read_parquet(?, hive_partitioning=false) "
-                f"WHERE record_id NOT IN (SELECT record_id FROM dead) ORDER BY {order}",
-                params=[paths],
-            ).to_arrow_table()
-            name = store.new_part_name(gen)
-            rel = f"{folder}/{name}"
-            if table.num_rows:
-                rg = write.POSTINGS_ROW_GROUP if dataset == "postings" else write.RECORDS_ROW_GROUP
-                write.write_table(table, store.root, rel, rg)
-                new_parts.append((dataset, rel, table.num_rows))
-            dropped.extend(files)
-    finally:
-        q.close()
-    if has_dead:
-        dropped.extend(str(Path(d).relative_to(store.root).as_posix()) for d in deletes)
-    con = store.connect(retries=100)
-    try:
-        con.execute("BEGIN TRANSACTION")
-        if dropped:
-            con.executemany("DELETE FROM generation WHERE file = ?", [[f] for f in dropped])
-        if new_parts:
-            con.executemany("INSERT INTO generation VALUES (?, ?, ?, ?)", [[d, f, gen, n] for d, f, n in new_parts])
-        con.execute("COMMIT")
-        store.collect_garbage(con)
-    finally:
-        con.close()
-    return len(dropped)
+            con.execute("CREATE OR REPLACE TEMP TABLE dead (record_id BIGINT)")
 
+    def close(self) -> None:
+        self.con.execute("DROP TABLE IF EXISTS dead")
+        for name in MERGE_SETTINGS:
+            self.con.execute(f"RESET {name}")
 
-def _merge_vocab(q, paths: list[str]):
-    return q.sql(
-        "SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n FROM read_parquet(?) GROUP BY token ORDER BY stem, token",
-        params=[paths],
-    ).to_arrow_table()
+    def parts(self, dataset: str, folder: str, files: list[str]) -> None:
+        """Merge ``files`` of one folder into one part, without dead records."""
+        paths = [str(self.store.root / f) for f in files]
+        if dataset == "vocab":
+            sql = ("SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n FROM read_parquet(?) "
+                   f"GROUP BY token ORDER BY {write.VOCAB_ORDER}")
+            row_group = write.VOCAB_ROW_GROUP
+        else:
+            order = write.POSTINGS_ORDER if dataset == "postings" else write.RECORDS_ORDER
+            sql = (f"SELECT * FROM read_parquet(?, hive_partitioning=false) "
+                   f"WHERE record_id NOT IN (SELECT record_id FROM dead) ORDER BY {order}")
+            row_group = write.POSTINGS_ROW_GROUP if dataset == "postings" else write.RECORDS_ROW_GROUP
+        rel = f"{folder}/{self.store.new_part_name(self.gen)}"
+        self.add(dataset, rel, write.copy_query(self.con, sql, [paths], self.store.root, rel, row_group))
+        self.dropped.extend(files)
+
+    def deltas(self, parts: list[tuple[str, int]], force: bool, clear: bool) -> None:
+        """``bucket=all`` parts: merged together while small, then split into their
+        buckets. ``clear``: every part is rewritten (the deletes go after this)."""
+        if len(parts) <= MAX_PARTS and not force and not clear:
+            return
+        files = [f for f, _ in parts]
+        if sum(n for _, n in parts) > SPLIT_ROWS:
+            self.split(files)
+        elif len(parts) > 1 or clear:
+            self.parts("postings", ALL_FOLDER, files)
+
+    def split(self, files: list[str]) -> None:
+        """``bucket=all`` parts → one part per bucket."""
+        con = self.con
+        paths = [str(self.store.root / f) for f in files]
+        con.execute("CREATE OR REPLACE TEMP TABLE split AS SELECT * FROM read_parquet(?, hive_partitioning=false) "
+                    "WHERE record_id NOT IN (SELECT record_id FROM dead)", [paths])
+        try:
+            tokens = [r[0] for r in con.execute("SELECT DISTINCT token FROM split").fetchall()]
+            write.load_lists(con, "split_buckets", (("token", "VARCHAR"), ("bucket", "INTEGER")),
+                             {"token": tokens, "bucket": [bucket_of(t) for t in tokens]})
+            name = self.store.new_part_name(self.gen)
+            for b in range(N_BUCKETS):
+                rel = write.postings_rel(b, name)
+                rows = write.copy_query(
+                    con, "SELECT s.* FROM split s JOIN split_buckets USING (token) WHERE bucket = ? "
+                    f"ORDER BY {write.POSTINGS_ORDER}", [b], self.store.root, rel, write.POSTINGS_ROW_GROUP)
+                self.add("postings", rel, rows)
+        finally:
+            con.execute("DROP TABLE IF EXISTS split")
+            con.execute("DROP TABLE IF EXISTS split_buckets")
+        self.dropped.extend(files)
+
+    def add(self, dataset: str, rel: str, rows: int) -> None:
+        if rows:
+            self.new_parts.append((dataset, rel, rows))

@@ -19,7 +19,7 @@ from deja.stages.sources import harnesses, reader
 
 from . import config
 from . import manifest as mf
-from .store import DATASETS, Busy, Store
+from .store import Busy, Store
 
 INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
 INLINE_MAX_FILES = 8
@@ -67,9 +67,7 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[
     actions = [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP]
     clean = True
     if check_disk and not actions:  # only `deja index` cleans up after a killed run; queries need not look
-        on_disk = {p.relative_to(store.root).as_posix() for d in DATASETS if (store.root / d).exists()
-                   for p in (store.root / d).rglob("*.parquet")}
-        clean = on_disk == live
+        clean = store.parquet_files() == live
     return actions, sessions, clean
 
 
@@ -95,7 +93,7 @@ def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
         try:
             from .run import run_index
 
-            run_index(env, store=store, lock_wait=0)
+            run_index(env, store=store, lock_wait=0, con=con)
             return "ingested"
         except Busy:
             return "skipped"

@@ -1,13 +1,14 @@
 """Reading one source file through the per-record stages: read → normalize → redact.
 
 This is what reader worker processes run, so it imports nothing heavy: no
-pyarrow, polars or duckdb. It returns plain column lists; the run turns them
-into Arrow in the main process.
+pyarrow, polars or duckdb. It returns plain column lists; in the main process
+a big run turns them into Arrow, a small one writes them as they are
+(deja/batch.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from deja.stages import normalize, redact
 from deja.stages.sources import reader
@@ -32,7 +33,6 @@ class FileOutput:
     redactions: dict[str, int]
     error: str
     rows: int = 0
-    table: object = field(default=None, repr=False)  # Arrow, set by the run
 
 
 def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False) -> FileOutput:

@@ -1,9 +1,14 @@
 """One index run: discover → plan → read → normalize → redact → tokenize → write → commit.
 
 The run owns order, incrementality and the commit; the stages it calls are
-plain functions. Memory stays bounded by the flush size, not the corpus: parsed
-files accumulate until about ``FLUSH_BYTES`` of text, then are tokenised and
-written as parts, and only file-level metadata is kept until the commit.
+plain functions, and a batch (deja/batch.py) turns records into parts: a big
+run streams Arrow through pyarrow and polars, bounded by the flush size; a
+small one (an appended turn) keeps plain lists and writes through DuckDB's
+core, so it never imports pyarrow or polars. Only file-level metadata is kept
+until the commit.
+
+The process holds one in-memory DuckDB (``con``): the catalog is attached to
+it to load state and to commit, and small writes, purges and merges run on it.
 """
 
 from __future__ import annotations
@@ -16,27 +21,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Mapping
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from deja.stages import normalize, tokenize, write
+from deja.stages import normalize, write
 from deja.stages.sources import harnesses, reader
-from deja.stages.sources.base import ROLE_CODES, WORK_CODE_MIN
 from deja.stages.sources.notes import drop_filter
-from deja.stages.stems import stem_many
 
-from . import config, manifest as mf
+from . import config, duck, manifest as mf
+from .batch import ArrowBatch, ListBatch
 from .compact import compact, needs_compaction
 from .config import CONTENT_VERSION
 from .ingest import FileOutput, process_file
 from .store import Store
 
-FLUSH_BYTES = 8 << 20
-TOKENIZE_SLICE = 2 << 20
 # Reads bigger than this go to worker processes (both cores); smaller ones,
 # like an appended turn, stay in-process where a pool would cost more than it saves.
 POOL_MIN_BYTES = 8 << 20
 WORKERS = max(1, min(2, os.cpu_count() or 1))
+# Runs reading at most this much take the small path (ListBatch): the
+# pure-Python tokenizer does ~10 MB/s, and below this it costs less than
+# importing pyarrow and polars. DEJA_SMALL_RUN_BYTES overrides it (tests
+# drive both paths through the same cases).
+SMALL_RUN_BYTES = 2 << 20
 
 
 @dataclass
@@ -75,32 +79,24 @@ class Summary:
 
 
 class Run:
-    def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None):
+    def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None, con=None):
         self.store = store
         self.env = env
         self.rebuild = rebuild
         self.progress = progress
+        self.con = con if con is not None else duck.connect()
         self.summary = Summary()
         self.new_parts: list[tuple[str, str, int]] = []  # (dataset, rel path, rows)
-        self.pending: list[FileOutput] = []
-        self.pending_bytes = 0
         self.done: list[FileOutput] = []
         self.new_ords: list[tuple[str, int]] = []
         self.compact_due = False
-        self.pending_postings: list[pa.Table] = []
-        # records waiting to be tokenised together: per-call overhead of the
-        # tokenizer makes a batch of many small files far cheaper than one call each
-        self.to_tokenize: list[pa.Table] = []
-        self.to_tokenize_bytes = 0
-        # Arrow's default pool (jemalloc/mimalloc) keeps freed memory; an index run
-        # allocates and frees a flush's worth at a time, so the system allocator
-        # (trimmed after each flush) keeps peak memory near the live data.
-        pa.set_memory_pool(pa.system_memory_pool())
+        self.batch: ArrowBatch | ListBatch | None = None
+        # the sessions this run changed, when that is all that did (see write_sessions)
+        self.touched_sessions: set[str] | None = None
 
     # -- state ------------------------------------------------------------
     def load_state(self) -> None:
-        con = self.store.connect(retries=40)
-        try:
+        with self.store.catalog(self.con, retries=40) as con:
             cols = [d[0] for d in con.execute("SELECT * FROM manifest LIMIT 0").description]
             self.manifest = {r[0]: dict(zip(cols, r)) for r in con.execute("SELECT * FROM manifest").fetchall()}
             fcols = [d[0] for d in con.execute("SELECT * FROM file_sessions LIMIT 0").description]
@@ -118,9 +114,7 @@ class Run:
             meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
             self.next_record_id = int(meta.get("next_record_id", 0))
             self.gen = int(meta.get("generation", 0)) + 1
-            self.live = {d: self.store.live_files(con, d) for d in ("records", "postings", "sessions", "deletes", "vocab")}
-        finally:
-            con.close()
+            self.live = self.store.live_by_dataset(con)
 
     # -- main -------------------------------------------------------------
     def execute(self) -> Summary:
@@ -134,17 +128,16 @@ class Run:
         if not work and not self.rebuild:
             # parts a killed run wrote but never committed, or committed but never
             # cleaned (a run with work cleans them at its commit)
-            con = self.store.connect(retries=40)
-            try:
+            with self.store.catalog(self.con, retries=40) as con:
                 self.store.collect_garbage(con)
-            finally:
-                con.close()
             self.summary.up_to_date = True
             self.summary.sessions = len(self.ords_live())
             self.summary.seconds = time.monotonic() - t0
             return self.summary
         reads = [a for a in work if a.kind in (mf.NEW, mf.APPEND, mf.REPLACE)]
-        for i, out in enumerate(self.read_all(reads)):
+        volume = sum(max(0, a.size - a.start) for a in reads)
+        self.batch = self.new_batch(volume)
+        for i, out in enumerate(self.read_all(reads, volume)):
             self.accept(out)
             if self.progress:
                 self.progress(i + 1, len(reads), out.action.path)
@@ -154,16 +147,24 @@ class Run:
         purge = {a.path for a in work if a.kind in (mf.REPLACE, mf.REMOVE)}
         if self.rebuild:
             purge = set(self.manifest)
+        if not purge and not self.rebuild:
+            self.touched_sessions = {key for out in self.done for key in out.meta}
         self.commit(purge, [a for a in work if a.kind == mf.REMOVE])
         if self.compact_due:
-            compact(self.store, self.gen, checked=True)
+            compact(self.store, self.gen, checked=True, con=self.con)
         self.summary.seconds = time.monotonic() - t0
         return self.summary
 
-    def read_all(self, reads: list[mf.Action]):
-        """FileOutputs in plan order; big runs fan out to reader processes."""
+    def new_batch(self, volume: int) -> ArrowBatch | ListBatch:
+        limit = int(self.env.get("DEJA_SMALL_RUN_BYTES") or SMALL_RUN_BYTES)
+        name = lambda: self.store.new_part_name(self.gen)  # noqa: E731
+        if volume <= limit and not self.rebuild:
+            return ListBatch(self.con, self.store.root, name, self.ord_of)
+        return ArrowBatch(self.store.root, name, self.ord_of)
+
+    def read_all(self, reads: list[mf.Action], volume: int):
+        """FileOutputs in plan order; big runs (``volume`` bytes to read) fan out to reader processes."""
         priors = [self.file_sessions.get(a.path, {}) if a.kind == mf.APPEND else {} for a in reads]
-        volume = sum(max(0, a.size - a.start) for a in reads)
         if WORKERS < 2 or len(reads) < 2 or volume < POOL_MIN_BYTES or self.env.get("DEJA_WORKERS") == "1":
             # small reads (an appended turn) redact text by text: cheaper than loading polars
             light = volume < POOL_MIN_BYTES
@@ -226,21 +227,12 @@ class Run:
         if out.rows and self.drop:  # tombstones and exclusions (see load_state)
             out.rows = self.drop.apply(out.cols, out.meta)
         if out.rows:
-            n = out.rows
-            ids = pa.array(range(self.next_record_id, self.next_record_id + n), pa.int64())
-            self.next_record_id += n
-            out.table = normalize.to_table(out.cols).add_column(0, "record_id", ids)
-            out.cols = None
-            self.pending.append(out)
-            self.to_tokenize.append(out.table)
-            self.to_tokenize_bytes += out.table.column("text").nbytes
-            if self.to_tokenize_bytes >= TOKENIZE_SLICE:
-                self.tokenize_pending()
-            self.pending_bytes += out.table.column("text").nbytes
+            self.batch.add(out, self.next_record_id)
+            self.next_record_id += out.rows
         hs.records_added += out.rows
         hs.redactions += sum(out.redactions.values())
         self.done.append(out)
-        if self.pending_bytes >= FLUSH_BYTES:
+        if self.batch.full():
             self.flush()
 
     def ord_of(self, key: str) -> int:
@@ -250,83 +242,9 @@ class Run:
             self.new_ords.append((key, o))
         return o
 
-    def tokenize_pending(self) -> None:
-        if self.to_tokenize:
-            self.pending_postings.append(self.postings_of(pa.concat_tables(self.to_tokenize)))
-        self.to_tokenize, self.to_tokenize_bytes = [], 0
-
     def flush(self) -> None:
-        if not self.pending:
-            return
-        self.tokenize_pending()
-        by_harness: dict[str, list[pa.Table]] = {}
-        for out in self.pending:
-            by_harness.setdefault(out.action.harness, []).append(out.table)
-            out.table = None  # the part holds it now; keep only file metadata
-        name = self.store.new_part_name(self.gen)
-        for harness, tables in by_harness.items():
-            for rel, rows in write.write_records(pa.concat_tables(tables), harness, self.store.root, name):
-                self.new_parts.append(("records", rel, rows))
-        del tables
-        self.pending = []
-        postings = pa.concat_tables(self.pending_postings)
-        self.pending_postings = []
-        for rel, rows in write.write_postings(postings, self.store.root, name):
-            self.new_parts.append(("postings", rel, rows))
-        vocab = write.vocab_of(postings, stem_many)
-        self.new_parts.append(("vocab",) + write.write_table(vocab, self.store.root, f"vocab/{name}", write.VOCAB_ROW_GROUP))
-        del postings, vocab
-        self.pending_bytes = 0
-        _trim()
-
-    def postings_of(self, table: pa.Table) -> pa.Table:
-        """Postings of a batch of records, tokenised in slices of bounded text size
-        so the tokenizer's working memory stays small whatever the file."""
-        if table.column("text").nbytes <= TOKENIZE_SLICE:
-            return self._postings(table)
-        out, start = [], 0
-        lengths = pc.binary_length(table.column("text")).to_numpy(zero_copy_only=False)
-        acc = 0
-        for i, n in enumerate(lengths):
-            acc += n
-            if acc >= TOKENIZE_SLICE:
-                out.append(self._postings(table.slice(start, i + 1 - start)))
-                start, acc = i + 1, 0
-        if start < table.num_rows:
-            out.append(self._postings(table.slice(start)))
-        return pa.concat_tables(out)
-
-    def _postings(self, table: pa.Table) -> pa.Table:
-        roles = table.column("role")
-        texts = table.column("text")
-        # An edit record is searchable by its path only: nothing searches the removed body.
-        is_edit = pc.equal(roles, "edit")
-        if pc.any(is_edit).as_py():
-            edits = pc.filter(texts, is_edit).to_pylist()
-            texts = pc.replace_with_mask(
-                texts.combine_chunks(), is_edit.combine_chunks(),
-                pa.array([t.split("\n", 1)[0] for t in edits], texts.type),
-            )
-        counts = tokenize.token_counts_batch(table.column("record_id"), texts)
-        # join back the session ordinal and role of each record
-        keys = table.column("session_key").to_pylist()
-        ords = pa.array([self.ord_of(k) for k in keys], pa.int32())
-        role_codes = pa.array([ROLE_CODES.get(r, 2) for r in roles.to_pylist()], pa.int8())
-        idx = pc.index_in(counts.column("record_id"), table.column("record_id"))
-        sess = pc.take(ords, idx)
-        role = pc.take(role_codes, idx)
-        return pa.table(
-            {
-                "token": counts.column("token"),
-                "record_id": counts.column("record_id"),
-                "session": sess,
-                "tf": counts.column("tf"),
-                "rec_len": counts.column("rec_len"),
-                "role": role,
-                "is_work": pc.greater_equal(role, WORK_CODE_MIN),
-                "bucket": tokenize.bucket_column(counts.column("token")),
-            }
-        )
+        if self.batch is not None:
+            self.new_parts += self.batch.flush()
 
     # -- purge and commit ------------------------------------------------
     def purge_records(self, purge: set[str], column: str = "source_path") -> tuple[list[str], list[str]]:
@@ -341,42 +259,37 @@ class Run:
         live = self.live["records"]
         if not purge or not live:
             return [], []
-        import duckdb  # the full package: relations to Arrow (not needed by appends)
-
-        con = duckdb.connect()
+        con, root = self.con, self.store.root
+        write.load_lists(con, "purge", (("p", "VARCHAR"),), {"p": sorted(purge)})
         try:
-            con.execute("CREATE TEMP TABLE purge(p VARCHAR)")
-            con.executemany("INSERT INTO purge VALUES (?)", [[p] for p in purge])
             rows = con.execute(
                 "SELECT DISTINCT filename FROM read_parquet(?, filename=true, hive_partitioning=false) "
                 f"WHERE {column} IN (SELECT p FROM purge)",
                 [live],
             ).fetchall()
-            affected = [r[0] for r in rows]
+            affected = sorted(r[0] for r in rows)
             if not affected:
                 return [], []
-            dead_rel = ""
-            dead = con.sql(
-                f"SELECT record_id FROM read_parquet(?, hive_partitioning=false) WHERE {column} IN (SELECT p FROM purge)",
-                params=[affected],
-            ).to_arrow_table()
-            if dead.num_rows:
-                dead_rel = f"deletes/{self.store.new_part_name(self.gen)}"
-                write.write_table(dead, self.store.root, dead_rel)
-                self.new_parts.append(("deletes", dead_rel, dead.num_rows))
+            dead_rel = f"deletes/{self.store.new_part_name(self.gen)}"
+            dead = write.copy_query(
+                con, f"SELECT record_id FROM read_parquet(?, hive_partitioning=false) WHERE {column} IN (SELECT p FROM purge)",
+                [affected], root, dead_rel,
+            )
+            if dead:
+                self.new_parts.append(("deletes", dead_rel, dead))
             for abs_path in affected:
-                rel = Path(abs_path).relative_to(self.store.root).as_posix()
-                kept = con.sql(
-                    f"SELECT * FROM read_parquet(?, hive_partitioning=false) WHERE {column} NOT IN (SELECT p FROM purge)",
-                    params=[abs_path],
-                ).to_arrow_table()
-                if kept.num_rows:
-                    new_rel = str(Path(rel).parent / self.store.new_part_name(self.gen))
-                    write.write_table(kept, self.store.root, new_rel, write.RECORDS_ROW_GROUP)
-                    self.new_parts.append(("records", new_rel, kept.num_rows))
-            return [Path(a).relative_to(self.store.root).as_posix() for a in affected], [dead_rel] if dead_rel else []
+                rel = Path(abs_path).relative_to(root).as_posix()
+                new_rel = str(Path(rel).parent / self.store.new_part_name(self.gen))
+                n = write.copy_query(
+                    con, f"SELECT * FROM read_parquet(?, hive_partitioning=false) WHERE {column} NOT IN (SELECT p FROM purge) "
+                    f"ORDER BY {write.RECORDS_ORDER}",
+                    [abs_path], root, new_rel, write.RECORDS_ROW_GROUP,
+                )
+                if n:
+                    self.new_parts.append(("records", new_rel, n))
+            return [Path(a).relative_to(root).as_posix() for a in affected], [dead_rel] if dead else []
         finally:
-            con.close()
+            con.execute("DROP TABLE purge")
 
     def commit(self, purge: set[str], removed: list[mf.Action]) -> None:
         dropped, _ = self.purge_records(purge) if not self.rebuild else (None, None)
@@ -401,20 +314,8 @@ class Run:
                  records + out.rows, malformed + out.malformed,
                  out.clipped, json.dumps(red, sort_keys=True), sum(red.values()), out.error or None, now]
             )
-        sessions_table = self.sessions_table()
-        sess_rel = f"sessions/{self.store.new_part_name(self.gen)}"
-        write.write_table(sessions_table, self.store.root, sess_rel)
-        self.new_parts.append(("sessions", sess_rel, sessions_table.num_rows))
-        for hs in self.summary.harnesses.values():
-            hs.sessions = hs.messages = 0
-        per = sessions_table.group_by("harness").aggregate([("session_key", "count"), ("messages", "sum")])
-        for h, n, m in zip(*(per.column(c).to_pylist() for c in ("harness", "session_key_count", "messages_sum"))):
-            hs = self._hs(h)
-            hs.sessions, hs.messages = n, m or 0
-        self.summary.sessions = sessions_table.num_rows
-
-        con = self.store.connect(retries=100)
-        try:
+        self.write_sessions()
+        with self.store.catalog(self.con, retries=100) as con:
             con.execute("BEGIN TRANSACTION")
             if self.rebuild:
                 con.execute("DELETE FROM generation WHERE dataset IN ('records','postings','deletes','vocab')")
@@ -436,15 +337,52 @@ class Run:
             fs_rows = [self._fs_row(r) for o in self.done for r in self.file_sessions.get(o.action.path, {}).values()]
             _many(con, f"INSERT INTO file_sessions VALUES ({','.join('?' * len(self.FS_COLS))})", fs_rows)
             _many(con, "INSERT OR IGNORE INTO session_ords VALUES (?, ?)", self.new_ords)
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('next_record_id', ?)", [str(self.next_record_id)])
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", [str(self.gen)])
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('next_record_id', ?), ('generation', ?)",
+                        [str(self.next_record_id), str(self.gen)])
             _fault("before-commit")
             con.execute("COMMIT")
             _fault("after-commit")
             self.store.collect_garbage(con)
             self.compact_due = needs_compaction(con)
-        finally:
-            con.close()
+
+    def write_sessions(self) -> None:
+        """The sessions part of this run, and the per-harness counts of the summary.
+
+        When the run knows which sessions it changed (``touched_sessions``: no
+        file was replaced or removed), only those are rebuilt and the rest are
+        copied from the live part; otherwise every session is."""
+        from .sessions import write_sessions
+
+        rel = f"sessions/{self.store.new_part_name(self.gen)}"
+        old = self.live["sessions"]
+        per = None
+        if self.touched_sessions is not None and len(old) == 1:
+            keys = self.touched_sessions | self.drop.keys
+            try:
+                per = write_sessions(self.con, self.session_columns(keys), self.store.root, rel, old[0], keys)
+            except duck.Error:
+                per = None  # a live part of an older layout: rebuild it whole
+        if per is None:
+            per = write_sessions(self.con, self.session_columns(None), self.store.root, rel)
+        n = sum(count for _, count, _ in per)
+        if n:
+            self.new_parts.append(("sessions", rel, n))
+        for hs in self.summary.harnesses.values():
+            hs.sessions = hs.messages = 0
+        for h, count, messages in per:
+            hs = self._hs(h)
+            hs.sessions, hs.messages = count, messages or 0
+        self.summary.sessions = n
+
+    def session_columns(self, keys: set[str] | None) -> dict[str, list]:
+        """Sessions rows from what every file said about them: the ``keys`` sessions, or all."""
+        from .sessions import build_sessions
+
+        rows = [r for per_file in self.file_sessions.values() for r in per_file.values()
+                if keys is None or r["session_key"] in keys]
+        for key in {r["session_key"] for r in rows}:
+            self.ord_of(key)
+        return build_sessions(rows, self.ords)
 
     FS_COLS = [
         "path", "session_key", "harness", "session_id", "project", "cwd", "branch", "title", "title_rank",
@@ -468,25 +406,6 @@ class Run:
                 continue
             normalize.merge_meta(o, m)
         return merged
-
-    def sessions_table(self) -> pa.Table:
-        from .sessions import build_sessions
-
-        rows = [r for per_file in self.file_sessions.values() for r in per_file.values()]
-        for key in {r["session_key"] for r in rows}:
-            self.ord_of(key)
-        return build_sessions(rows, self.ords)
-
-
-def _trim() -> None:
-    """Hand freed heap back to the OS (glibc keeps it otherwise)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
 
 def _add(total: dict[str, int], more: dict[str, int]) -> None:
     for k, v in more.items():
@@ -519,10 +438,13 @@ def _many(con, sql: str, rows: list) -> None:
 
 
 def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progress: Callable | None = None,
-              notice: Callable | None = None, store: Store | None = None, lock_wait: float | None = None) -> Summary:
+              notice: Callable | None = None, store: Store | None = None, lock_wait: float | None = None,
+              con=None) -> Summary:
+    """``con``: the caller's in-memory DuckDB (core), reused rather than a second instance started."""
     env = os.environ if env is None else env
     store = store or Store(config.index_dir(env))
     wait = config.lock_wait_seconds(env) if lock_wait is None else lock_wait
+    con = con if con is not None else duck.connect()
     with store.writer_lock(wait, notice=notice):
-        store.init()
-        return Run(store, env, rebuild, progress).execute()
+        store.init(con)
+        return Run(store, env, rebuild, progress, con).execute()

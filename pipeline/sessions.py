@@ -6,45 +6,44 @@ project of the first file in sorted path order wins (harness-formats 1.8).
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from deja.stages.normalize import COUNTS, derive_title
 
-
-SCHEMA = pa.schema(
-    [
-        ("session_key", pa.string()),
-        ("ord", pa.int32()),
-        ("harness", pa.string()),
-        ("session_id", pa.string()),
-        ("project", pa.string()),
-        ("cwd", pa.string()),
-        ("path", pa.string()),
-        ("branch", pa.string()),
-        ("started", pa.timestamp("ms", tz="UTC")),
-        ("updated", pa.timestamp("ms", tz="UTC")),
-        ("title", pa.string()),
-        ("agent_title", pa.bool_()),
-        ("last_prompt", pa.string()),
-        ("messages", pa.int64()),
-        *[(c, pa.int64()) for c in COUNTS],
-        ("touched", pa.list_(pa.string())),
-        ("kind", pa.string()),
-        ("parent", pa.string()),
-        ("agent", pa.string()),
-        ("origin", pa.string()),
-        ("from_machine", pa.string()),
-        ("decision", pa.string()),
-        ("gave_up", pa.bool_()),
-    ]
+# The dataset's columns as DuckDB writes them (stages/write.load_lists): one
+# small file rewritten by every run, big or small, so one writer serves both.
+# started/updated arrive as epoch milliseconds.
+TYPES = (
+    ("session_key", "VARCHAR"),
+    ("ord", "INTEGER"),
+    ("harness", "VARCHAR"),
+    ("session_id", "VARCHAR"),
+    ("project", "VARCHAR"),
+    ("cwd", "VARCHAR"),
+    ("path", "VARCHAR"),
+    ("branch", "VARCHAR"),
+    ("started", "TIMESTAMPTZ"),
+    ("updated", "TIMESTAMPTZ"),
+    ("title", "VARCHAR"),
+    ("agent_title", "BOOLEAN"),
+    ("last_prompt", "VARCHAR"),
+    ("messages", "BIGINT"),
+    *[(c, "BIGINT") for c in COUNTS],
+    ("touched", "VARCHAR[]"),
+    ("kind", "VARCHAR"),
+    ("parent", "VARCHAR"),
+    ("agent", "VARCHAR"),
+    ("origin", "VARCHAR"),
+    ("from_machine", "VARCHAR"),
+    ("decision", "VARCHAR"),
+    ("gave_up", "BOOLEAN"),
 )
 
 
-def build_sessions(rows: list[dict], ords: dict[str, int]) -> pa.Table:
+def build_sessions(rows: list[dict], ords: dict[str, int]) -> dict[str, list]:
+    """Column lists of the sessions dataset, one row per session key, sorted by key."""
     groups: dict[str, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["session_key"], []).append(r)
-    out = {f.name: [] for f in SCHEMA}
+    out: dict[str, list] = {name: [] for name, _ in TYPES}
     for key in sorted(groups):
         parts = sorted(groups[key], key=lambda r: r["path"])
         first = parts[0]
@@ -60,7 +59,40 @@ def build_sessions(rows: list[dict], ords: dict[str, int]) -> pa.Table:
         out["path"].append(first["path"])
         out["origin"].append("local")
         out["from_machine"].append(None)
-    return pa.table(out, schema=SCHEMA)
+    return out
+
+
+def write_sessions(con, cols: dict[str, list], root, rel: str, keep_from: str | None = None,
+                   replaced: set[str] | None = None) -> list[tuple[str, int, int]]:
+    """Write the sessions part through DuckDB's core; returns [(harness, sessions, messages)].
+
+    ``cols`` holds every session, or with ``keep_from`` (the live sessions part)
+    only those this run changed: the part's other rows are copied over, all but
+    the ``replaced`` keys. A small run rebuilds the one or two sessions it
+    touched, not all of them. Raises duck.Error when the live part does not
+    have today's columns; the caller then rebuilds the whole.
+    """
+    from deja.stages.write import copy_query, load_lists
+
+    names = ", ".join(n for n, _ in TYPES)
+    load_lists(con, "run_sessions", TYPES, cols)
+    try:
+        if keep_from:
+            load_lists(con, "run_replaced", (("session_key", "VARCHAR"),), {"session_key": sorted(replaced or ())})
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE run_all_sessions AS SELECT {names} FROM read_parquet(?) "
+                "WHERE session_key NOT IN (SELECT session_key FROM run_replaced) "
+                f"UNION ALL SELECT {names} FROM run_sessions",
+                [keep_from],
+            )
+            table = "run_all_sessions"
+        else:
+            table = "run_sessions"
+        copy_query(con, f"SELECT * FROM {table} ORDER BY session_key", None, root, rel)
+        return con.execute(f"SELECT harness, count(*), sum(messages) FROM {table} GROUP BY harness ORDER BY harness").fetchall()
+    finally:
+        for t in ("run_sessions", "run_replaced", "run_all_sessions"):
+            con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
 def _merge(parts: list[dict]) -> dict:

@@ -7,7 +7,9 @@ good store. Files on disk that the catalog does not list are leftovers of a
 killed run or superseded parts; the next writer deletes them.
 
 DuckDB allows one read-write process per file, so writers hold the catalog
-open only to load state and to commit; readers open it read-only.
+open only to load state and to commit; readers open it read-only. A process
+keeps one in-memory DuckDB and ATTACHes the catalog to it for each of those
+moments: a DuckDB instance costs ~20 ms to start, an ATTACH a few.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import sys
 import time
 import uuid
+import zlib
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -59,18 +62,64 @@ class Store:
                     time.sleep(0.05 * (attempt + 1))
         raise Busy(str(last))
 
-    def init(self) -> None:
+    def attach(self, con: duckdb.DuckDBPyConnection, alias: str, read_only: bool, retries: int = 0) -> None:
+        """ATTACH the catalog to ``con`` as ``alias``; another writer holding it raises Busy after retries."""
+        path = str(self.catalog_path).replace("'", "''")
+        mode = " (READ_ONLY)" if read_only else ""
+        for attempt in range(retries + 1):
+            try:
+                con.execute(f"ATTACH '{path}' AS {alias}{mode}")
+                return
+            except (duckdb.IOException, duckdb.ConnectionException, duckdb.BinderException) as exc:
+                if attempt == retries:
+                    raise Busy(str(exc))
+                time.sleep(0.05 * (attempt + 1))
+
+    @contextmanager
+    def catalog(self, con: duckdb.DuckDBPyConnection | None = None, retries: int = 0):
+        """The catalog, read-write, for the length of the block, as the default
+        database of the connection yielded: ``con`` (the process's in-memory
+        DuckDB) with the catalog attached, or a connection of its own."""
+        if con is None:
+            own = self.connect(retries=retries)
+            try:
+                yield own
+            finally:
+                own.close()
+            return
+        home = con.execute("SELECT current_database()").fetchone()[0]
+        self.attach(con, "deja_catalog", read_only=False, retries=retries)
+        con.execute("USE deja_catalog")
+        try:
+            yield con
+        except BaseException:
+            try:
+                con.execute("ROLLBACK")  # a transaction the block left open would pin the file
+            except duckdb.Error:
+                pass
+            raise
+        finally:
+            con.execute(f"USE {home}")
+            con.execute("DETACH deja_catalog")  # releases the file for readers and other writers
+
+    def init(self, con: duckdb.DuckDBPyConnection | None = None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         for name in DATASETS:
             self.dataset_dir(name).mkdir(exist_ok=True)
-        con = self.connect()
-        try:
-            con.execute(resources.files("deja").joinpath("catalog.sql").read_text())
-            row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        sql = resources.files("deja").joinpath("catalog.sql").read_text()
+        # catalog.sql only when it changed: ~5 ms of every index run otherwise
+        digest = f"{zlib.crc32(sql.encode()):08x}"
+        with self.catalog(con, retries=40) as cat:  # a hook may hold it a moment
+            try:
+                if cat.execute("SELECT value FROM meta WHERE key = 'catalog_sql'").fetchone() == (digest,):
+                    return
+            except duckdb.CatalogException:  # a new catalog
+                pass
+            cat.execute(sql)
+            row = cat.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
-                con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-        finally:
-            con.close()
+                cat.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            cat.execute("INSERT OR REPLACE INTO meta VALUES ('catalog_sql', ?)", [digest])
 
     # ---- the writer lock ----------------------------------------------
     @contextmanager
@@ -117,26 +166,43 @@ class Store:
         ).fetchall()
         return [str(self.root / r[0]) for r in rows]
 
+    def parquet_files(self) -> set[str]:
+        """Every Parquet file of the datasets on disk, relative to the root.
+
+        os.walk, not Path.rglob: it runs on every index run and the store holds
+        hundreds of parts."""
+        found = set()
+        for name in DATASETS:
+            for folder, _, files in os.walk(self.dataset_dir(name)):
+                rel = os.path.relpath(folder, self.root).replace(os.sep, "/")
+                found.update(f"{rel}/{f}" for f in files if f.endswith(".parquet"))
+        return found
+
+    def live_by_dataset(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+        """``live_files`` of every dataset, in one query."""
+        live: dict[str, list[str]] = {d: [] for d in DATASETS}
+        for dataset, rel in con.execute("SELECT dataset, file FROM generation ORDER BY file").fetchall():
+            live.setdefault(dataset, []).append(str(self.root / rel))
+        return live
+
     def collect_garbage(self, con: duckdb.DuckDBPyConnection) -> int:
-        """Delete Parquet files the live generation does not list. Writer only."""
+        """Delete Parquet files the live generation does not list, and the
+        temp files of writes a killed run left. Writer only."""
         live = {r[0] for r in con.execute("SELECT file FROM generation").fetchall()}
         removed = 0
         for name in DATASETS:
-            base = self.dataset_dir(name)
-            if not base.exists():
-                continue
-            for path in base.rglob("*.parquet"):
-                rel = path.relative_to(self.root).as_posix()
-                if rel not in live:
+            for folder, dirs, files in os.walk(self.dataset_dir(name), topdown=False):
+                rel = os.path.relpath(folder, self.root).replace(os.sep, "/")
+                for f in files:
+                    if f.endswith(".tmp") or (f.endswith(".parquet") and f"{rel}/{f}" not in live):
+                        try:
+                            os.unlink(os.path.join(folder, f))
+                            removed += f.endswith(".parquet")
+                        except OSError:
+                            pass
+                if not os.listdir(folder) and folder != str(self.dataset_dir(name)):
                     try:
-                        path.unlink()
-                        removed += 1
-                    except OSError:
-                        pass
-            for d in sorted(base.rglob("*"), reverse=True):  # empty partition folders
-                if d.is_dir():
-                    try:
-                        d.rmdir()
+                        os.rmdir(folder)  # an emptied partition folder
                     except OSError:
                         pass
         return removed

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from deja import duck as duckdb  # the compiled core: see deja/duck.py
 
+from deja.stages.write import ALL_BUCKETS  # (imports nothing heavy)
 from deja.store import Busy, Store
 
 
@@ -26,7 +27,9 @@ class LiveStore:
         return bool(self.files.get(dataset))
 
     def postings_for_buckets(self, buckets: set[int]) -> list[str]:
-        wanted = {f"bucket={b:02d}" for b in buckets}
+        """The postings parts that can hold tokens of these buckets: the buckets'
+        own, and the parts of small runs that hold every bucket (``bucket=all``)."""
+        wanted = {f"bucket={b:02d}" for b in buckets} | {f"bucket={ALL_BUCKETS}"}
         return [f for f in self.files.get("postings", []) if Path(f).parent.name in wanted]
 
     def close(self) -> None:
@@ -82,17 +85,7 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
 
 def attach_catalog(con: duckdb.DuckDBPyConnection, store: Store, retries: int = 20) -> None:
     """ATTACH the catalog read-only as `cat`; a writer holding it raises Busy."""
-    import time
-
-    path = str(store.catalog_path).replace("'", "''")
-    for attempt in range(retries + 1):
-        try:
-            con.execute(f"ATTACH '{path}' AS cat (READ_ONLY)")
-            return
-        except (duckdb.IOException, duckdb.ConnectionException, duckdb.BinderException) as exc:
-            if attempt == retries:
-                raise Busy(str(exc))
-            time.sleep(0.05 * (attempt + 1))
+    store.attach(con, "cat", read_only=True, retries=retries)
 
 
 def _lifecycle_rows(cat) -> list:

@@ -2,47 +2,133 @@
 
 Records are Hive-partitioned ``records/harness=<h>/month=<YYYY-MM>/``; postings
 ``postings/bucket=<NN>/``, sorted by token so a query's filter skips row
-groups; sessions is one small file rewritten whenever a run changes it.
+groups, plus ``postings/bucket=all/`` for the small parts of incremental runs
+(every bucket's tokens in one file, until compaction splits them); sessions is
+one small file rewritten whenever a run changes it.
+
+Two writers, one layout. Arrow tables of a big run go through pyarrow
+(``write_records``, ``write_postings``, ``write_table``). Anything expressed as
+a query — an appended turn's rows, the sessions, a purge, a compaction merge —
+is COPYed by DuckDB's core (``copy_query``): small runs never import pyarrow,
+and merges stream from Parquet to Parquet instead of materialising in Arrow.
+Both give DuckDB, the readers' engine, the same column types (tests hold them
+to it); DuckDB writes timestamps in microseconds where pyarrow kept ms.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 COMPRESSION = "zstd"
 # Small row groups in postings: a query for one token reads one or two of them.
 POSTINGS_ROW_GROUP = 16_384
 RECORDS_ROW_GROUP = 8_192
+# Vocabulary lookups are by stem (a word's own stem finds it and its forms):
+# sorted by stem in small row groups, a lookup reads a few of them.
+VOCAB_ROW_GROUP = 4_096
 NO_MONTH = "none"
+ALL_BUCKETS = "all"  # the bucket folder of a part that holds every bucket's tokens
+
+# Sort orders, one per dataset, whichever writer runs.
+POSTINGS_ORDER = "token, record_id"
+RECORDS_ORDER = "record_id"  # file and turn order; lets a lookup by id skip row groups
+VOCAB_ORDER = "stem, token"
+
+# Column types as DuckDB reads them back, for parts written from Python lists.
+# The pyarrow side: normalize.record_schema and run's postings/vocab tables.
+RECORD_TYPES = (
+    ("record_id", "BIGINT"), ("session_key", "VARCHAR"), ("session_id", "VARCHAR"), ("project", "VARCHAR"),
+    ("seq", "INTEGER"), ("role", "VARCHAR"), ("text", "VARCHAR"), ("ts", "TIMESTAMPTZ"), ("tool", "VARCHAR"),
+    ("exit_code", "SMALLINT"), ("is_error", "BOOLEAN"), ("source_path", "VARCHAR"), ("byte_offset", "BIGINT"),
+)
+POSTING_TYPES = (
+    ("token", "VARCHAR"), ("record_id", "BIGINT"), ("session", "INTEGER"), ("tf", "INTEGER"),
+    ("rec_len", "INTEGER"), ("role", "TINYINT"), ("is_work", "BOOLEAN"),
+)
+VOCAB_TYPES = (("token", "VARCHAR"), ("stem", "VARCHAR"), ("n", "BIGINT"))
 
 
-def month_column(ts: pa.ChunkedArray) -> pa.Array:
+def records_rel(harness: str, month: str, name: str) -> str:
+    return f"records/harness={harness}/month={month}/{name}"
+
+
+def postings_rel(bucket: int | str, name: str) -> str:
+    folder = bucket if isinstance(bucket, str) else f"{bucket:02d}"
+    return f"postings/bucket={folder}/{name}"
+
+
+# ---------------------------------------------------------------------------
+# DuckDB: queries and Python lists → Parquet
+
+
+def copy_query(con, sql: str, params: list | dict | None, root: Path, rel: str, row_group: int = 65_536) -> int:
+    """COPY the rows of ``sql`` to ``root/rel``; returns the row count. No rows, no file."""
+    path = Path(root) / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    rows = con.execute(
+        f"COPY ({sql}) TO '{_quote(tmp)}' (FORMAT parquet, COMPRESSION {COMPRESSION}, ROW_GROUP_SIZE {row_group})",
+        params or [],
+    ).fetchone()[0]
+    if not rows:
+        tmp.unlink(missing_ok=True)
+        return 0
+    tmp.replace(path)  # a reader or analyst never sees a half-written part
+    return rows
+
+
+def load_lists(con, table: str, types, columns: dict[str, list]) -> None:
+    """A temp table of ``types`` from Python column lists, in one statement.
+
+    TIMESTAMPTZ columns arrive as epoch milliseconds (the readers' unit) and
+    are converted without consulting the connection's time zone.
+    """
+    selects = []
+    for i, (name, sqltype) in enumerate(types, start=1):
+        if sqltype == "TIMESTAMPTZ":
+            selects.append(f"make_timestamptz(unnest(${i}::BIGINT[]) * 1000) AS {name}")
+        else:
+            selects.append(f"unnest(${i}::{sqltype}[]) AS {name}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {', '.join(selects)}",
+                [columns[name] for name, _ in types])
+
+
+def _quote(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+# ---------------------------------------------------------------------------
+# pyarrow: Arrow tables of a big run → Parquet
+
+
+def month_column(ts):
+    import pyarrow.compute as pc
+
     months = pc.strftime(ts, format="%Y-%m")
     return pc.fill_null(months, NO_MONTH)
 
 
-def write_records(table: pa.Table, harness: str, root: Path, name: str) -> list[tuple[str, int]]:
+def write_records(table, harness: str, root: Path, name: str) -> list[tuple[str, int]]:
     """One part per month present in ``table``; returns [(relative path, rows)]."""
+    import pyarrow.compute as pc
+
     out = []
     months = month_column(table.column("ts"))
     table = table.append_column("_month", months)
     for month in pc.unique(months).to_pylist():
         part = table.filter(pc.equal(table.column("_month"), month)).drop_columns(["_month"])
-        # record_id order is file and turn order, and lets a lookup by id skip row groups
-        part = part.sort_by([("record_id", "ascending")])
-        rel = f"records/harness={harness}/month={month}/{name}"
+        part = part.sort_by([(RECORDS_ORDER, "ascending")])
+        rel = records_rel(harness, month, name)
         _write(part, root / rel, RECORDS_ROW_GROUP)
         out.append((rel, part.num_rows))
     return out
 
 
-def write_postings(table: pa.Table, root: Path, name: str) -> list[tuple[str, int]]:
+def write_postings(table, root: Path, name: str) -> list[tuple[str, int]]:
     """One part per bucket present; ``table`` must carry a ``bucket`` column."""
+    import numpy as np
+
     out = []
     table = table.sort_by([("bucket", "ascending"), ("token", "ascending"), ("record_id", "ascending")])
     # rows are sorted by bucket: slice contiguous runs instead of filtering per bucket
@@ -53,15 +139,18 @@ def write_postings(table: pa.Table, root: Path, name: str) -> list[tuple[str, in
             continue
         bucket = int(b[lo])
         part = table.slice(lo, hi - lo).drop_columns(["bucket"])
-        rel = f"postings/bucket={bucket:02d}/{name}"
+        rel = postings_rel(bucket, name)
         _write(part, root / rel, POSTINGS_ROW_GROUP)
         out.append((rel, part.num_rows))
     return out
 
 
-def vocab_of(postings: pa.Table, stem_many) -> pa.Table:
+def vocab_of(postings, stem_many):
     """Distinct tokens of a postings batch with their stem and posting count:
     what the close, stemmed and fuzzy search rungs expand a query word against."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     counts = postings.group_by("token").aggregate([("record_id", "count")])
     tokens = counts.column("token")
     return pa.table(
@@ -73,17 +162,14 @@ def vocab_of(postings: pa.Table, stem_many) -> pa.Table:
     ).sort_by([("stem", "ascending"), ("token", "ascending")])
 
 
-# Vocabulary lookups are by stem (a word's own stem finds it and its forms):
-# sorted by stem in small row groups, a lookup reads a few of them.
-VOCAB_ROW_GROUP = 4_096
-
-
-def write_table(table: pa.Table, root: Path, rel: str, row_group: int = 65_536) -> tuple[str, int]:
+def write_table(table, root: Path, rel: str, row_group: int = 65_536) -> tuple[str, int]:
     _write(table, root / rel, row_group)
     return rel, table.num_rows
 
 
-def _write(table: pa.Table, path: Path, row_group: int) -> None:
+def _write(table, path: Path, row_group: int) -> None:
+    import pyarrow.parquet as pq
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     pq.write_table(
@@ -94,4 +180,4 @@ def _write(table: pa.Table, path: Path, row_group: int) -> None:
         use_dictionary=True,
         write_statistics=True,
     )
-    tmp.replace(path)  # a reader or analyst never sees a half-written part
+    os.replace(tmp, path)  # a reader or analyst never sees a half-written part

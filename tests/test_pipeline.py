@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import duckdb
@@ -206,19 +207,158 @@ def test_many_small_appends_are_compacted(home):
     assert ids(res) == [S1] and res["hits"][0]["count"] == 12
 
 
-# ---- crashes and concurrency ------------------------------------------------
+# ---- small runs and big runs -------------------------------------------------
+# A run reading at most SMALL_RUN_BYTES keeps plain lists and writes through
+# DuckDB's core (one postings part for every bucket); a bigger one goes through
+# Arrow and polars. DEJA_SMALL_RUN_BYTES=0 sends any run the big way.
 
-@pytest.mark.parametrize("fault", ["after-read", "after-write", "before-commit", "after-commit"])
-def test_run_killed_at_any_stage_leaves_a_readable_store_and_the_next_run_repairs(home, fault):
+BIG = {"DEJA_SMALL_RUN_BYTES": "0"}
+
+
+def samples_env(home, index) -> dict:
+    import shutil
+
+    from deja.demo import samples_dir
+
+    root = home.root / "samples"
+    if not root.exists():
+        shutil.copytree(samples_dir(), root, ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+    return {"DEJA_INDEX_DIR": str(index), "DEJA_CLAUDE_ROOT": str(root / "claude" / "projects"),
+            "DEJA_CODEX_ROOT": str(root / "codex")}
+
+
+def datasets(index) -> dict:
+    """Every dataset's column types and rows, the way the readers see them."""
+    con = duckdb.connect(str(index / "catalog.duckdb"), read_only=True)
+    files: dict[str, list[str]] = {}
+    for dataset, rel in con.execute("SELECT dataset, file FROM generation").fetchall():
+        files.setdefault(dataset, []).append(str(index / rel))
+    con.close()
+    q = duckdb.connect()
+    order = {"records": "record_id", "postings": "token, record_id", "sessions": "session_key"}
+    out = {}
+    for name, by in order.items():
+        rel = f"read_parquet({files[name]!r}, hive_partitioning=false)"
+        out[name + " types"] = q.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+        out[name] = q.execute(f"SELECT * FROM {rel} ORDER BY {by}").fetchall()
+    vocab = f"read_parquet({files['vocab']!r})"
+    out["vocab types"] = q.execute(f"DESCRIBE SELECT * FROM {vocab}").fetchall()
+    out["vocab"] = q.execute(f"SELECT token, stem, sum(n) FROM {vocab} GROUP BY ALL ORDER BY token").fetchall()
+    return out
+
+
+def postings_folders(index) -> set[str]:
+    con = duckdb.connect(str(index / "catalog.duckdb"), read_only=True)
+    try:
+        return {r[0] for r in con.execute(
+            "SELECT DISTINCT regexp_extract(file, 'bucket=(\\w+)', 1) FROM generation WHERE dataset = 'postings'").fetchall()}
+    finally:
+        con.close()
+
+
+def test_small_and_big_runs_write_the_same_store(home):
+    small, big = home.root / "small.db", home.root / "big.db"
+    queries = [["connection", "pool"], ["borrow", "checker"], ["flaky", "test"], ["pytest"]]
+    for step in range(2):
+        if step:  # then an appended turn, with an edit record and non-ASCII text
+            p = next((home.root / "samples" / "claude" / "projects").glob("*/*.jsonl"))
+            write_jsonl(p, [
+                claude_user(S1, "Почему pytest падает? 使用pytest运行 the parseJSON2Config test", "2026-03-09T10:00:00Z", "n1"),
+                claude_assistant(S1, [{"type": "tool_use", "id": "e1", "name": "Edit", "input": {
+                    "file_path": "/home/dev/src/app/config.py", "old_string": "timeout = 5", "new_string": "timeout = 30"}}],
+                    "2026-03-09T10:00:05Z", "m1"),
+            ], "a")
+        home.run("index", extra_env=samples_env(home, small))
+        home.run("index", extra_env=dict(samples_env(home, big), **BIG))
+        a, b = datasets(small), datasets(big)
+        for name in b:
+            assert a[name] == b[name], name
+        assert a["records"] and a["postings"] and a["sessions"]
+        for q in queries + [["падает"], ["config", "py"]]:
+            assert home.search(*q, extra_env=samples_env(home, small)) == home.search(*q, extra_env=samples_env(home, big))
+    assert postings_folders(small) == {"all"}
+    assert "all" not in postings_folders(big) and len(postings_folders(big)) > 8
+
+
+def test_a_small_run_writes_one_postings_part_and_never_loads_arrow(home):
     p = first_session(home)
     home.run("index")
+    write_jsonl(p, [claude_user(S1, "the zebra migration stalls on the orders table", "2026-03-02T10:10:00Z", "z1")], "a")
+    script = (
+        "import json, sys\n"
+        "from deja.run import run_index\n"
+        "run_index()\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'polars', 'numpy', 'duckdb'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], env=home.env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+    parts = [r[0] for r in catalog(home, "SELECT file FROM generation WHERE dataset='postings' AND gen = 2")]
+    assert len(parts) == 1 and parts[0].startswith("postings/bucket=all/")
+    assert ids(home.search("zebra", "migration")) == [S1]
+
+
+def test_small_run_postings_merge_then_go_to_their_buckets(home, monkeypatch):
+    from deja import compact
+    from deja.run import run_index
+
+    p = first_session(home)
+    env = dict(home.env)
+    run_index(env)
+    for i in range(10):
+        write_jsonl(p, [claude_user(S1, f"iteration {i} of the quokka rollout", f"2026-03-02T10:{10 + i}:00Z", f"q{i}")], "a")
+        run_index(env)
+    all_parts = catalog(home, "SELECT rows FROM generation WHERE file LIKE 'postings/bucket=all/%'")
+    assert 1 <= len(all_parts) <= compact.MAX_PARTS  # merged among themselves while small
+    assert ids(home.search("quokka", "rollout")) == [S1]
+    monkeypatch.setattr(compact, "SPLIT_ROWS", 1)
+    write_jsonl(p, [claude_user(S1, "the last quokka step", "2026-03-02T10:30:00Z", "q-last")], "a")
+    run_index(env)
+    from deja.store import Store
+
+    compact.compact(Store(home.index), 99, force=True)
+    assert catalog(home, "SELECT count(*) FROM generation WHERE file LIKE 'postings/bucket=all/%'") == [(0,)]
+    res = home.search("quokka", "--all")
+    assert ids(res) == [S1] and res["hits"][0]["count"] == 11
+    on_disk = {f.relative_to(home.index).as_posix() for f in home.index.rglob("*.parquet")}
+    assert on_disk == {r[0] for r in catalog(home, "SELECT file FROM generation")}
+
+
+def test_replaced_file_dead_postings_are_ignored_then_cleared(home):
+    p = first_session(home)
+    write_jsonl(home.claude_file(S2), [claude_user(S2, f"note {i} on the billing export", f"2026-03-03T10:{i:02d}:00Z", f"b{i}")
+                                       for i in range(50)])
+    home.run("index")
+    write_jsonl(p, [claude_user(S1, "a wombat appears in the logs", "2026-03-02T10:00:00Z", "u1")])  # rewritten
+    home.run("index")
+    # 2 dead of 51 records: below the share that has compaction rewrite every postings part
+    assert catalog(home, "SELECT count(*) FROM generation WHERE dataset = 'deletes'") == [(1,)]
+    assert ids(home.search("connection", "pool")) == []
+    assert ids(home.search("wombat")) == [S1]
+    from deja import duck
+    from deja.compact import compact
+    from deja.store import Store
+
+    compact(Store(home.index), 99, force=True, con=duck.connect())
+    assert catalog(home, "SELECT count(*) FROM generation WHERE dataset = 'deletes'") == [(0,)]
+    assert ids(home.search("connection", "pool")) == [] and ids(home.search("wombat")) == [S1]
+
+
+# ---- crashes and concurrency ------------------------------------------------
+
+@pytest.mark.parametrize("path", ["small", "big"])
+@pytest.mark.parametrize("fault", ["after-read", "after-write", "before-commit", "after-commit"])
+def test_run_killed_at_any_stage_leaves_a_readable_store_and_the_next_run_repairs(home, fault, path):
+    extra = BIG if path == "big" else {}
+    p = first_session(home)
+    home.run("index", extra_env=extra)
     write_jsonl(p, [claude_user(S1, "the celery worker keeps dying with SIGKILL", "2026-03-02T10:09:00Z", "u9")], "a")
     first_session(home, S2)
-    proc = home.run("index", check=False, extra_env={"DEJA_FAULT": fault})
+    proc = home.run("index", check=False, extra_env=dict(extra, DEJA_FAULT=fault))
     assert proc.returncode == -signal.SIGKILL
     # the previous store still answers
     assert S1 in ids(home.search("connection", "pool"))
-    home.run("index")
+    home.run("index", extra_env=extra)
     assert ids(home.search("celery", "worker")) == [S1]
     assert sorted(ids(home.search("connection", "pool"))) == sorted([S1, S2])
     texts = record_texts(home)

@@ -1,0 +1,300 @@
+"""Records on their way to Parquet: the two ways an index run writes a batch.
+
+A run hands every file's records (with their record ids) to a batch; at a
+flush the batch writes records, postings and vocabulary parts and returns
+them as ``(dataset, relative path, rows)`` for the commit.
+
+* ``ArrowBatch``, for big runs: Arrow tables, the polars tokenizer and
+  pyarrow's writer; postings go to their buckets.
+* ``ListBatch``, for small runs (an appended turn, a short new session): the
+  records stay the plain lists the readers made, the pure-Python tokenizer
+  counts tokens (identical by test), and DuckDB's core writes one records part
+  per month, one postings part for every bucket (``bucket=all``) and one
+  vocabulary part. Importing pyarrow and polars and writing a file per bucket
+  would cost a small run most of its time.
+
+Both write the same rows; the rules they share are the functions below.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+from deja.stages import tokenize, write
+from deja.stages.sources.base import ROLE_CODES, WORK_CODE_MIN
+from deja.stages.stems import stem_many
+
+from .ingest import FileOutput
+
+Part = tuple[str, str, int]  # (dataset, path relative to the store root, rows)
+
+
+def searchable_text(role: str, text: str) -> str:
+    """An edit record is searchable by its path only: nothing searches the removed body."""
+    return text.split("\n", 1)[0] if role == "edit" else text
+
+
+def role_code(role: str) -> int:
+    return ROLE_CODES.get(role, 2)
+
+
+# ---------------------------------------------------------------------------
+# small runs
+
+
+class ListBatch:
+    """Plain column lists, tokenised in Python, written by DuckDB's core."""
+
+    def __init__(self, con, root: Path, new_name: Callable[[], str], ord_of: Callable[[str], int]):
+        self.con = con
+        self.root = root
+        self.new_name = new_name
+        self.ord_of = ord_of
+        self.outs: list[tuple[FileOutput, int]] = []
+
+    def add(self, out: FileOutput, first_id: int) -> None:
+        self.outs.append((out, first_id))
+
+    def full(self) -> bool:
+        return False  # a small run is one flush by definition
+
+    def flush(self) -> list[Part]:
+        if not self.outs:
+            return []
+        name = self.new_name()
+        parts = []
+        by_harness: dict[str, list[tuple[FileOutput, int]]] = {}
+        for out, first in self.outs:
+            by_harness.setdefault(out.action.harness, []).append((out, first))
+        records = []
+        for harness, outs in sorted(by_harness.items()):
+            cols = _concat([out.cols for out, _ in outs])
+            cols["record_id"] = [i for out, first in outs for i in range(first, first + out.rows)]
+            parts += self.write_records(harness, cols, name)
+            records.append(cols)
+        postings = self.postings(_concat(records))
+        rows = self.copy("run_postings", write.POSTING_TYPES, postings, write.POSTINGS_ORDER,
+                         write.postings_rel(write.ALL_BUCKETS, name), write.POSTINGS_ROW_GROUP)
+        parts.append(("postings", write.postings_rel(write.ALL_BUCKETS, name), rows))
+        vocab = _vocab(postings["token"])
+        rows = self.copy("run_vocab", write.VOCAB_TYPES, vocab, write.VOCAB_ORDER, f"vocab/{name}", write.VOCAB_ROW_GROUP)
+        parts.append(("vocab", f"vocab/{name}", rows))
+        for out, _ in self.outs:
+            out.cols = None  # written: keep only file metadata
+        self.outs = []
+        return [p for p in parts if p[2]]
+
+    def write_records(self, harness: str, cols: dict[str, list], name: str) -> list[Part]:
+        months = [_month(ms) for ms in cols["ts"]]
+        write.load_lists(self.con, "run_records", write.RECORD_TYPES + (("_month", "VARCHAR"),), dict(cols, _month=months))
+        parts = []
+        try:
+            for month in sorted(set(months)):
+                rel = write.records_rel(harness, month, name)
+                rows = write.copy_query(
+                    self.con, f"SELECT * EXCLUDE (_month) FROM run_records WHERE _month = ? ORDER BY {write.RECORDS_ORDER}",
+                    [month], self.root, rel, write.RECORDS_ROW_GROUP,
+                )
+                parts.append(("records", rel, rows))
+        finally:
+            self.con.execute("DROP TABLE run_records")
+        return parts
+
+    def postings(self, cols: dict[str, list]) -> dict[str, list]:
+        texts = [searchable_text(r, t) for r, t in zip(cols["role"], cols["text"])]
+        counts = tokenize.token_counts_lists(cols["record_id"], texts)
+        of = {rid: (self.ord_of(key), role_code(role))
+              for rid, key, role in zip(cols["record_id"], cols["session_key"], cols["role"])}
+        per = [of[rid] for rid in counts["record_id"]]
+        return {
+            "token": counts["token"],
+            "record_id": counts["record_id"],
+            "session": [s for s, _ in per],
+            "tf": counts["tf"],
+            "rec_len": counts["rec_len"],
+            "role": [r for _, r in per],
+            "is_work": [r >= WORK_CODE_MIN for _, r in per],
+        }
+
+    def copy(self, table: str, types, cols: dict[str, list], order: str, rel: str, row_group: int) -> int:
+        write.load_lists(self.con, table, types, cols)
+        try:
+            return write.copy_query(self.con, f"SELECT * FROM {table} ORDER BY {order}", None, self.root, rel, row_group)
+        finally:
+            self.con.execute(f"DROP TABLE {table}")
+
+
+def _concat(parts: list[dict[str, list]]) -> dict[str, list]:
+    if len(parts) == 1:
+        return dict(parts[0])
+    return {k: [v for p in parts for v in p[k]] for k in parts[0]}
+
+
+def _vocab(tokens: list[str]) -> dict[str, list]:
+    """Distinct tokens with their stem and posting count (write.vocab_of's rows)."""
+    counts = Counter(tokens)
+    words = list(counts)
+    return {"token": words, "stem": stem_many(words), "n": [counts[w] for w in words]}
+
+
+def _month(ms: int | None) -> str:
+    """The records partition of a timestamp, in UTC (write.month_column's rule)."""
+    if ms is None:
+        return write.NO_MONTH
+    try:
+        return time.strftime("%Y-%m", time.gmtime(ms // 1000))
+    except (OverflowError, OSError, ValueError):
+        return write.NO_MONTH
+
+
+# ---------------------------------------------------------------------------
+# big runs
+
+FLUSH_BYTES = 8 << 20
+TOKENIZE_SLICE = 2 << 20
+
+
+class ArrowBatch:
+    """Arrow tables, tokenised by polars in slices, written by pyarrow.
+
+    Parsed files accumulate until about ``FLUSH_BYTES`` of text, then are
+    written as parts; tokenising in ``TOKENIZE_SLICE`` pieces keeps the
+    tokenizer's working memory small whatever the file.
+    """
+
+    def __init__(self, root: Path, new_name: Callable[[], str], ord_of: Callable[[str], int]):
+        import pyarrow as pa
+
+        self.root = root
+        self.new_name = new_name
+        self.ord_of = ord_of
+        self.tables: list[tuple[str, object]] = []  # (harness, records table)
+        self.bytes = 0
+        self.postings: list = []
+        # records waiting to be tokenised together: per-call overhead of the
+        # tokenizer makes a batch of many small files far cheaper than one call each
+        self.to_tokenize: list = []
+        self.to_tokenize_bytes = 0
+        # Arrow's default pool (jemalloc/mimalloc) keeps freed memory; an index run
+        # allocates and frees a flush's worth at a time, so the system allocator
+        # (trimmed after each flush) keeps peak memory near the live data.
+        pa.set_memory_pool(pa.system_memory_pool())
+
+    def add(self, out: FileOutput, first_id: int) -> None:
+        import pyarrow as pa
+
+        from deja.stages import normalize
+
+        ids = pa.array(range(first_id, first_id + out.rows), pa.int64())
+        table = normalize.to_table(out.cols).add_column(0, "record_id", ids)
+        out.cols = None
+        self.tables.append((out.action.harness, table))
+        n = table.column("text").nbytes
+        self.to_tokenize.append(table)
+        self.to_tokenize_bytes += n
+        if self.to_tokenize_bytes >= TOKENIZE_SLICE:
+            self.tokenize_pending()
+        self.bytes += n
+
+    def full(self) -> bool:
+        return self.bytes >= FLUSH_BYTES
+
+    def tokenize_pending(self) -> None:
+        import pyarrow as pa
+
+        if self.to_tokenize:
+            self.postings.append(self.postings_of(pa.concat_tables(self.to_tokenize)))
+        self.to_tokenize, self.to_tokenize_bytes = [], 0
+
+    def flush(self) -> list[Part]:
+        import pyarrow as pa
+
+        if not self.tables:
+            return []
+        self.tokenize_pending()
+        parts: list[Part] = []
+        by_harness: dict[str, list] = {}
+        for harness, table in self.tables:
+            by_harness.setdefault(harness, []).append(table)
+        self.tables = []
+        name = self.new_name()
+        for harness, tables in by_harness.items():
+            for rel, rows in write.write_records(pa.concat_tables(tables), harness, self.root, name):
+                parts.append(("records", rel, rows))
+        del tables, by_harness
+        postings = pa.concat_tables(self.postings)
+        self.postings = []
+        for rel, rows in write.write_postings(postings, self.root, name):
+            parts.append(("postings", rel, rows))
+        vocab = write.vocab_of(postings, stem_many)
+        parts.append(("vocab",) + write.write_table(vocab, self.root, f"vocab/{name}", write.VOCAB_ROW_GROUP))
+        del postings, vocab
+        self.bytes = 0
+        _trim()
+        return parts
+
+    def postings_of(self, table):
+        """Postings of a batch of records, tokenised in slices of bounded text size."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if table.column("text").nbytes <= TOKENIZE_SLICE:
+            return self._postings(table)
+        out, start = [], 0
+        lengths = pc.binary_length(table.column("text")).to_numpy(zero_copy_only=False)
+        acc = 0
+        for i, n in enumerate(lengths):
+            acc += n
+            if acc >= TOKENIZE_SLICE:
+                out.append(self._postings(table.slice(start, i + 1 - start)))
+                start, acc = i + 1, 0
+        if start < table.num_rows:
+            out.append(self._postings(table.slice(start)))
+        return pa.concat_tables(out)
+
+    def _postings(self, table):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        roles = table.column("role")
+        texts = table.column("text")
+        is_edit = pc.equal(roles, "edit")
+        if pc.any(is_edit).as_py():
+            edits = pc.filter(texts, is_edit).to_pylist()
+            texts = pc.replace_with_mask(
+                texts.combine_chunks(), is_edit.combine_chunks(),
+                pa.array([searchable_text("edit", t) for t in edits], texts.type),
+            )
+        counts = tokenize.token_counts_batch(table.column("record_id"), texts)
+        # join back the session ordinal and role of each record
+        keys = table.column("session_key").to_pylist()
+        ords = pa.array([self.ord_of(k) for k in keys], pa.int32())
+        role_codes = pa.array([role_code(r) for r in roles.to_pylist()], pa.int8())
+        idx = pc.index_in(counts.column("record_id"), table.column("record_id"))
+        sess = pc.take(ords, idx)
+        role = pc.take(role_codes, idx)
+        return pa.table(
+            {
+                "token": counts.column("token"),
+                "record_id": counts.column("record_id"),
+                "session": sess,
+                "tf": counts.column("tf"),
+                "rec_len": counts.column("rec_len"),
+                "role": role,
+                "is_work": pc.greater_equal(role, WORK_CODE_MIN),
+                "bucket": tokenize.bucket_column(counts.column("token")),
+            }
+        )
+
+
+def _trim() -> None:
+    """Hand freed heap back to the OS (glibc keeps it otherwise)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

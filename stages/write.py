@@ -23,7 +23,10 @@ from pathlib import Path
 COMPRESSION = "zstd"
 # Small row groups in postings: a query for one token reads one or two of them.
 POSTINGS_ROW_GROUP = 16_384
-RECORDS_ROW_GROUP = 8_192
+# Records cluster by role, then id: the work roles the hooks look up (a
+# command's past runs) sit in a few small row groups apart from the speech
+# around them, and within a role an id lookup still skips row groups.
+RECORDS_ROW_GROUP = 2_048
 # Vocabulary lookups are by stem (a word's own stem finds it and its forms):
 # sorted by stem in small row groups, a lookup reads a few of them.
 VOCAB_ROW_GROUP = 4_096
@@ -32,7 +35,7 @@ ALL_BUCKETS = "all"  # the bucket folder of a part that holds every bucket's tok
 
 # Sort orders, one per dataset, whichever writer runs.
 POSTINGS_ORDER = "token, record_id"
-RECORDS_ORDER = "record_id"  # file and turn order; lets a lookup by id skip row groups
+RECORDS_ORDER = "role, record_id"
 VOCAB_ORDER = "stem, token"
 
 # Column types as DuckDB reads them back, for parts written from Python lists.
@@ -118,7 +121,7 @@ def write_records(table, harness: str, root: Path, name: str) -> list[tuple[str,
     table = table.append_column("_month", months)
     for month in pc.unique(months).to_pylist():
         part = table.filter(pc.equal(table.column("_month"), month)).drop_columns(["_month"])
-        part = part.sort_by([(RECORDS_ORDER, "ascending")])
+        part = part.sort_by([(col.strip(), "ascending") for col in RECORDS_ORDER.split(",")])
         rel = records_rel(harness, month, name)
         _write(part, root / rel, RECORDS_ROW_GROUP)
         out.append((rel, part.num_rows))

@@ -5,16 +5,22 @@ found nothing:
 
   exact     every query word in one record (quoted phrases contiguous)
   close     a word with no posting at all matches as a substring of indexed words
-  stemmed   word forms (rotation ↔ rotated), one or two words may be dropped
+  stemmed   word forms (rotation ↔ rotated); when a session holds every word,
+            only not in one message, straight on to relevance
   fuzzy     close spellings (edit distance 1, 2 for long words) — tier "close"
+            then one or two of the commonest words may be dropped
   error     a pasted error line, matched by its signature (numbers and ids ignored)
   relevance nothing matched: the sessions nearest the question's informative words
 
+Time words ("in March", "two weeks ago") are no words to match: they name a
+window, and sessions active in it are lifted a little (``time_windows``).
+
 Every rung is the same primitive: BM25 at session level over *term groups*
 (a query word plus the spellings or forms it may match), computed in DuckDB
-from postings alone (``sql/score_groups.sql``). Records are read only for the
-snippets of the hits that are served. Ranking signals beyond BM25 are bounded
-multipliers: none can outrank relevance.
+from postings alone (``sql/score_groups.sql``): term frequency damped by each
+record's length, what was said and what tools printed saturating apart.
+Records are read only for the snippets of the hits that are served. Ranking
+signals beyond BM25 are bounded multipliers: none can outrank relevance.
 """
 
 from __future__ import annotations
@@ -26,25 +32,39 @@ from dataclasses import dataclass
 
 from deja.stages.sources.base import ROLE_CODES
 from deja.stages.stems import stem
-from deja.stages.tokenize import bucket_of, query_terms
+from deja.stages.tokenize import _BIGRAM_BLOCKS, bucket_of, query_terms
 
 from .session_obj import demote_rejected, session_rows, session_object
 from .sqlfiles import load as load_sql
 from .store_read import LiveStore
 
 # The contract's filler list (§5.1) drives the exact rung; relevance also drops
-# other function words, which otherwise decide natural-language questions.
+# other function words, which otherwise decide natural-language questions: a
+# word like "after", "only" or "still" is rare in transcripts, so its IDF is
+# high, yet it says nothing about what a session is about. English is the
+# Snowball stop list plus the words people wrap a question in ("remind me",
+# "what happened"); time words are read by ``time_windows``, not matched.
 STOP_WORDS = frozenset(
     "a an and are as at be before but by did do does for from dealt have how in is it of on or that the this "
     "to was we what when where which who with и в во не что он на я с со как а то все она так его но да ты к у "
     "же вы за бы по только ее мне было вот от меня еще нет о из ему".split()
 )
 FILLER = STOP_WORDS | frozenset(
-    "why can could would should our us you your i me my they them their there here then than its it's "
-    "off not no yes were has had been being am will just also any some all about into onto over under again "
-    "ago last month week year yesterday today recently earlier back time times day days "
-    "get got make made use used using way thing things something anything one ones "
-    "know remember recall find tell show said say happened happen did does done "
+    # Snowball English stop words (the contractions' stems as the tokenizer leaves them: didn, couldn, …)
+    "i me my myself our ours ourselves you your yours yourself yourselves he him his himself she her hers herself "
+    "its itself they them their theirs themselves whom these those am were been being has had having doing "
+    "if because until while about against between into through during after above below up down out off over "
+    "under again further then once here there why all any both each few more most other some such no nor not "
+    "only own same so than too very can will just don should now ll re ve ain aren couldn didn doesn hadn hasn "
+    "haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn "
+    # question wrappers and hedges
+    "could would might must shall may us it's also still even yet ever already really actually exactly maybe "
+    "perhaps please remind remember recall tell know think thought find show said say happened happen happens "
+    "anything something everything nothing someone anyone everyone somebody anybody whatever however whether "
+    "though although else done get got make made use used using way thing things one ones yes onto "
+    # time words (expressions with a date are read by time_windows)
+    "ago last month months week weeks year years yesterday today recently lately earlier back time times day days "
+    # Russian, Spanish, German function words
     "что почему когда где как какой какая какие мы это был была были "
     "que por qué cómo cuando donde el la los las un una de del en y es fue "
     "der die das ein eine und ist war wie warum wann wo mit von zu auf für".split()
@@ -101,6 +121,8 @@ class Searcher:
         self.roles = role_codes(q.role)
         self.notes: list[str] = []  # said on stderr: dropped words, variants
         self._fuzzy_terms: list[str] = []
+        self.text = q.text  # the query without its time words
+        self.windows: list[tuple[float, float]] = []  # the times it names
 
     # ---- the ladder ------------------------------------------------------
     def run(self) -> dict:
@@ -108,6 +130,11 @@ class Searcher:
         if q.regex:
             return self.regex_scan()
         terms, phrases, outside = parse_query(q.text)
+        if not phrases:  # a quoted query is literal
+            rest, windows = time_windows(q.text, time.time() * 1000)
+            kept = parse_query(rest)[0] if windows else []
+            if any(t not in FILLER for t in kept):  # "yesterday" alone is still a word to find
+                terms, self.text, self.windows = kept, rest, windows
         empty = {"schema_version": 2, "tier": "exact", "total": 0, "hits": []}
         if not terms or not self.store.has("postings"):
             return empty
@@ -132,13 +159,22 @@ class Searcher:
         informative = [t for t in terms if t not in FILLER] or terms
         widest, widest_tier = None, "stemmed"
         for tier, groups in self.loosened(drive):
-            ranked = self.rank(groups, need_and=True)
+            # The word-forms pass also reports sessions that hold every word
+            # across their messages. Then the words are right, only not in one
+            # message: guessing other spellings or dropping a word would answer
+            # another question, so the ladder goes on to relevance (which ranks
+            # those sessions by what they hold).
+            ranked = self.rank(groups, need_and=True, whole=tier == "stemmed")
+            strict = [r for r in ranked if r.nrec]
+            if strict:
+                return self.thin_and(strict, tier, groups, terms)
             if ranked:
-                return self.thin_and(ranked, tier, groups, terms)
+                widest = None
+                break
             if tier != "close" or widest is not None:  # the close (substring) rung is not a superset
                 widest, widest_tier = groups, tier
         # every spelling and form tried: let the words that hold the rest back go
-        dropped = self.drop_terms(widest) if widest else None
+        dropped = self.drop_terms(widest, drive) if widest else None
         if dropped:
             return self.thin_and(dropped[0], widest_tier, dropped[1], terms)
         err = self.error_rung()
@@ -163,19 +199,22 @@ class Searcher:
         if fuzzy != stemmed:
             yield "close", fuzzy
 
-    def drop_terms(self, groups: list[list[str]]):
+    def drop_terms(self, groups: list[list[str]], words: list[str]):
         """With ≥3 anchored words one may go (≥4: two): a word the store has
-        never seen first, then the shortest."""
+        never seen first, then the commonest. A word in many sessions tells
+        least about which one is meant, so the rarest words are the last kept
+        (dropping the shortest first used to throw away `csv` or `cent`)."""
         n = len(groups)
         if n < 3:
             return None
-        order = sorted(range(n), key=lambda i: (self._viable(groups[i]), len(groups[i][0])))
+        postings = [sum(self._counts.get(t, 0) for t in g) for g in groups]
+        order = sorted(range(n), key=lambda i: (self._viable(groups[i]), -postings[i]))
         for k in (1, 2) if n >= 4 else (1,):
             drop = set(order[:k])
             kept = [g for i, g in enumerate(groups) if i not in drop]
             ranked = self.rank(kept, need_and=True)
             if ranked:
-                names = ", ".join(groups[i][0] for i in sorted(drop))
+                names = ", ".join(words[i] for i in sorted(drop))
                 self.notes.append(f"ignoring {names} — no session matches it together with the rest")
                 return ranked, kept
         return None
@@ -186,7 +225,7 @@ class Searcher:
         strict answer; words are counted as typed, so `handle_stripe_event` is
         one word, not the four tokens it indexes as."""
         informative = [t for t in terms if t not in FILLER]
-        if len(ranked) >= THIN_AND or typed_words(self.q.text) < 2 or self.session_count() <= 50:
+        if len(ranked) >= THIN_AND or typed_words(self.text) < 2 or self.session_count() <= 50:
             return self.serve(ranked, tier, groups)
         self.vocab_for(informative)  # one lookup for every word's forms
         rel = self.rank([self.forms(t) for t in informative], need_and=False, min_groups=2)
@@ -208,7 +247,7 @@ class Searcher:
         self.vocab_for(informative)
         groups = [self.forms(t) for t in informative]
         ranked = self.rank(groups, need_and=False, min_groups=2 if len(groups) >= 2 else 1)
-        if not ranked and len(groups) >= 2 and typed_words(self.q.text) >= 2:
+        if not ranked and len(groups) >= 2 and typed_words(self.text) >= 2:
             # no session holds two of the words the person typed: one will do
             ranked = self.rank(groups, need_and=False, min_groups=1)
         return self.serve(ranked[:RELEVANCE_TOP], label, groups, total=len(ranked), force_cap=True)
@@ -244,7 +283,10 @@ class Searcher:
         return self.serve(ranked[:RELEVANCE_TOP], "error", groups, total=len(ranked), keep_order=True)
 
     # ---- the primitive ----------------------------------------------------
-    def rank(self, groups: list[list[str]], need_and: bool, min_groups: int = 1, and_min: int | None = None) -> list[Ranked]:
+    def rank(self, groups: list[list[str]], need_and: bool, min_groups: int = 1, and_min: int | None = None,
+             whole: bool = False) -> list[Ranked]:
+        """Sessions scored over term groups. With ``whole``, an AND also admits
+        sessions that hold every group across their messages (``nrec`` 0)."""
         groups = [g for g in groups if g]
         if not groups:
             return []
@@ -271,44 +313,29 @@ class Searcher:
             {
                 "files": files, "tokens": tokens, "gids": gids, "roles": list(self.roles),
                 "harness": q.harness, "project": q.project, "since": q.since_ms, "session": q.session,
-                "need_and": need_and, "and_min": and_min or len(groups), "min_groups": min_groups,
+                "need_and": need_and, "and_min": and_min or len(groups), "min_groups": min_groups, "whole": whole,
             },
         ).fetchall()
         if not rows:
             return []
-        signals = self.signals([r[0] for r in rows])
         now = time.time() * 1000
         n = len(groups)
         out = []
-        for ord_, bm25, matched, nrec, updated, best_ng in rows:
-            score = bm25 * signals.get(ord_, 1.0) * freshness(updated, now)
+        for ord_, bm25, matched, nrec, updated, best_ng, started, decided, gave_up, note in rows:
+            score = bm25 * signals(decided, gave_up, note)
+            if self.windows:  # the time the question names stands in for recency
+                score *= TIME_LIFT if in_windows(started, updated, self.windows) else 1.0
+            else:
+                score *= freshness(updated, now)
             if n > 1:
                 # proximity at record granularity: the words of a question meeting in
-                # one message say more than the same words scattered over a session
+                # one short message say more than the same words scattered over a
+                # session (best_ng shrinks with the length of that message)
                 score *= 1.0 + 0.5 * (best_ng - 1) / (n - 1)
                 # coverage: a session holding more of the question's words
                 score *= 0.5 + 0.5 * (matched / n)
             out.append(Ranked(ord_, score, matched, nrec, updated or 0))
         out.sort(key=lambda r: (-r.score, -r.updated, r.ord))
-        return out
-
-    def signals(self, ords: list[int]) -> dict[int, float]:
-        """Bounded lifts and damps from what a session settled (§5.3)."""
-        rows = self.store.con.execute(
-            "SELECT ord, decision <> '' AS decided, gave_up, harness = 'deja' AS note FROM sessions "
-            "WHERE ord IN (SELECT unnest(?))",
-            [ords],
-        ).fetchall()
-        out = {}
-        for ord_, decided, gave_up, note in rows:
-            m = 1.0
-            if decided:
-                m *= 1.3
-            if gave_up:
-                m *= 0.6
-            if note:
-                m *= 1.25
-            out[ord_] = m
         return out
 
     # ---- vocabulary expansions ---------------------------------------------
@@ -542,8 +569,20 @@ def recall(store: LiveStore, terms: list[str], project: str | None = None, limit
 
 
 def typed_words(text: str) -> int:
-    """Whitespace-separated words of a query that carry an informative token."""
-    return sum(1 for w in text.split() if any(t not in FILLER for t in query_terms(w)))
+    """Whitespace-separated words of a query that carry an informative token.
+    Chinese and Japanese are written without spaces: there each indexed
+    character pair counts, so a whole question is not taken for one word."""
+    n = 0
+    for w in text.split():
+        toks = [t for t in query_terms(w) if t not in FILLER]
+        pairs = sum(1 for t in toks if _unspaced(t))
+        n += pairs + (1 if len(toks) > pairs else 0)
+    return n
+
+
+def _unspaced(token: str) -> bool:
+    c = ord(token[0])
+    return any(lo <= c <= hi for lo, hi in _BIGRAM_BLOCKS)
 
 
 def role_codes(role: str | None) -> tuple[int, ...]:
@@ -556,12 +595,145 @@ def _role_name(code: int) -> str:
     return next(k for k, v in ROLE_CODE.items() if v == code)
 
 
+def signals(decided: bool, gave_up: bool, note: bool) -> float:
+    """Bounded lifts and damps from what a session settled (§5.3), read with
+    the scores (score_groups.sql) rather than in a query of their own."""
+    m = 1.0
+    if decided:
+        m *= 1.3
+    if gave_up:
+        m *= 0.6
+    if note:
+        m *= 1.25
+    return m
+
+
 def freshness(updated_ms: int | None, now_ms: float) -> float:
     """Gentle: a year-old session keeps 80% of its score; time is a hint, not a filter."""
     if not updated_ms:
         return 0.8
     age_days = max(0.0, (now_ms - updated_ms) / 86_400_000)
     return 0.8 + 0.2 / (1.0 + age_days / 30.0)
+
+
+# ---- time words -------------------------------------------------------------
+# "in March", "last month", "two weeks ago", "over the summer": when, not what.
+# They are taken out of the words a session must hold and become windows of
+# time; a session active inside one is lifted a little (TIME_LIFT), never
+# filtered (§5.1: --since is the hard cut). Months and seasons without a year
+# are the latest ones not after today; a bare "may", "march" or "fall" is a
+# word first and counts as a date only after a preposition, "early/mid/late"
+# or before a year.
+TIME_LIFT = 1.25
+_MONTHS = {m: i + 1 for i, m in enumerate(
+    "january february march april may june july august september october november december".split())}
+_MONTHS.update({"jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
+                "oct": 10, "nov": 11, "dec": 12})
+_PLAIN_MONTHS = frozenset("january february april june july august september october november december".split())
+_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+           "nine": 9, "ten": 10, "couple": 2, "few": 3, "several": 3}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30.4, "year": 365}
+_TIME_RE = re.compile(
+    r"\b(?:"
+    r"(?P<month>(?:(?:in|during|since|around|by|until|till|over|from|back in|sometime in|about)\s+)?"
+    r"(?:(?P<part>early|mid|late|(?:the\s+)?(?:start|beginning|middle|end)\s+of)[\s-]+)?"
+    r"(?P<mname>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?(?:\s+(?P<myear>(?:19|20)\d\d))?)"
+    r"|(?P<season>(?:(?:in|during|over|through)\s+)?(?:the|this|last|past)\s+(?:(?:early|late)\s+)?"
+    r"(?P<sname>spring|summer|autumn|fall|winter)(?!\s+(?:of|back|through|off|over)\b)(?:\s+(?P<syear>(?:19|20)\d\d))?)"
+    r"|(?P<ago>(?P<n>\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|(?:a\s+)?couple(?:\s+of)?|"
+    r"(?:a\s+)?few|several)\s+(?P<unit>day|week|month|year)s?\s+(?:ago|back|earlier))"
+    r"|(?P<rel>(?:(?P<edge>early|late)\s+)?(?P<which>last|this|past|previous|the\s+other)\s+"
+    r"(?P<runit>day|week|weekend|month|quarter|year))"
+    r"|(?P<yesterday>yesterday|today)"
+    r"|(?P<holidays>the\s+(?:christmas\s+|winter\s+)?holidays)"
+    r")\b",
+    re.I,
+)
+
+
+def time_windows(text: str, now_ms: float) -> tuple[str, list[tuple[float, float]]]:
+    """The text without its time expressions, and the windows they name (ms)."""
+    import datetime as dt
+
+    utc = dt.timezone.utc
+    now = dt.datetime.fromtimestamp(now_ms / 1000, utc)
+    windows: list[tuple[float, float]] = []
+
+    def month_span(year: int, month: int):
+        return dt.datetime(year, month, 1, tzinfo=utc), dt.datetime(year + month // 12, month % 12 + 1, 1, tzinfo=utc)
+
+    def latest(month: int, year: int | None):
+        return month_span(year if year else (now.year if month <= now.month else now.year - 1), month)
+
+    def read(m: re.Match) -> str:
+        g = {k: (v.lower() if isinstance(v, str) else v) for k, v in m.groupdict().items()}
+        day = dt.timedelta(days=1)
+        if g["month"]:
+            bare = g["month"].strip(". ") == g["mname"]
+            if bare and g["mname"] not in _PLAIN_MONTHS and not g["myear"]:
+                return m.group(0)  # "may", "march", "dec" on their own are words
+            start, end = latest(_MONTHS[g["mname"]], int(g["myear"]) if g["myear"] else None)
+            third = (end - start) / 3
+            part = g["part"] or ""
+            if part.startswith(("early", "start", "beginning", "the start", "the beginning")):
+                start, end = start - 5 * day, start + third
+            elif part.startswith(("mid", "middle", "the middle")):
+                start, end = start + third, end - third
+            elif part.startswith(("late", "end", "the end")):
+                start, end = end - third, end + 5 * day
+        elif g["season"]:
+            first = _SEASONS[g["sname"]]
+            year = int(g["syear"]) if g["syear"] else (now.year if first <= now.month else now.year - 1)
+            start = dt.datetime(year, first, 1, tzinfo=utc)
+            end = start + 92 * day
+        elif g["ago"]:
+            n = g["n"].replace("a ", "").replace(" of", "").strip()
+            days = (int(n) if n.isdigit() else _COUNTS.get(n, 1)) * _UNIT_DAYS[g["unit"]]
+            half = max(2.0, days / 2)
+            start, end = now - (days + half) * day, now - (days - half) * day
+        elif g["rel"]:
+            which, unit = g["which"], g["runit"]
+            this = which == "this"
+            if unit in ("day", "weekend", "week"):
+                start, end = now - (7 if this else 14) * day, now
+            elif unit == "month":
+                if this:
+                    start, end = latest(now.month, now.year)
+                else:
+                    prev = now.replace(day=1) - day
+                    start, end = latest(prev.month, prev.year)
+                    start, end = start - 7 * day, end + 7 * day
+            elif unit == "quarter":
+                q0 = (now.month - 1) // 3 * 3 + 1
+                start = dt.datetime(now.year, q0, 1, tzinfo=utc)
+                if not this:
+                    start = dt.datetime(now.year - (q0 == 1), (q0 - 4) % 12 + 1, 1, tzinfo=utc)
+                end = start + 92 * day
+            else:
+                year = now.year if this else now.year - 1
+                start, end = dt.datetime(year, 1, 1, tzinfo=utc), dt.datetime(year + 1, 1, 1, tzinfo=utc)
+            if g["edge"] and unit in ("month", "quarter", "year"):
+                third = (end - start) / 3
+                start, end = (start, start + third) if g["edge"] == "early" else (end - third, end)
+        elif g["yesterday"]:
+            start, end = now - 3 * day, now
+        else:  # the holidays: the latest turn of the year
+            year = now.year if (now.month, now.day) >= (12, 15) else now.year - 1
+            start = dt.datetime(year, 12, 1, tzinfo=utc)
+            end = start + 40 * day
+        windows.append((start.timestamp() * 1000, end.timestamp() * 1000))
+        return " "
+
+    return _TIME_RE.sub(read, text), windows
+
+
+def in_windows(started_ms: int | None, updated_ms: int | None, windows: list[tuple[float, float]]) -> bool:
+    """Whether a session was active during any of the windows."""
+    if not updated_ms:
+        return False
+    first = started_ms or updated_ms
+    return any(first <= end and updated_ms >= start for start, end in windows)
 
 
 def _collect(rows, pick) -> dict[int, list[str]]:

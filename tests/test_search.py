@@ -195,3 +195,133 @@ def test_bare_words_search_and_text_output(corpus):
     proc = corpus.run("connection", "pool", "exhausted")
     assert sid(1)[:12] in proc.stdout and "root cause" in proc.stdout
     assert "1 sessions (exact)" in proc.stderr
+
+
+# ---- ranking ------------------------------------------------------------------
+
+def _day(days_ago: int) -> str:
+    import datetime as dt
+
+    return (dt.date.today() - dt.timedelta(days=days_ago)).isoformat()
+
+
+@pytest.fixture(scope="module")
+def ranking(tmp_path_factory):
+    """Sessions that tell the ranking rules apart; ids from sid(100) on."""
+    home = Home(tmp_path_factory.mktemp("ranking"))
+    # the same story twice: one told about 75 days ago, one last week
+    claude_session(home, 100, [
+        ("user", "the nightly avatar export crashed on unicode filenames"),
+        ("assistant", "The avatar export now normalises unicode filenames to NFC before zipping."),
+    ], cwd="/home/dev/src/media", day=_day(75))
+    claude_session(home, 101, [
+        ("user", "the nightly avatar export crashed on unicode filenames again"),
+        ("assistant", "Retried the avatar export with unicode filenames; it passed."),
+    ], cwd="/home/dev/src/media", day=_day(6))
+    # a person names the problem; elsewhere a long log repeats its words
+    claude_session(home, 102, [
+        ("user", "the thumbnail worker leaks memory until the kernel kills it"),
+        ("assistant", "Capped the thumbnail worker pool at four and freed the decoder buffers; memory is flat now."),
+    ], cwd="/home/dev/src/media", day=_day(30))
+    log = "\n".join(f"{i:05d} INFO thumbnail worker {i % 7} memory rss={200 + i}MB queue=ok heartbeat sent"
+                    for i in range(400))
+    claude_session(home, 103, [
+        ("user", "tail the service logs"),
+        ("bash", "kubectl logs deploy/media --tail 400"),
+        ("output", log),
+        ("assistant", "Logs look normal."),
+    ], cwd="/home/dev/src/media", day=_day(30))
+    # the rarest word is the one to keep when words must go
+    claude_session(home, 104, [
+        ("user", "the ledger csv export dies after sixty seconds on big accounts"),
+        ("assistant", "Streamed the csv export in pages instead of building it in memory."),
+    ], cwd="/home/dev/src/ledger", day=_day(40))
+    for n in (105, 106, 107):
+        claude_session(home, n, [
+            ("user", f"ledger export job {n} hit a timeout"),
+            ("assistant", "Raised the limit to five minutes; no timeout since."),
+            ("user", "any timeout overnight?"),
+            ("assistant", "No timeout overnight."),
+        ], cwd="/home/dev/src/ledger", day=_day(40))
+    # every word in one session, though no message holds them all
+    claude_session(home, 108, [
+        ("user", "product pages log a hydration error on first load"),
+        ("assistant", "The server renders the date in UTC and the browser in local time; "
+                      "formatting it on the client fixed it."),
+    ], cwd="/home/dev/src/shop-web", day=_day(50))
+    claude_session(home, 109, [
+        ("user", "hydrate the dashboard error data from the cache"),
+        ("assistant", "Done."),
+    ], cwd="/home/dev/src/shop-web", day=_day(50))
+    home.run("index")
+    return home
+
+
+def test_time_words_rank_and_do_not_filter(ranking):
+    import calendar
+    import datetime as dt
+
+    month = calendar.month_name[(dt.date.today() - dt.timedelta(days=75)).month]
+    # without a time, the newer telling leads; naming the month lifts the one told then
+    assert ids(ranking.search("avatar", "export", "unicode", "filenames"))[:2] == [sid(101), sid(100)]
+    res = ranking.search(f"in {month} the avatar export crashed on unicode filenames, what did we do?")
+    assert ids(res)[:2] == [sid(100), sid(101)]
+    # the month's name is no word the sessions must hold
+    assert month.lower() not in " ".join(res["hits"][0]["snippets"]).lower()
+
+
+def test_a_long_log_does_not_outrank_people_saying_it(ranking):
+    res = ranking.search("thumbnail", "worker", "memory")
+    assert ids(res)[0] == sid(102) and sid(103) in ids(res)
+
+
+def test_the_commonest_word_is_dropped_first(ranking):
+    proc = ranking.run("search", "--json", "ledger", "csv", "export", "timeout")
+    assert ids(json.loads(proc.stdout))[0] == sid(104)
+    assert "ignoring timeout" in proc.stderr
+
+
+def test_every_word_in_one_session_beats_a_guessed_spelling(ranking):
+    # no message holds all three; session 108 holds them all, session 109 only
+    # a close spelling (data for date) in one message
+    res = ranking.search("hydration", "error", "date")
+    assert res["tier"] == "relevance" and ids(res)[0] == sid(108)
+
+
+def test_time_windows_read_dates_and_leave_words():
+    import datetime as dt
+
+    from deja.queries.search import time_windows
+
+    now = dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc).timestamp() * 1000
+
+    def days(text):
+        rest, windows = time_windows(text, now)
+        return " ".join(rest.split()), [
+            tuple(dt.datetime.fromtimestamp(x / 1000, dt.timezone.utc).date().isoformat() for x in w) for w in windows]
+
+    assert days("in August the cart broke") == ("the cart broke", [("2026-08-01", "2026-09-01")])
+    assert days("back in December we pinned it") == ("we pinned it", [("2025-12-01", "2026-01-01")])
+    assert days("last month we moved") == ("we moved", [("2026-09-24", "2026-11-08")])
+    assert days("a couple of weeks ago the build") == ("the build", [("2026-11-09", "2026-11-23")])
+    assert days("over the summer we cut it")[1] == [("2026-06-01", "2026-09-01")]
+    assert days("early this year we")[1] == [("2026-01-01", "2026-05-02")]
+    # words first: a bare "may", "march" or "fall", "spring boot", "fall back"
+    for text in ("may the pool grow", "march the migration", "spring boot upgrade", "the fall back path"):
+        assert days(text) == (text, [])
+    assert days("in may we")[1] == [("2026-05-01", "2026-06-01")]
+
+
+def test_unspaced_scripts_count_words_by_character_pair():
+    from deja.queries.search import typed_words
+
+    assert typed_words("handle_stripe_event") == 1
+    assert typed_words("镜像") == 1
+    assert typed_words("镜像体积是怎么减小的") > 2
+
+
+def test_question_words_are_not_informative():
+    from deja.queries.search import FILLER
+
+    assert {"after", "only", "still", "why", "didn", "couldn", "remind"} <= FILLER
+    assert not {"never", "timeout", "people", "windows"} & FILLER

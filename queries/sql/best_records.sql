@@ -1,9 +1,11 @@
--- For the served sessions: their records holding the most query groups, for snippets.
+-- For the served sessions: their records holding the most query groups, for
+-- snippets; among equals what was said before what a tool printed, then the
+-- newest.
 WITH g AS (
     SELECT unnest($tokens) AS token, unnest($gids) AS gid
 ),
 p AS (
-    SELECT g.gid, p.record_id, p.session
+    SELECT g.gid, p.record_id, p.session, p.role
     FROM read_parquet($files) p
     JOIN g ON p.token = g.token
     WHERE p.session IN (SELECT unnest($ords))
@@ -12,7 +14,8 @@ p AS (
 ),
 ranked AS (
     SELECT session, record_id, count(DISTINCT gid) AS ng,
-           row_number() OVER (PARTITION BY session ORDER BY count(DISTINCT gid) DESC, record_id DESC) AS rk
+           row_number() OVER (PARTITION BY session ORDER BY count(DISTINCT gid) DESC, any_value(role) = 2,
+                                                   record_id DESC) AS rk
     FROM p GROUP BY session, record_id
 )
-SELECT session, record_id, ng FROM ranked WHERE rk <= $per_session
+SELECT session, record_id, ng FROM ranked WHERE rk <= $per_session ORDER BY session, rk

@@ -41,11 +41,18 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
     ledger = c.Ledger(root, sid)
     if once and ledger.has("once:context"):
         raise c.Silent("already given to this session")
-    live = c.open_warm(env)
-    try:
-        body, keys = digest(live, c.project_name(cwd), cwd, sid, mode, payload.get("source") == "compact")
-    finally:
-        live.close()
+    compacted = payload.get("source") == "compact"
+    cached = None if compacted else cache_get(root, cwd, sid, mode, env)
+    if cached is not None:
+        body, keys = cached
+    else:
+        live = c.open_warm(env)
+        try:
+            body, keys = digest(live, c.project_name(cwd), cwd, sid, mode, compacted)
+        finally:
+            live.close()
+        if not compacted:
+            cache_put(root, cwd, mode, env, body, keys)
     if not body:
         raise c.Silent("nothing to recall")
     body = c.fit_lines(body.splitlines(), BUDGET[mode])
@@ -61,6 +68,72 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
     c.emit(event, body, plain, receipt, keys=keys)
     if once:
         ledger.add("once:context")
+
+
+# --------------------------------------------------------------------------- cache
+
+CACHE_TTL = 60.0  # seconds (hooks-contract §5.2: a per-cwd cache, valid 60 s)
+
+
+def _cache_path(root, cwd: str):
+    return root.with_name(f"{root.name}.hookcache-{_fnv32(cwd):08x}")
+
+
+def _fnv32(text: str) -> int:
+    h = 0x811C9DC5
+    for b in text.encode("utf-8", "replace"):
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def _cache_key(root, cwd: str, mode: str, env) -> str | None:
+    """What the digest depends on besides time: the workspace, the recall mode
+    and policy (exclusions), and the index itself (any commit changes the catalog)."""
+    from deja.stages.sources.notes import exclusion_patterns
+
+    try:
+        st = os.stat(root / "catalog.duckdb")
+    except OSError:
+        return None
+    return c.fingerprint("\0".join([cwd, mode, *exclusion_patterns(env), f"{st.st_mtime_ns}:{st.st_size}"]))
+
+
+def cache_get(root, cwd: str, sid: str, mode: str, env) -> tuple[str, list[str]] | None:
+    """A digest built for this workspace under the same rules within the last
+    minute, from the same index; None when there is none or it no longer holds."""
+    import json
+
+    key = _cache_key(root, cwd, mode, env)
+    if key is None:
+        return None
+    try:
+        entry = json.loads(_cache_path(root, cwd).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("key") != key or time.time() - float(entry.get("t", 0)) > CACHE_TTL:
+        return None
+    keys = [k for k in entry.get("keys", []) if isinstance(k, str)]
+    if sid and any(k.split(":", 1)[-1] == sid for k in keys):
+        return None  # it recalls the session asking: build one without it
+    return str(entry.get("body", "")), keys
+
+
+def cache_put(root, cwd: str, mode: str, env, body: str, keys: list[str]) -> None:
+    import json
+
+    key = _cache_key(root, cwd, mode, env)
+    if key is None:
+        return
+    path = _cache_path(root, cwd)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps({"t": time.time(), "key": key, "body": body, "keys": keys}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
 
 
 def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = False) -> tuple[str, list[str]]:

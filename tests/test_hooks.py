@@ -469,3 +469,22 @@ def test_launcher_resolves_the_binary(store, tmp_path):
 def test_hooks_hidden_from_help(store):
     out = store.run("--help").stdout
     assert "hook-context" not in out and "install" in out
+
+
+def test_context_served_from_the_per_cwd_cache_until_the_index_changes(store):
+    """hooks-contract §5.2: a per-cwd cache valid 60 s; it also keys on the recall
+    mode, the exclusions and the index, so a changed rule or a new commit rebuilds it."""
+    import glob
+
+    first = hook(store, "hook-context", start(sid="cache-1"))
+    assert "deja-recall" in first
+    [path] = glob.glob(str(store.index) + ".hookcache-*")
+    entry = json.loads(Path(path).read_text())
+    entry["body"] = entry["body"].replace("Past sessions on this project", "CACHED DIGEST")
+    Path(path).write_text(json.dumps(entry))
+    assert "CACHED DIGEST" in hook(store, "hook-context", start(sid="cache-2"))
+    assert "CACHED DIGEST" not in hook(store, "hook-context", start(sid="cache-3"), env={"DEJA_RECALL": "aggressive"})
+    assert "CACHED DIGEST" not in hook(store, "hook-context", start(sid="cache-4"),
+                                       env={"DEJA_EXCLUDE_PROJECTS": "nothing-like-this"})
+    os.utime(store.index / "catalog.duckdb")  # an index commit rewrites the catalog
+    assert "CACHED DIGEST" not in hook(store, "hook-context", start(sid="cache-5"))

@@ -107,7 +107,7 @@ def project_cwd(payload: Mapping, env: Mapping[str, str] | None = None) -> str:
 
 def project_name(cwd: str) -> str:
     """The same project name the Claude reader gives a session run in ``cwd``."""
-    from deja.stages.sources.claude import project_from_cwd
+    from deja.stages.sources.projects import project_from_cwd
 
     return project_from_cwd(cwd) if cwd else ""
 

@@ -167,7 +167,7 @@ def past_runs(live, norm: str) -> list[tuple]:
     words, so only those records are read; a records scan cost most of the hook."""
     if not live.has("records"):
         return []
-    from deja.stages.sources.base import ROLE_CODES
+    from deja.stages.roles import ROLE_CODES
     from deja.stages.tokenize import bucket_of, query_terms
 
     exact, failed = "$ " + norm, "$ " + norm + "  → exit"

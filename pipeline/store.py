@@ -18,10 +18,8 @@ import fcntl
 import os
 import sys
 import time
-import uuid
 import zlib
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 
 from . import duck as duckdb  # the core: store.py is on the search and hook paths
@@ -47,6 +45,8 @@ class Store:
         return self.catalog_path.exists()
 
     def new_part_name(self, gen: int) -> str:
+        import uuid  # writers only: the read paths never name a part
+
         return f"part-{gen:06d}-{uuid.uuid4().hex[:10]}.parquet"
 
     # ---- catalog ------------------------------------------------------
@@ -106,6 +106,8 @@ class Store:
         self.root.mkdir(parents=True, exist_ok=True)
         for name in DATASETS:
             self.dataset_dir(name).mkdir(exist_ok=True)
+        from importlib import resources  # writers only (~8 ms to import)
+
         sql = resources.files("deja").joinpath("catalog.sql").read_text()
         # catalog.sql only when it changed: ~5 ms of every index run otherwise
         digest = f"{zlib.crc32(sql.encode()):08x}"

@@ -28,9 +28,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass
 
-from deja.stages.sources.base import ROLE_CODES
+from deja.stages.roles import ROLE_CODES
 from deja.stages.stems import stem
 from deja.stages.tokenize import _BIGRAM_BLOCKS, bucket_of, query_terms
 
@@ -83,26 +82,23 @@ _ERROR_WORDS = re.compile(
 )
 
 
-@dataclass
 class Query:
-    text: str
-    limit: int = 15
-    all: bool = False
-    harness: str | None = None
-    project: str | None = None
-    since_ms: int | None = None
-    role: str | None = None
-    session: str | None = None
-    regex: bool = False
+    """What to search for and how (plain class: dataclasses cost a search ~12 ms to import)."""
+
+    __slots__ = ("text", "limit", "all", "harness", "project", "since_ms", "role", "session", "regex")
+
+    def __init__(self, text: str, limit: int = 15, all: bool = False, harness: str | None = None,
+                 project: str | None = None, since_ms: int | None = None, role: str | None = None,
+                 session: str | None = None, regex: bool = False):
+        self.text, self.limit, self.all, self.harness, self.project = text, limit, all, harness, project
+        self.since_ms, self.role, self.session, self.regex = since_ms, role, session, regex
 
 
-@dataclass
 class Ranked:
-    ord: int
-    score: float
-    matched: int
-    nrec: int
-    updated: int
+    __slots__ = ("ord", "score", "matched", "nrec", "updated")
+
+    def __init__(self, ord: int, score: float, matched: int, nrec: int, updated: int):
+        self.ord, self.score, self.matched, self.nrec, self.updated = ord, score, matched, nrec, updated
 
 
 def parse_query(text: str) -> tuple[list[str], list[str], list[str]]:

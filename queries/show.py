@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from deja.stages.sources.base import WORK_ROLES
+from deja.stages.roles import WORK_ROLES
 
 from .session_obj import COLUMNS, session_object
 from .store_read import LiveStore

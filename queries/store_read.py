@@ -8,7 +8,6 @@ treat it as a miss.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from deja import duck as duckdb  # the compiled core: see deja/duck.py
@@ -17,11 +16,11 @@ from deja.stages.write import ALL_BUCKETS  # (imports nothing heavy)
 from deja.store import Busy, Store
 
 
-@dataclass
 class LiveStore:
-    root: Path
-    files: dict[str, list[str]]
-    con: duckdb.DuckDBPyConnection
+    """The live Parquet files and the in-memory connection whose views read them."""
+
+    def __init__(self, root: Path, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection):
+        self.root, self.files, self.con = root, files, con
 
     def has(self, dataset: str) -> bool:
         return bool(self.files.get(dataset))

@@ -29,14 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-# Roles a reader may emit. developer/system turns are dropped by readers.
-SPEECH_ROLES = ("user", "assistant")
-WORK_ROLES = ("command", "files", "edit")
-ROLES = ("user", "assistant", "tool-output", "command", "files", "edit", "summary", "note")
-# Postings carry a role as a small code; the index writes them and search reads
-# them, so the table lives here, once. Codes from WORK_CODE_MIN up are work records.
-ROLE_CODES = {"user": 0, "assistant": 1, "tool-output": 2, "summary": 3, "note": 4, "command": 5, "files": 6, "edit": 7}
-WORK_CODE_MIN = 5
+# The roles and their codes live in deja.stages.roles (light: search and the
+# hooks import them without this module's dataclasses).
+from deja.stages.roles import ROLE_CODES, ROLES, SPEECH_ROLES, WORK_CODE_MIN, WORK_ROLES  # noqa: F401
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from typing import Mapping
 from .. import work
 from .base import Message, ReadResult, SessionPart, SourceFile
 from .jsonl import Lines, clip, is_regular_file, parse_ts
+from .projects import project_from_cwd  # noqa: F401  (the hooks import it without this reader)
 
 HARNESS = "claude"
 
@@ -50,8 +51,6 @@ _LOCAL_OUT = re.compile(r"<local-command-(?:stdout|stderr)>.*?</local-command-(?
 # context, not what the person typed.
 _IDE_BLOCK = ("<ide_opened_file>", "<ide_selection>", "<ide_diagnostics>")
 _PARENT_UUID = re.compile(rb'"uuid":"([^"]+)"')
-_WORKTREE = re.compile(r"[/\\]\.claude[/\\]worktrees[/\\][^/\\]+$")
-_SEP = re.compile(r"[/\\]")
 
 
 # --------------------------------------------------------------------- discover
@@ -107,16 +106,6 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 # ---------------------------------------------------------------------- project
-
-
-def project_from_cwd(cwd: str) -> str:
-    """Last two segments of a cwd, ``/``-joined; a desktop worktree counts as its repo."""
-    s = cwd.rstrip("/\\")
-    m = _WORKTREE.search(s)
-    if m:
-        s = s[: m.start()]
-    parts = [p for p in _SEP.split(s) if p]
-    return "/".join(parts[-2:])
 
 
 _ENCODE = re.compile(r"[^A-Za-z0-9]")

@@ -378,7 +378,7 @@ class Ledger:
             return
         keep = [ln for ln in lines if ln.split(" ", 1)[0] != self.sid]
         if len(keep) != len(lines):
-            _replace(self.path, "".join(keep))
+            replace_file(self.path, "".join(keep))
         self._rows = []
 
     def _trim(self, current) -> None:
@@ -386,19 +386,24 @@ class Ledger:
             lines = fh.readlines()
         tail = set(range(max(0, len(lines) - LEDGER_KEEP_LINES), len(lines)))
         keep = [ln for i, ln in enumerate(lines) if i in tail or current(ln.split(" ", 1)[0])]
-        _replace(self.path, "".join(keep))
+        replace_file(self.path, "".join(keep))
 
 
-def _replace(path: Path, text: str) -> None:
+def replace_file(path: Path, data: str | bytes) -> None:
+    """Write ``path`` whole or not at all (a reader never sees half of it); best effort."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        if isinstance(data, bytes):
+            tmp.write_bytes(data)
+        else:
+            tmp.write_text(data, encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         try:
             tmp.unlink()
         except OSError:
             pass
+
 
 
 def _parse_time(s: str) -> float | None:

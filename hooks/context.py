@@ -124,16 +124,7 @@ def cache_put(root, cwd: str, mode: str, env, body: str, keys: list[str]) -> Non
     key = _cache_key(root, cwd, mode, env)
     if key is None:
         return
-    path = _cache_path(root, cwd)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps({"t": time.time(), "key": key, "body": body, "keys": keys}), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+    c.replace_file(_cache_path(root, cwd), json.dumps({"t": time.time(), "key": key, "body": body, "keys": keys}))
 
 
 def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = False) -> tuple[str, list[str]]:

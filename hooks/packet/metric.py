@@ -99,16 +99,9 @@ def _trim(path: Path) -> None:
             lines = fh.read().splitlines(keepends=True)
         if lines and not lines[-1].endswith(b"\n"):
             lines[-1] += b"\n"
-        keep = b"".join(lines[-LOG_KEEP_LINES:])
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_bytes(keep)
-            os.replace(tmp, path)
-        except OSError:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+        from deja.hooks.common import replace_file
+
+        replace_file(path, b"".join(lines[-LOG_KEEP_LINES:]))
     finally:
         os.close(lock)
 

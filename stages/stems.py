@@ -41,4 +41,23 @@ def stem(token: str) -> str:
 
 
 def stem_many(tokens: list[str]) -> list[str]:
-    return [stem(t) for t in tokens]
+    """``[stem(t) for t in tokens]``, with each language's words stemmed in one
+    call into the C stemmer: an index run stems every new token of a flush."""
+    stemmers = _stemmers()
+    out = list(tokens)
+    if stemmers is None:
+        return out
+    at: tuple[list[int], list[int]] = ([], [])
+    for i, t in enumerate(tokens):
+        if len(t) < MIN_STEM_LEN:
+            continue
+        if t.isascii():
+            if t.isalpha() and t.islower():  # [a-z]+
+                at[0].append(i)
+        elif _CYRILLIC_WORD.match(t):
+            at[1].append(i)
+    for which, idx in enumerate(at):
+        if idx:
+            for i, st in zip(idx, stemmers[which].stemWords([tokens[i] for i in idx])):
+                out[i] = st
+    return out

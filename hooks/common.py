@@ -460,7 +460,10 @@ def run_hook(name: str, args: list[str], stream=None) -> int:
     return 0
 
 
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch"})
+# Tools that edit files: Claude Code's, and Codex's apply_patch (the recovery
+# metric ends at the first of them; hooks/packet/metric.py reads the same set).
+CLAUDE_EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+EDIT_TOOLS = CLAUDE_EDIT_TOOLS | {"apply_patch"}
 
 
 def _settle_recovery(payload: Mapping) -> None:

@@ -451,8 +451,7 @@ def _forget_packets(packets: list[dict], reason: str) -> None:
     _write_tombstones(packets, reason)
 
     def drop(con):
-        for p in packets:
-            pstore.forget(con, _store().root, session=p["session_id"])
+        pstore.remove(con, _store().root, [(p["session_id"], p["workspace"]) for p in packets])
 
     _catalog_write(drop)
 

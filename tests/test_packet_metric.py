@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -44,8 +45,9 @@ def write(path, lines) -> None:
 
 
 def capture(path, harness="claude", session="s1") -> dict:
-    m = metric.mark(str(path))
-    return {"kind": "capture", "session": session, "harness": harness, "path": str(path), **m}
+    size = os.path.getsize(path)  # what capture.py logs: the size read and the head's hash
+    return {"kind": "capture", "session": session, "harness": harness, "path": str(path), "offset": size,
+            "head_hash": metric.head_hash(str(path), size)}
 
 
 def measure(cap: dict, **kw) -> dict:

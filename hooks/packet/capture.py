@@ -154,16 +154,13 @@ def _redact(messages) -> None:
             m.text = redact(m.text)[0]
 
 
-def blocked(harness: str, sid: str, project: str, cwd: str, env: Mapping[str, str]) -> str:
-    """Why policy forbids keeping this session ("" when it may be kept)."""
+def blocked(harness: str, sid: str, project: str, cwd: str, env: Mapping[str, str], con=None) -> bool:
+    """Policy forbids keeping this session: a tombstone (the primary file, and the
+    catalog's with ``con``), or an excluded project or folder; the index run's own filter."""
     from deja.stages.sources import notes
 
-    if f"{harness}:{sid}" in set(notes.file_tombstones(env)):
-        return "forgotten session"
-    patterns = notes.exclusion_patterns(env)
-    if notes.project_excluded(project, patterns) or notes.project_excluded(cwd, patterns):
-        return "excluded project"
-    return ""
+    drop = notes.drop_filter(env, con)
+    return drop.drops(f"{harness}:{sid}", project) or notes.project_excluded(cwd, drop.patterns)
 
 
 def capture(payload: Mapping, root: Path, env: Mapping[str, str]) -> dict:
@@ -179,16 +176,15 @@ def capture(payload: Mapping, root: Path, env: Mapping[str, str]) -> dict:
     path = find_transcript(payload, env)
     harness = harness_of(path)
     messages, head, part, size = read_session(path, harness, sid, cwd)
-    why = blocked(harness, sid, part.project or c.project_name(cwd), cwd, env)
-    if why:
-        raise NoCapture(why)
+    project = part.project or c.project_name(cwd)
+    if blocked(harness, sid, project, cwd, env):
+        raise NoCapture("forgotten session or excluded project")
     _redact(messages)
     _redact(head)
     fp = repo.fingerprint(cwd)
     con = store.connect(root, create=True)
     try:
-        # a forgotten session may also be tombstoned only in the catalog
-        if con.execute("SELECT 1 FROM tombstones WHERE session_key = ?", [f"{harness}:{sid}"]).fetchone():
+        if blocked(harness, sid, project, cwd, env, con):  # tombstoned in the catalog only
             raise NoCapture("forgotten session")
         prev = store.previous(con, sid, cwd)
         packet = extract.extract(messages, session_id=sid, harness=harness, head=head, previous=prev)

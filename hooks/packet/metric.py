@@ -35,7 +35,7 @@ WINDOW = 4 << 20  # the transcript window the reader may inspect after the captu
 CHUNK = 256 << 10
 MAX_STR = 512  # identifiers only: a longer string is not an identifier
 
-CLAUDE_EDITS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+from deja.hooks.common import CLAUDE_EDIT_TOOLS as CLAUDE_EDITS  # noqa: E402  (stdlib-only, like this module)
 _APPLY_PATCH = re.compile(r"(?:^|[;&|(\n])\s*(?:\S*/)?apply_?patch(?:\s|<|$)")
 
 
@@ -139,16 +139,6 @@ def head_hash(path: str, offset: int) -> str:
             return hashlib.sha256(fh.read(max(0, min(HEAD_BYTES, int(offset))))).hexdigest()
     except (OSError, ValueError, TypeError):
         return ""
-
-
-def mark(path: str) -> dict:
-    """{"offset", "head_hash"} of a transcript as it stands now, for a capture event."""
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            return {"offset": size, "head_hash": hashlib.sha256(fh.read(min(HEAD_BYTES, size))).hexdigest()}
-    except OSError:
-        return {"offset": 0, "head_hash": ""}
 
 
 # --------------------------------------------------------------------------- measuring

@@ -169,32 +169,11 @@ def mark_delivered(root: Path, sid: str, cwd: str) -> bool:
     return bool(row)
 
 
-def forget(con, root: Path, session: str | None = None, projects: list[str] | None = None) -> list[tuple[str, str, str]]:
-    """Remove packets of a session (id or prefix) or whose workspace is in one
-    of ``projects``; returns (harness, session_id, workspace) of each removed."""
-    rows = con.execute("SELECT harness, session_id, workspace FROM packets").fetchall()
-    gone = []
-    for harness, s, w in rows:
-        if session and (s == session or s.startswith(session) or f"{harness}:{s}".startswith(session)):
-            gone.append((harness, s, w))
-        elif projects is not None and _in_projects(w, projects):
-            gone.append((harness, s, w))
-    for _, s, w in gone:
-        con.execute("DELETE FROM packets WHERE session_id = ? AND workspace = ?", [s, w])
-        _mark(root, s, w, False)
-    return gone
-
-
-def _in_projects(workspace: str, needles: list[str]) -> bool:
-    from deja.stages.sources.notes import project_excluded
-
-    return project_excluded(workspace, needles)
-
-
-def listing(con) -> list[dict]:
-    rows = con.execute("SELECT session_id, workspace, harness, created, delivered, length(body) FROM packets "
-                       "ORDER BY created DESC").fetchall()
-    return [dict(zip(("session_id", "workspace", "harness", "created", "delivered", "bytes"), r)) for r in rows]
+def remove(con, root: Path, pairs: list[tuple[str, str]]) -> None:
+    """Delete these (session_id, workspace) packets and their markers (deja forget)."""
+    for sid, cwd in pairs:
+        con.execute("DELETE FROM packets WHERE session_id = ? AND workspace = ?", [sid, cwd])
+        _mark(root, sid, cwd, False)
 
 
 def now_ms() -> int:

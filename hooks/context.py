@@ -89,7 +89,7 @@ def _fnv32(text: str) -> int:
 def _cache_key(root, cwd: str, mode: str, env) -> str | None:
     """What the digest depends on besides time: the workspace, the recall mode
     and policy (exclusions), and the index itself (any commit changes the catalog)."""
-    from deja.stages.sources.notes import exclusion_patterns
+    from deja.stages.policy import exclusion_patterns
 
     try:
         st = os.stat(root / "catalog.duckdb")

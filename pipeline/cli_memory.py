@@ -427,7 +427,7 @@ def _packet_matches(session, project, cutoff) -> list[dict]:
             con.close()
     except Exception:
         return []
-    from deja.stages.sources.notes import project_excluded
+    from deja.stages.policy import project_excluded
 
     ident = (session or "").strip().strip("'\"`").lower()
     out = []

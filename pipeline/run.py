@@ -23,7 +23,7 @@ from typing import Callable, Mapping
 
 from deja.stages import normalize, write
 from deja.stages.sources import harnesses, reader
-from deja.stages.sources.notes import drop_filter
+from deja.stages.policy import drop_filter
 
 from . import config, duck, manifest as mf
 from .batch import ArrowBatch, ListBatch

@@ -157,10 +157,10 @@ def _redact(messages) -> None:
 def blocked(harness: str, sid: str, project: str, cwd: str, env: Mapping[str, str], con=None) -> bool:
     """Policy forbids keeping this session: a tombstone (the primary file, and the
     catalog's with ``con``), or an excluded project or folder; the index run's own filter."""
-    from deja.stages.sources import notes
+    from deja.stages import policy
 
-    drop = notes.drop_filter(env, con)
-    return drop.drops(f"{harness}:{sid}", project) or notes.project_excluded(cwd, drop.patterns)
+    drop = policy.drop_filter(env, con)
+    return drop.drops(f"{harness}:{sid}", project) or policy.project_excluded(cwd, drop.patterns)
 
 
 def capture(payload: Mapping, root: Path, env: Mapping[str, str]) -> dict:

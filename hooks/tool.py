@@ -249,7 +249,7 @@ def failure_here(live, norm: str, project: str, runs: list[tuple]) -> str:
         return ""
     # a session's records carry consecutive ids: the output is just after the command
     out = live.con.execute(
-        f"SELECT text FROM records WHERE record_id BETWEEN {row[5] + 1} AND {row[5] + 64} AND session_key = ? "
+        f"SELECT text FROM {live.records_of([row[0]])} WHERE record_id BETWEEN {row[5] + 1} AND {row[5] + 64} AND session_key = ? "
         "AND role = 'tool-output' AND seq > ? ORDER BY seq LIMIT 1",
         [row[0], row[1]],
     ).fetchone()

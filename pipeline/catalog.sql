@@ -9,8 +9,11 @@ CREATE TABLE IF NOT EXISTS generation (
     dataset VARCHAR NOT NULL,      -- records | postings | sessions
     file    VARCHAR PRIMARY KEY,   -- path relative to the store root
     gen     BIGINT NOT NULL,       -- the run that wrote it
-    rows    BIGINT
+    rows    BIGINT,
+    session_keys VARCHAR[]         -- records parts: the sessions whose records it holds
 );
+-- Catalogs from before session_keys: NULL there means "any session".
+ALTER TABLE generation ADD COLUMN IF NOT EXISTS session_keys VARCHAR[];
 
 -- One row per source file: what was read and where the next run resumes.
 CREATE TABLE IF NOT EXISTS manifest (

@@ -1075,7 +1075,7 @@ def view_html(live) -> str:
 
     sessions = []
     if live.has("sessions"):
-        cur = live.con.execute(f"SELECT {COLUMNS}, session_key FROM sessions ORDER BY coalesce(updated, started) DESC "
+        cur = live.con.execute(f"SELECT {COLUMNS} FROM sessions ORDER BY coalesce(updated, started) DESC "
                                "NULLS LAST, session_id")
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, r)) for r in cur.fetchall()]

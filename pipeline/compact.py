@@ -98,14 +98,12 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
         merge.close()
     if clear:
         merge.dropped.extend(deletes)
+    keys = store.part_sessions(con, [rel for d, rel, _ in merge.new_parts if d == "records"])
     with store.catalog(con, retries=100) as cat:
         cat.execute("BEGIN TRANSACTION")
         if merge.dropped:
             cat.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [merge.dropped])
-        if merge.new_parts:
-            cat.execute("INSERT INTO generation SELECT unnest(?), unnest(?), ?, unnest(?)",
-                        [[p[0] for p in merge.new_parts], [p[1] for p in merge.new_parts], gen,
-                         [p[2] for p in merge.new_parts]])
+        store.add_parts(cat, merge.new_parts, gen, keys)
         cat.execute("COMMIT")
         store.collect_garbage(cat)
     return len(merge.dropped)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from typing import Mapping
 
-from deja.stages.sources import harnesses, reader
+from deja.stages.sources import locate
 
 from . import config
 from . import manifest as mf
@@ -28,7 +28,7 @@ INLINE_MAX_FILES = 8
 def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[list[mf.Action], int, bool] | None:
     """The work the stores hold for the index, how many sessions it has, and
     whether the files on disk are exactly the live ones (a killed run leaves
-    parts for the next writer to clean).
+    parts for the next writer to clean) and the catalog is of this version.
 
     None when there is no index yet or the catalog is busy. Light: a directory
     walk, a stat per file, and the manifest read through DuckDB's core.
@@ -49,8 +49,10 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[
         return None
     try:
         rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
-        sessions = con.execute("SELECT count(DISTINCT session_key) FROM cat.file_sessions").fetchone()[0]
+        sessions = (con.execute("SELECT count(DISTINCT session_key) FROM cat.file_sessions").fetchone()[0]
+                    if check_disk else 0)  # only `deja index` says how many
         live = {r[0] for r in con.execute("SELECT file FROM cat.generation").fetchall()}
+        current = not check_disk or _catalog_current(con)
     except duck.Error:  # a catalog a killed first run left half-made: the full run repairs it
         return None
     finally:
@@ -58,17 +60,22 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[
         if own:
             con.close()
     manifest = {r[0]: dict(zip(cols, r)) for r in rows}
-    sources = []
-    for h in harnesses():
-        try:
-            sources.extend((f.path, h) for f in reader(h).discover(env))
-        except Exception:
-            continue
-    actions = [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP]
+    actions = [a for a in mf.plan(locate.sources(env), manifest) if a.kind != mf.SKIP]
     clean = True
     if check_disk and not actions:  # only `deja index` cleans up after a killed run; queries need not look
-        clean = store.parquet_files() == live
+        clean = current and store.parquet_files() == live
     return actions, sessions, clean
+
+
+def _catalog_current(con) -> bool:
+    """False for a catalog an older deja wrote: the next index run upgrades it."""
+    from . import duck
+
+    try:
+        return not con.execute(
+            "SELECT count(*) FROM cat.generation WHERE dataset = 'records' AND session_keys IS NULL").fetchone()[0]
+    except duck.BinderException:
+        return False
 
 
 def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from deja.stages import normalize, write
-from deja.stages.sources import harnesses, reader
+from deja.stages.sources import harnesses, locate
 from deja.stages.policy import drop_filter
 
 from . import config, duck, manifest as mf
@@ -201,13 +201,13 @@ class Run:
 
     def discover(self) -> list[tuple[str, str]]:
         sources = []
-        for h in harnesses():
+        for h, files in locate.LOCATORS.items():  # paths only: a reader loads when its files are read
             try:
-                found = reader(h).discover(self.env)
+                found = files(self.env)
             except Exception as exc:
                 self.summary.errors.append(f"{h}: cannot list its store: {exc}")
                 continue
-            sources.extend((f.path, h) for f in found)
+            sources.extend((p, h) for p in found)
         return sources
 
     def _hs(self, harness: str) -> HarnessSummary:
@@ -315,6 +315,7 @@ class Run:
                  out.clipped, json.dumps(red, sort_keys=True), sum(red.values()), out.error or None, now]
             )
         self.write_sessions()
+        part_keys = self.store.part_sessions(self.con, [rel for d, rel, _ in self.new_parts if d == "records"])
         with self.store.catalog(self.con, retries=100) as con:
             con.execute("BEGIN TRANSACTION")
             if self.rebuild:
@@ -324,8 +325,7 @@ class Run:
             elif dropped:
                 con.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [dropped])
             con.execute("DELETE FROM generation WHERE dataset = 'sessions'")
-            _many(con, "INSERT INTO generation VALUES (?, ?, ?, ?)",
-                  [[d, rel, self.gen, rows] for d, rel, rows in self.new_parts])
+            self.store.add_parts(con, self.new_parts, self.gen, part_keys)
             for a in removed:
                 con.execute("DELETE FROM manifest WHERE path = ?", [a.path])
             touched_paths = set(purge) | {o.action.path for o in self.done}

@@ -118,6 +118,11 @@ class Store:
             except duckdb.CatalogException:  # a new catalog
                 pass
             cat.execute(sql)
+            # a store from before session_keys: learn its parts' sessions once
+            old = [r[0] for r in cat.execute(
+                "SELECT file FROM generation WHERE dataset = 'records' AND session_keys IS NULL").fetchall()]
+            for rel, keys in self.part_sessions(cat, old).items():
+                cat.execute("UPDATE generation SET session_keys = ? WHERE file = ?", [keys, rel])
             row = cat.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
                 cat.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
@@ -186,6 +191,34 @@ class Store:
         for dataset, rel in con.execute("SELECT dataset, file FROM generation ORDER BY file").fetchall():
             live.setdefault(dataset, []).append(str(self.root / rel))
         return live
+
+    def part_sessions(self, con: duckdb.DuckDBPyConnection, rels: list[str]) -> dict[str, list[str]]:
+        """The sessions each records part holds, read from the parts themselves
+        (one small dictionary-encoded column): the catalog keeps them so a query
+        for a few sessions' records opens only their parts."""
+        if not rels:
+            return {}
+        paths = {str(self.root / r): r for r in rels}
+        rows = con.execute(
+            "SELECT filename, list(DISTINCT session_key ORDER BY session_key) FROM "
+            "read_parquet(?, filename=true, hive_partitioning=false) GROUP BY filename", [list(paths)]
+        ).fetchall()
+        return {paths[f]: keys for f, keys in rows}
+
+    @staticmethod
+    def add_parts(con: duckdb.DuckDBPyConnection, parts: list[tuple[str, str, int]], gen: int,
+                  keys: dict[str, list[str]]) -> None:
+        """Insert new parts into ``generation`` (the catalog is the default
+        database of ``con``), records parts with the sessions they hold
+        (``part_sessions``, read before the catalog is opened for writing)."""
+        if not parts:
+            return
+        con.execute(
+            "INSERT INTO generation (dataset, file, gen, rows, session_keys) "
+            "SELECT unnest(?), unnest(?), ?, unnest(?), unnest(?)",
+            [[p[0] for p in parts], [p[1] for p in parts], gen, [p[2] for p in parts],
+             [keys.get(p[1]) for p in parts]],
+        )
 
     def collect_garbage(self, con: duckdb.DuckDBPyConnection) -> int:
         """Delete Parquet files the live generation does not list, and the

@@ -182,9 +182,9 @@ def _records(store: LiveStore, res: show.Resolved) -> list[tuple]:
     if not store.has("records"):
         return []
     return store.con.execute(
-        """
+        f"""
         SELECT role, text, exit_code
-        FROM records
+        FROM {store.records_of([res.key])}
         WHERE harness = ? AND session_key = ?
           AND role IN ('user', 'assistant', 'summary', 'command', 'files')
           AND record_id NOT IN (SELECT record_id FROM deletes)

@@ -95,10 +95,11 @@ class Query:
 
 
 class Ranked:
-    __slots__ = ("ord", "score", "matched", "nrec", "updated")
+    __slots__ = ("ord", "score", "matched", "nrec", "updated", "best")
 
-    def __init__(self, ord: int, score: float, matched: int, nrec: int, updated: int):
+    def __init__(self, ord: int, score: float, matched: int, nrec: int, updated: int, best: list[int] | None = None):
         self.ord, self.score, self.matched, self.nrec, self.updated = ord, score, matched, nrec, updated
+        self.best = best  # the records to show as snippets, when the ranking chose them
 
 
 def parse_query(text: str) -> tuple[list[str], list[str], list[str]]:
@@ -317,7 +318,7 @@ class Searcher:
         now = time.time() * 1000
         n = len(groups)
         out = []
-        for ord_, bm25, matched, nrec, updated, best_ng, started, decided, gave_up, note in rows:
+        for ord_, bm25, matched, nrec, updated, best_ng, started, decided, gave_up, note, best in rows:
             score = bm25 * signals(decided, gave_up, note)
             if self.windows:  # the time the question names stands in for recency
                 score *= TIME_LIFT if in_windows(started, updated, self.windows) else 1.0
@@ -330,7 +331,7 @@ class Searcher:
                 score *= 1.0 + 0.5 * (best_ng - 1) / (n - 1)
                 # coverage: a session holding more of the question's words
                 score *= 0.5 + 0.5 * (matched / n)
-            out.append(Ranked(ord_, score, matched, nrec, updated or 0))
+            out.append(Ranked(ord_, score, matched, nrec, updated or 0, best))
         out.sort(key=lambda r: (-r.score, -r.updated, r.ord))
         return out
 
@@ -467,7 +468,7 @@ class Searcher:
               snippets_for: int | None = None) -> dict:
         if not keep_order:
             ranked = sorted(ranked, key=lambda r: (-r.score, -r.updated, r.ord))
-        ranked = demote_rejected(self.store.con, ranked)  # deja promote --state rejected: below the rest (§5.3)
+        ranked = demote_rejected(self.store.con, ranked, self.store.any_rejected)  # deja promote --state rejected: below the rest (§5.3)
         total = len(ranked) if total is None else total
         cap = len(ranked) if (self.q.all and not force_cap) else min(self.q.limit, len(ranked))
         if force_cap and not self.q.all:
@@ -475,7 +476,10 @@ class Searcher:
         served = ranked[:cap]
         rows = session_rows(self.store.con, [r.ord for r in served])
         wanted = served if snippets_for is None else served[:snippets_for]  # records are the costly read
-        snippets = self.snippets([r.ord for r in wanted], groups, phrases or [], regex)
+        snippets = self.snippets([r.ord for r in wanted], groups, phrases or [], regex,
+                                 [rows[r.ord]["session_key"] for r in wanted if r.ord in rows],
+                                 None if phrases or regex or any(r.best is None for r in wanted)
+                                 else [(r.ord, rid) for r in wanted for rid in r.best])
         hits = []
         for r in served:
             row = rows.get(r.ord)
@@ -499,36 +503,41 @@ class Searcher:
             env["fuzzy"] = True
         return env
 
-    def snippets(self, ords: list[int], groups: list[list[str]], phrases: list[str], regex: str | None) -> dict[int, list[str]]:
+    def snippets(self, ords: list[int], groups: list[list[str]], phrases: list[str], regex: str | None,
+                 keys: list[str], best: list[tuple[int, int]] | None = None) -> dict[int, list[str]]:
+        """The matched lines of each session's best records (``best``: the
+        (ord, record id) pairs the ranking chose, else chosen here)."""
         if not ords or not self.store.has("records"):
             return {}
         needles = [p.lower() for p in phrases] or sorted({t for g in groups for t in g})
+        source = self.store.records_of(keys)
         if regex:
             rows = self.store.con.execute(
-                "SELECT s.ord, r.text FROM records r JOIN sessions s ON r.session_key = s.session_key "
+                f"SELECT s.ord, r.text FROM {source} r JOIN sessions s ON r.session_key = s.session_key "
                 "WHERE s.ord IN (SELECT unnest(?)) AND regexp_matches(r.text, ?) ORDER BY r.record_id DESC",
                 [ords, regex],
             ).fetchall()
             pat = re.compile(regex)
             return _collect(rows, lambda text: _best_line_re(text, pat))
-        tokens, gids = [], []
-        for gid, g in enumerate(groups):
-            for t in g:
-                tokens.append(t)
-                gids.append(gid)
-        if not tokens:
-            return {}
-        best = self.store.con.execute(
-            load_sql("best_records"),
-            {"files": self.store.postings_for_buckets({bucket_of(t) for t in tokens}), "tokens": tokens,
-             "gids": gids, "ords": ords, "roles": list(self.roles), "per_session": 3},
-        ).fetchall()
+        if best is None:
+            tokens, gids = [], []
+            for gid, g in enumerate(groups):
+                for t in g:
+                    tokens.append(t)
+                    gids.append(gid)
+            if not tokens:
+                return {}
+            best = [(r[0], r[1]) for r in self.store.con.execute(
+                load_sql("best_records"),
+                {"files": self.store.postings_for_buckets({bucket_of(t) for t in tokens}), "tokens": tokens,
+                 "gids": gids, "ords": ords, "roles": list(self.roles), "per_session": 3},
+            ).fetchall()]
         if not best:
             return {}
-        ids = [r[1] for r in best]
-        order = {r[1]: (r[0], -r[2], i) for i, r in enumerate(best)}
+        ids = [rid for _, rid in best]
+        order = {rid: (o, i) for i, (o, rid) in enumerate(best)}
         texts = self.store.con.execute(
-            "SELECT record_id, text FROM records WHERE record_id IN (SELECT unnest(?))", [ids]
+            f"SELECT record_id, text FROM {source} WHERE record_id IN (SELECT unnest(?))", [ids]
         ).fetchall()
         texts.sort(key=lambda r: order[r[0]])
         return _collect([(order[rid][0], text) for rid, text in texts], lambda text: best_line(text, needles))

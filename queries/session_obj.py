@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 COLUMNS = (
-    "ord, harness, session_id, project, path, started, updated, title, agent_title, touched, kind, "
+    "ord, session_key, harness, session_id, project, path, started, updated, title, agent_title, touched, kind, "
     "parent, agent, origin, messages, decision, gave_up, "
     # `deja promote` state (store_read loads the lifecycle table); NULL when none
     """(SELECT {'state': l.state, 'note': l.note, 'at': l."at"} FROM lifecycle l """
@@ -51,9 +51,9 @@ def session_object(row: dict) -> dict:
     return s
 
 
-def demote_rejected(con, ranked: list) -> list:
+def demote_rejected(con, ranked: list, any_rejected: bool = True) -> list:
     """cli-contract §5.3 (end): sessions a person marked `rejected` move below the rest, order kept."""
-    if not ranked:
+    if not ranked or not any_rejected:
         return ranked
     rejected = {r[0] for r in con.execute(
         "SELECT s.ord FROM sessions s JOIN lifecycle l ON l.session_key = s.session_key WHERE l.state = 'rejected'"

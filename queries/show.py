@@ -97,7 +97,7 @@ def _rows(store: LiveStore, where: str, params: list) -> list[dict]:
     if not store.has("sessions"):  # an index with no session yet has a column-less placeholder view
         return []
     cur = store.con.execute(
-        f"SELECT {COLUMNS}, session_key, cwd, branch FROM sessions WHERE {where} ORDER BY {_ORDER}", params
+        f"SELECT {COLUMNS}, cwd, branch FROM sessions WHERE {where} ORDER BY {_ORDER}", params
     )
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r)) for r in cur.fetchall()]
@@ -208,13 +208,13 @@ def window(store: LiveStore, res: Resolved, offset: int = 0, limit: int | None =
     speech = list(SPEECH_ROLES)
     roles = speech + (list(WORK_ROLES) if work else [])
     rows = store.con.execute(
-        """
+        f"""
         WITH r AS (
             SELECT role, text, epoch_ms(ts) AS ms, exit_code, tool,
                    sum(CASE WHEN list_contains($speech, role) THEN 1 ELSE 0 END)
                        OVER (ORDER BY ts NULLS LAST, seq, record_id ROWS UNBOUNDED PRECEDING) AS n,
                    ts, seq, record_id
-            FROM records
+            FROM {store.records_of([res.key])}
             WHERE harness = $harness AND session_key = $key
               AND list_contains($roles, role)
               AND record_id NOT IN (SELECT record_id FROM deletes)

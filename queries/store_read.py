@@ -19,8 +19,11 @@ from deja.store import Busy, Store
 class LiveStore:
     """The live Parquet files and the in-memory connection whose views read them."""
 
-    def __init__(self, root: Path, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection):
+    def __init__(self, root: Path, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection,
+                 part_keys: dict[str, list[str] | None] | None = None):
         self.root, self.files, self.con = root, files, con
+        self.part_keys = part_keys or {}  # records part → the sessions it holds (None: unknown)
+        self.any_rejected = True  # a session marked rejected (`deja promote`): open_live knows
 
     def has(self, dataset: str) -> bool:
         return bool(self.files.get(dataset))
@@ -29,7 +32,21 @@ class LiveStore:
         """The postings parts that can hold tokens of these buckets: the buckets'
         own, and the parts of small runs that hold every bucket (``bucket=all``)."""
         wanted = {f"bucket={b:02d}" for b in buckets} | {f"bucket={ALL_BUCKETS}"}
-        return [f for f in self.files.get("postings", []) if Path(f).parent.name in wanted]
+        return [f for f in self.files.get("postings", []) if f.rsplit("/", 2)[-2] in wanted]
+
+    def records_of(self, keys) -> str:
+        """A FROM source for the records of these sessions that opens only the
+        parts holding them. Every part costs a footer read, and a fetch by id
+        decompresses each part's text whole (DuckDB prunes row groups by ranges,
+        not by id lists): a few sessions' snippets read a few parts, not all."""
+        keys = set(keys)
+        parts = [f for f in self.files.get("records", [])
+                 if (held := self.part_keys.get(f)) is None or not keys.isdisjoint(held)]
+        if len(parts) == len(self.files.get("records", [])):
+            return "records"
+        if not parts:
+            return "(SELECT * FROM records WHERE false)"
+        return f"read_parquet({_list(parts)}, hive_partitioning=true)"
 
     def close(self) -> None:
         self.con.close()
@@ -52,10 +69,19 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
         raise NoIndex(f"no index at {root}; run `deja index` first")
     con = con or duckdb.connect()
     attach_catalog(con, store, retries)
+    root = str(store.root)
     try:
-        files = {}
-        for dataset, rel in con.execute("SELECT dataset, file FROM cat.generation ORDER BY file").fetchall():
-            files.setdefault(dataset, []).append(str(store.root / rel))
+        files: dict[str, list[str]] = {}
+        part_keys: dict[str, list[str] | None] = {}
+        try:
+            rows = con.execute("SELECT dataset, file, session_keys FROM cat.generation ORDER BY file").fetchall()
+        except duckdb.BinderException:  # a catalog from before session_keys
+            rows = [(d, f, None) for d, f in con.execute("SELECT dataset, file FROM cat.generation ORDER BY file").fetchall()]
+        for dataset, rel, keys in rows:
+            path = root + "/" + rel  # (not pathlib: hundreds of parts)
+            files.setdefault(dataset, []).append(path)
+            if dataset == "records":
+                part_keys[path] = keys
         lifecycle = _lifecycle_rows(con)
     finally:
         con.execute("DETACH cat")
@@ -79,7 +105,9 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
     records = files.get("records", [])
     if records:
         con.execute(f"CREATE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")
-    return LiveStore(store.root, files, con)
+    live = LiveStore(store.root, files, con, part_keys)
+    live.any_rejected = any(r[1] == "rejected" for r in lifecycle)
+    return live
 
 
 def attach_catalog(con: duckdb.DuckDBPyConnection, store: Store, retries: int = 20) -> None:

@@ -53,10 +53,10 @@ def find_transcript(payload: Mapping, env: Mapping[str, str]) -> str:
     sid = str(payload.get("session_id") or "")
     if not sid or "/" in sid or "*" in sid:
         raise NoCapture("no transcript named")
-    from deja.stages.sources import claude, codex
+    from deja.stages.sources.locate import claude_root, codex_home
 
-    hits = glob.glob(os.path.join(glob.escape(claude._root(env)), "projects", "*", glob.escape(sid) + ".jsonl"))
-    hits += glob.glob(os.path.join(glob.escape(codex.codex_home(env)), "sessions", "**",
+    hits = glob.glob(os.path.join(glob.escape(claude_root(env)), "*", glob.escape(sid) + ".jsonl"))
+    hits += glob.glob(os.path.join(glob.escape(codex_home(env)), "sessions", "**",
                                    f"rollout-*{glob.escape(sid)}.jsonl"), recursive=True)
     if len(hits) != 1:
         raise NoCapture("transcript not found by session id")

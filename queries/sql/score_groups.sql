@@ -17,7 +17,8 @@
 -- speech, in words) damps lightly, so a long session is not rewarded for
 -- merely having more records that mention a word. best_ng, for proximity:
 -- the most groups one record holds, less as that record is long (words met
--- in a two-line message are closer than words met in a log dump).
+-- in a two-line message are closer than words met in a log dump). best: the
+-- session's three records to show as snippets.
 WITH g AS (
     SELECT unnest($tokens) AS token, unnest($gids) AS gid
 ),
@@ -39,12 +40,16 @@ s AS (
       AND ($session IS NULL OR starts_with(session_id, $session))
 ),
 rec AS (
-    SELECT record_id, any_value(session) AS session, count(DISTINCT gid) AS ng, any_value(rec_len) AS len
+    SELECT record_id, any_value(session) AS session, count(DISTINCT gid) AS ng, any_value(rec_len) AS len,
+           any_value(role) AS role
     FROM p GROUP BY record_id
 ),
 and_sessions AS (
     SELECT session, count(*) FILTER (WHERE ng >= $and_min) AS nrec,
-           1 + max((ng - 1) * 200.0 / (200 + len)) AS best_ng
+           1 + max((ng - 1) * 200.0 / (200 + len)) AS best_ng,
+           -- the snippet records: most groups first, then what was said before
+           -- what a tool printed, then the newest (one sort key: ids < 2^40)
+           max_by(record_id, ng * 2199023255552 + (role <> 2)::BIGINT * 1099511627776 + record_id, 3) AS best
     FROM rec GROUP BY session
 ),
 per AS (
@@ -71,7 +76,8 @@ SELECT per.session,
        any_value(s.started) AS started,
        any_value(s.decided) AS decided,
        any_value(s.gave_up) AS gave_up,
-       any_value(s.note) AS note
+       any_value(s.note) AS note,
+       any_value(a.best) AS best
 FROM per
 JOIN df USING (gid)
 JOIN s ON s.ord = per.session

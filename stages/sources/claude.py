@@ -23,7 +23,8 @@ from typing import Mapping
 
 from .. import work
 from .base import Message, ReadResult, SessionPart, SourceFile
-from .jsonl import Lines, clip, is_regular_file, parse_ts
+from .jsonl import Lines, clip, is_regular_file, parse_ts  # noqa: F401
+from .locate import claude_files, claude_root
 from .projects import project_from_cwd  # noqa: F401  (the hooks import it without this reader)
 
 HARNESS = "claude"
@@ -56,53 +57,13 @@ _PARENT_UUID = re.compile(rb'"uuid":"([^"]+)"')
 # --------------------------------------------------------------------- discover
 
 
-def _root(env: Mapping[str, str]) -> str:
-    root = env.get("DEJA_CLAUDE_ROOT")
-    if root:
-        return root
-    config = env.get("CLAUDE_CONFIG_DIR")
-    if not config:
-        home = env.get("HOME") or os.path.expanduser("~")
-        config = os.path.join(home, ".claude")
-    return os.path.join(config, "projects")
-
-
 def roots(env: Mapping[str, str]) -> list[str]:
     """Where this reader looks, for `deja doctor`."""
-    return [_root(env)]
+    return [claude_root(env)]
 
 
 def discover(env: Mapping[str, str]) -> list[SourceFile]:
-    root = _root(env)
-    if not os.path.isdir(root):
-        return []
-    include_sub = env.get("DEJA_INCLUDE_SUBAGENTS") == "1"
-    out: list[str] = []
-    try:
-        projects = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return []
-    for proj in projects:
-        try:
-            if not proj.is_dir():
-                continue
-        except OSError:
-            continue
-        for dirpath, dirnames, filenames in os.walk(proj.path):
-            dirnames[:] = [
-                d for d in dirnames if d != "tool-results" and (include_sub or d != "subagents")
-            ]
-            top = dirpath == proj.path
-            for name in filenames:
-                if not name.endswith(".jsonl"):
-                    continue
-                if top and name.startswith("agent-") and not include_sub:
-                    continue  # 2.0.x subagent transcripts beside the sessions
-                path = os.path.join(dirpath, name)
-                if is_regular_file(path):
-                    out.append(path)
-    out.sort()
-    return [SourceFile(p, HARNESS) for p in out]
+    return [SourceFile(p, HARNESS) for p in claude_files(env)]
 
 
 # ---------------------------------------------------------------------- project

@@ -31,6 +31,8 @@ from deja.stages import work
 from deja.stages.normalize import strip_plumbing
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts, read_head
+from deja.stages.sources.locate import codex_files, codex_home  # noqa: F401  (codex_home: recover, capture)
+from deja.stages.sources.locate import codex_rollouts as _rollout_paths
 
 HARNESS = "codex"
 
@@ -78,40 +80,13 @@ _OUTPUT_LINE = re.compile(r"^Output:[ \t]*\r?$\n?", re.M)
 # --------------------------------------------------------------------------- discover
 
 
-def codex_home(env: Mapping[str, str]) -> str:
-    home = env.get("DEJA_CODEX_ROOT") or env.get("CODEX_HOME")
-    if home:
-        return home
-    user_home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(user_home, ".codex")
-
-
-def _rollout_paths(home: str) -> list[str]:
-    root = os.path.join(home, "sessions")
-    out: list[str] = []
-    if not os.path.isdir(root):
-        return out
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in filenames:
-            if "rollout-" in name and name.endswith(".jsonl"):
-                out.append(os.path.join(dirpath, name))
-    out.sort()
-    return out
-
-
 def roots(env: Mapping[str, str]) -> list[str]:
     """Where this reader looks, for `deja doctor`."""
     return [codex_home(env)]
 
 
 def discover(env: Mapping[str, str]) -> list[SourceFile]:
-    home = codex_home(env)
-    files = [SourceFile(p, HARNESS) for p in _rollout_paths(home) if is_regular_file(p)]
-    history = os.path.join(home, "history.jsonl")
-    if is_regular_file(history):
-        files.append(SourceFile(history, HARNESS))
-    return files
+    return [SourceFile(p, HARNESS) for p in codex_files(env)]
 
 
 # --------------------------------------------------------------------------- read

@@ -7,11 +7,12 @@ complete part ends; the pipeline resumes there next run.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 from typing import Iterator
 
 import orjson
+
+from .locate import is_regular_file  # noqa: F401  (re-exported: the readers import it from here)
 
 _BOM = b"\xef\xbb\xbf"
 # Messages above this are cut before redaction (harness-formats 1.4).
@@ -130,11 +131,3 @@ def clip(text: str) -> tuple[str, bool]:
     return text[:MESSAGE_CAP], True
 
 
-def is_regular_file(path: str) -> bool:
-    """Only regular files: a FIFO matching a glob would block open() forever."""
-    try:
-        import stat
-
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False

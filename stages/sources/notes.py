@@ -24,18 +24,14 @@ from typing import Mapping
 
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts
+from deja.stages.sources.locate import notes_file, notes_files
 
 HARNESS = "deja"
 DEFAULT_PROJECT = "notes"
 
 
 def notes_path(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    if env.get("DEJA_NOTES_FILE"):
-        return Path(env["DEJA_NOTES_FILE"]).expanduser()
-    home = env.get("HOME") or os.path.expanduser("~")
-    data = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
-    return Path(data) / "deja" / "notes.jsonl"
+    return Path(notes_file(os.environ if env is None else env))
 
 
 def roots(env: Mapping[str, str]) -> list[str]:
@@ -44,8 +40,7 @@ def roots(env: Mapping[str, str]) -> list[str]:
 
 
 def discover(env: Mapping[str, str]) -> list[SourceFile]:
-    p = str(notes_path(env))
-    return [SourceFile(p, HARNESS)] if is_regular_file(p) else []
+    return [SourceFile(p, HARNESS) for p in notes_files(env)]
 
 
 def slug(text: str) -> str:

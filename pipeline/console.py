@@ -3,7 +3,6 @@ one-line errors, JSON output, and the search command itself."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Optional
@@ -20,6 +19,8 @@ def _err(msg: str) -> None:
 
 
 def _out_json(obj) -> None:
+    import json  # (not at the top: a search without --json need not load it)
+
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 

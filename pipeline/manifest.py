@@ -10,7 +10,6 @@ apart.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import xxhash
 
@@ -19,14 +18,20 @@ from .config import CONTENT_VERSION
 SKIP, NEW, APPEND, REPLACE, REMOVE = "skip", "new", "append", "replace", "remove"
 
 
-@dataclass(slots=True)
 class Action:
-    kind: str
-    path: str
-    harness: str
-    start: int = 0
-    size: int = 0
-    mtime_ns: int = 0
+    """What one source file needs (a plain class: importing dataclasses costs
+    the freshness check in front of every query ~10 ms)."""
+
+    __slots__ = ("kind", "path", "harness", "start", "size", "mtime_ns")
+
+    def __init__(self, kind: str, path: str, harness: str, start: int = 0, size: int = 0, mtime_ns: int = 0):
+        self.kind, self.path, self.harness, self.start, self.size, self.mtime_ns = kind, path, harness, start, size, mtime_ns
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Action) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self) -> str:
+        return f"Action({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
 
 
 def prefix_hash(path: str, length: int) -> str:

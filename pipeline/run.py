@@ -233,7 +233,7 @@ class Run:
         hs.redactions += sum(out.redactions.values())
         self.done.append(out)
         if self.batch.full():
-            self.flush()
+            self.flush(final=False)
 
     def ord_of(self, key: str) -> int:
         o = self.ords.get(key)
@@ -242,9 +242,9 @@ class Run:
             self.new_ords.append((key, o))
         return o
 
-    def flush(self) -> None:
+    def flush(self, final: bool = True) -> None:
         if self.batch is not None:
-            self.new_parts += self.batch.flush()
+            self.new_parts += self.batch.flush(final)
 
     # -- purge and commit ------------------------------------------------
     def purge_records(self, purge: set[str], column: str = "source_path") -> tuple[list[str], list[str]]:

@@ -29,6 +29,7 @@ import math
 import re
 import time
 
+from deja import duck
 from deja.stages.roles import ROLE_CODES
 from deja.stages.stems import stem
 from deja.stages.tokenize import _BIGRAM_BLOCKS, bucket_of, query_terms
@@ -301,39 +302,82 @@ class Searcher:
             for t in g:
                 tokens.append(t)
                 gids.append(gid)
-        files = self.store.postings_for_buckets({bucket_of(t) for t in tokens})
-        if not files:
-            return []
-        q = self.q
-        rows = self.store.con.execute(
-            load_sql("score_groups"),
-            {
-                "files": files, "tokens": tokens, "gids": gids, "roles": list(self.roles),
-                "harness": q.harness, "project": q.project, "since": q.since_ms, "session": q.session,
-                "need_and": need_and, "and_min": and_min or len(groups), "min_groups": min_groups, "whole": whole,
-            },
-        ).fetchall()
+        n_sessions, avgdl = self.load(tokens)
+        k = len(groups)
+        sql = load_sql("score_groups").replace("$record_sums", ", ".join(
+            f"sum(w) FILTER (WHERE gid = {i}) AS w{i}" for i in range(k))).replace("$session_sums", ", ".join(
+            f"coalesce(sum(w{i} * CASE role WHEN 0 THEN 1.3 WHEN 1 THEN 1.0 WHEN 3 THEN 0.5 ELSE 1.3 END) "
+            f"FILTER (WHERE role <> 2), 0)::DOUBLE, coalesce(sum(w{i}) FILTER (WHERE role = 2), 0)::DOUBLE"
+            for i in range(k)))
+        and_min = and_min or k
+        rows = self.store.con.execute(duck.inline(sql, tokens=tokens, gids=gids), {"and_min": and_min}).fetchall()
         if not rows:
             return []
+        # IDF of each group over the admitted sessions that hold it
+        df = [0] * k
+        for r in rows:
+            for i in range(k):
+                if r[10 + 2 * i] or r[11 + 2 * i]:
+                    df[i] += 1
+        idf = [math.log(1 + (n_sessions - d + 0.5) / (d + 0.5)) for d in df]
         now = time.time() * 1000
-        n = len(groups)
         out = []
-        for ord_, bm25, matched, nrec, updated, best_ng, started, decided, gave_up, note, best in rows:
+        for r in rows:
+            ord_, dl, updated, started, decided, gave_up, note, nrec, best_ng, best = r[:10]
+            # what was said and what tools printed saturate apart, the printed at half weight
+            norm = 1.2 * (0.7 + 0.3 * dl / avgdl)
+            bm25, matched = 0.0, 0
+            for i in range(k):
+                said, printed = r[10 + 2 * i], r[11 + 2 * i]
+                if said or printed:
+                    matched += 1
+                    bm25 += idf[i] * (said * 2.2 / (said + norm) + 0.5 * printed * 2.2 / (printed + norm))
+            if need_and:
+                if not nrec and not (whole and matched >= and_min):
+                    continue
+            elif matched < min_groups:
+                continue
             score = bm25 * signals(decided, gave_up, note)
             if self.windows:  # the time the question names stands in for recency
                 score *= TIME_LIFT if in_windows(started, updated, self.windows) else 1.0
             else:
                 score *= freshness(updated, now)
-            if n > 1:
+            if k > 1:
                 # proximity at record granularity: the words of a question meeting in
                 # one short message say more than the same words scattered over a
                 # session (best_ng shrinks with the length of that message)
-                score *= 1.0 + 0.5 * (best_ng - 1) / (n - 1)
+                score *= 1.0 + 0.5 * (best_ng - 1) / (k - 1)
                 # coverage: a session holding more of the question's words
-                score *= 0.5 + 0.5 * (matched / n)
+                score *= 0.5 + 0.5 * (matched / k)
             out.append(Ranked(ord_, score, matched, nrec, updated or 0, best))
         out.sort(key=lambda r: (-r.score, -r.updated, r.ord))
         return out
+
+    def load(self, tokens: list[str]) -> tuple[int, float]:
+        """Fill the search's tables (``sql/search_tables.sql``) for these words:
+        each rung of the ladder then ranks from memory, and Parquet is read once
+        per word, not once per rung. Returns the corpus statistics (sessions,
+        their mean length)."""
+        con = self.store.con
+        if not hasattr(self, "_loaded"):
+            q = self.q
+            made, fill = load_sql("search_tables").split(";\n", 1)
+            con.execute(made, {"harness": q.harness, "project": q.project, "since": q.since_ms, "session": q.session})
+            con.execute(fill)
+            self._loaded: set[str] = set()
+            n, avgdl = con.execute("SELECT count(*), avg(dl) FROM q_sessions").fetchone()
+            self._stats = (n, float(avgdl or 20.0))
+        new = sorted(set(tokens) - self._loaded)
+        if new:
+            self._loaded.update(new)
+            files = self.store.postings_for_buckets({bucket_of(t) for t in new})
+            if files:
+                con.execute(duck.inline(
+                    "INSERT INTO q_postings SELECT token, record_id, session, tf, role, rec_len "
+                    "FROM read_parquet($files) WHERE token IN (SELECT unnest($tokens)) "
+                    "AND role IN (SELECT unnest($roles)) AND record_id NOT IN (SELECT record_id FROM deletes)",
+                    files=files, tokens=new, roles=list(self.roles)))
+        return self._stats
 
     # ---- vocabulary expansions ---------------------------------------------
     def _viable(self, group: list[str]) -> bool:
@@ -354,9 +398,9 @@ class Searcher:
             self._counts: dict[str, int] = {}
         todo = sorted({stem(t) for t in terms} - set(self._vocab))
         if todo and self.store.has("vocab"):
-            rows = self.store.con.execute(
-                "SELECT token, stem, sum(n) FROM vocab WHERE stem IN (SELECT unnest(?)) GROUP BY token, stem", [todo]
-            ).fetchall()
+            rows = self.store.con.execute(duck.inline(
+                "SELECT token, stem, sum(n) FROM vocab WHERE stem IN (SELECT unnest($todo)) GROUP BY token, stem",
+                todo=todo)).fetchall()
             for t, st, n in rows:
                 self._vocab.setdefault(st, (0, []))[1].append(t)
                 self._counts[t] = n
@@ -536,9 +580,8 @@ class Searcher:
             return {}
         ids = [rid for _, rid in best]
         order = {rid: (o, i) for i, (o, rid) in enumerate(best)}
-        texts = self.store.con.execute(
-            f"SELECT record_id, text FROM {source} WHERE record_id IN (SELECT unnest(?))", [ids]
-        ).fetchall()
+        texts = self.store.con.execute(duck.inline(
+            f"SELECT record_id, text FROM {source} WHERE record_id IN (SELECT unnest($ids))", ids=ids)).fetchall()
         texts.sort(key=lambda r: order[r[0]])
         return _collect([(order[rid][0], text) for rid, text in texts], lambda text: best_line(text, needles))
 

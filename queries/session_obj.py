@@ -3,7 +3,10 @@ last, show and ctx so every command describes a session the same way."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
+
+from deja.duck import sql_list
 
 COLUMNS = (
     "ord, session_key, harness, session_id, project, path, started, updated, title, agent_title, touched, kind, "
@@ -15,6 +18,9 @@ COLUMNS = (
 
 
 def iso(dt) -> str:
+    """A timestamp as UTC ISO-8601: a datetime, or epoch milliseconds (``session_rows``)."""
+    if isinstance(dt, int):
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(dt / 1000))
     if isinstance(dt, datetime):
         return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return str(dt)
@@ -63,11 +69,16 @@ def demote_rejected(con, ranked: list, any_rejected: bool = True) -> list:
     return [r for r in ranked if r.ord not in rejected] + [r for r in ranked if r.ord in rejected]
 
 
+# started/updated as epoch ms: turning TIMESTAMPTZ into datetimes loads zoneinfo (~4 ms of a search)
+_ROW_COLUMNS = COLUMNS.replace("started, updated,", "epoch_ms(started) AS started, epoch_ms(updated) AS updated,")
+
+
 def session_rows(con, ords: list[int]) -> dict[int, dict]:
-    """Session rows by ordinal, as dicts (for callers that need more than the object)."""
+    """Session rows by ordinal, as dicts (for callers that need more than the object;
+    started and updated in epoch milliseconds)."""
     if not ords:
         return {}
-    cur = con.execute(f"SELECT {COLUMNS} FROM sessions WHERE ord IN (SELECT unnest(?))", [ords])
+    cur = con.execute(f"SELECT {_ROW_COLUMNS} FROM sessions WHERE ord IN (SELECT unnest({sql_list(ords)}))")
     names = [d[0] for d in cur.description]
     return {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
 

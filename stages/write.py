@@ -148,20 +148,25 @@ def write_postings(table, root: Path, name: str) -> list[tuple[str, int]]:
     return out
 
 
-def vocab_of(postings, stem_many):
-    """Distinct tokens of a postings batch with their stem and posting count:
-    what the close, stemmed and fuzzy search rungs expand a query word against."""
-    import pyarrow as pa
+def token_counts(postings):
+    """(token, n): how many postings each token of a batch has."""
     import pyarrow.compute as pc
 
     counts = postings.group_by("token").aggregate([("record_id", "count")])
+    return counts.set_column(1, "n", pc.cast(counts.column("record_id_count"), "int64"))
+
+
+def vocab_of(counts, stem_many):
+    """Distinct tokens with their stem and posting count, from ``token_counts``
+    of one or more batches: what the close, stemmed and fuzzy search rungs
+    expand a query word against."""
+    import pyarrow as pa
+
+    if isinstance(counts, list):
+        counts = pa.concat_tables(counts).group_by("token").aggregate([("n", "sum")]).rename_columns(["token", "n"])
     tokens = counts.column("token")
     return pa.table(
-        {
-            "token": tokens,
-            "stem": pa.array(stem_many(tokens.to_pylist()), pa.string()),
-            "n": pc.cast(counts.column("record_id_count"), pa.int64()),
-        }
+        {"token": tokens, "stem": pa.array(stem_many(tokens.to_pylist()), pa.string()), "n": counts.column("n")}
     ).sort_by([("stem", "ascending"), ("token", "ascending")])
 
 

@@ -61,9 +61,9 @@ def _search_cmd(
             raise Fail(f"{exc}; try again when it finishes")
     from . import duck as duckdb
 
-    con = duckdb.connect()  # one DuckDB instance for the freshness check and the query
     if not rebuild:
-        _refresh(con)
+        _refresh()  # it lists the transcripts before it needs DuckDB, which may still be warming up
+    con = duckdb.shared()  # one DuckDB instance for the freshness check and the query
     session = session.strip().strip("'\"`‘’“”") if session else None
     query = Query(text, limit, show_all, harness, project, since_ms, role, session, regex)
     for attempt in range(3):

@@ -10,18 +10,83 @@ conversion, imports the full package.
 
 from __future__ import annotations
 
-try:
-    import _duckdb as core
-except ImportError:  # an older duckdb without the split: the package is the core
-    import duckdb as core
+import threading
 
-connect = core.connect
-DuckDBPyConnection = core.DuckDBPyConnection
-Error = core.Error
-IOException = core.IOException
-ConnectionException = core.ConnectionException
-BinderException = core.BinderException
-CatalogException = core.CatalogException
+# The compiled core, loaded on first use (module __getattr__): a search or hook
+# imports it on a warm-up thread while its main thread imports the rest.
+_NAMES = frozenset({"DuckDBPyConnection", "Error", "IOException", "ConnectionException", "BinderException",
+                    "CatalogException"})
+_core = None
+_lock = threading.Lock()
+_warm: dict = {}  # "thread": the warm-up thread, "con": the connection it opened
+
+
+def _load():
+    global _core
+    with _lock:
+        if _core is None:
+            try:
+                import _duckdb as core
+            except ImportError:  # an older duckdb without the split: the package is the core
+                import duckdb as core
+            _core = core
+    return _core
+
+
+def __getattr__(name: str):
+    if name == "core":
+        return _load()
+    if name in _NAMES:
+        return getattr(_load(), name)
+    raise AttributeError(f"module 'deja.duck' has no attribute {name!r}")
+
+
+def warm_up() -> None:
+    """Import DuckDB and open an in-memory database on a thread, while the
+    caller imports the rest: ~50 ms of a search's or hook's budget, and the
+    database instance is built in C++, which releases the GIL, so on two cores
+    most of it is hidden. The next ``connect()`` without arguments takes it."""
+    if "thread" in _warm or _core is not None:
+        return
+
+    def run():
+        try:
+            _warm["con"] = _load().connect()
+        except Exception:  # the caller's own connect() will say what is wrong
+            pass
+
+    t = threading.Thread(target=run, name="deja-duckdb-warm-up", daemon=True)
+    _warm["thread"] = t
+    t.start()
+    import atexit
+
+    atexit.register(_settle)  # never exit while the thread is inside DuckDB's C++
+
+
+def _settle():
+    t = _warm.get("thread")
+    if t is not None:
+        t.join()
+
+
+def shared():
+    """The process's in-memory connection, the same on every call: the freshness
+    check and the query it guards share one DuckDB instance (~30 ms each)."""
+    con = _warm.get("shared")
+    if con is None:
+        con = _warm["shared"] = connect()
+    return con
+
+
+def connect(*args, **kwargs):
+    """``_duckdb.connect``; an in-memory connection the warm-up opened is handed out once."""
+    t = _warm.get("thread")
+    if t is not None and not args and not kwargs:
+        t.join()
+        con = _warm.pop("con", None)
+        if con is not None:
+            return con
+    return _load().connect(*args, **kwargs)
 
 
 def inline(sql: str, **lists) -> str:

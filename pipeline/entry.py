@@ -19,6 +19,9 @@ COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "s
 # Agent hooks run on every session start, prompt and tool call (design.md §5: median
 # ≤150 ms whole process): they bypass typer too and import only what they read.
 HOOKS = frozenset({"hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact"})
+# Hooks that nearly always query the store: DuckDB warms up on a thread while
+# they import (deja/duck.py). hook-context answers from its digest cache.
+WARM_HOOKS = frozenset({"hook-prompt", "hook-tool"})
 
 
 def _parser(prog: str):
@@ -76,6 +79,29 @@ def _fast_index(argv: list[str]) -> None:
     index_command(ns.rebuild, ns.as_json)
 
 
+def _quick_exit() -> None:
+    """A search has said everything: leave without tearing the interpreter and
+    DuckDB down (~10 ms of its budget). Only the process's own entry point does
+    this; a caller of main() in-process gets a normal return."""
+    if not _ENTRY:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # a closed pipe: the normal exit reports it
+        return
+    os._exit(0)
+
+
+_ENTRY = False  # set by run(), the console script: main() called in-process returns
+
+
+def run() -> None:
+    global _ENTRY
+    _ENTRY = True
+    main()
+
+
 def main(argv: list[str] | None = None) -> None:
     # Allocators that give memory back, set before pyarrow/polars load: an index
     # run frees a flush's worth at a time and should not keep the high-water mark.
@@ -84,10 +110,18 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     wants_help = any(a in ("-h", "--help") for a in argv)
     if argv and argv[0] in HOOKS and not wants_help:
+        if argv[0] in WARM_HOOKS:
+            from . import duck
+
+            duck.warm_up()
         from deja.hooks.common import run_hook
 
         sys.exit(run_hook(argv[0], argv[1:]))  # always 0: a hook never blocks the agent
     if argv and not wants_help and (argv[0] in ("search", "index") or argv[0] not in COMMANDS and not argv[0].startswith("-")):
+        if argv[0] != "index":
+            from . import duck
+
+            duck.warm_up()  # DuckDB starts on a thread while the search imports the rest
         from .console import Fail
 
         try:
@@ -95,6 +129,7 @@ def main(argv: list[str] | None = None) -> None:
                 _fast_index(argv[1:])
             else:
                 _fast_search(argv[1:] if argv[0] == "search" else argv)
+                _quick_exit()
         except Fail as exc:
             print(f"deja: {exc}", file=sys.stderr)
             sys.exit(1)

@@ -35,12 +35,12 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[
     store = Store(config.index_dir(env))
     if not store.exists():
         return None
+    sources = locate.sources(env)  # (first: no DuckDB needed, which may still be warming up)
     from deja.queries.store_read import attach_catalog
 
     from . import duck
 
-    own = con is None
-    con = duck.connect() if own else con
+    con = duck.shared() if con is None else con
     cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error"]
     try:
         attach_catalog(con, store, retries=3)
@@ -56,10 +56,8 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[
         return None
     finally:
         con.execute("DETACH cat")
-        if own:
-            con.close()
     manifest = {r[0]: dict(zip(cols, r)) for r in rows}
-    actions = [a for a in mf.plan(locate.sources(env), manifest) if a.kind != mf.SKIP]
+    actions = [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP]
     clean = True
     if check_disk and not actions:  # only `deja index` cleans up after a killed run; queries need not look
         clean = current and store.parquet_files() == live
@@ -99,7 +97,9 @@ def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
         try:
             from .run import run_index
 
-            run_index(env, store=store, lock_wait=0, con=con)
+            from . import duck
+
+            run_index(env, store=store, lock_wait=0, con=duck.shared() if con is None else con)
             return "ingested"
         except Busy:
             return "skipped"

@@ -288,15 +288,23 @@ def log_usage(kind: str, nbytes: int, keys: list[str]) -> None:
 
 
 def day(ts) -> str:
+    """The UTC day of a datetime or of epoch milliseconds; a string's first ten characters."""
     if isinstance(ts, datetime):
         return ts.astimezone(timezone.utc).strftime("%Y-%m-%d")
+    if isinstance(ts, int):
+        return time.strftime("%Y-%m-%d", time.gmtime(ts / 1000))
     return str(ts or "")[:10]
 
 
 def ago(ts, now: float | None = None) -> str:
-    if not isinstance(ts, datetime):
+    """How long ago a datetime or epoch milliseconds was ("3d ago")."""
+    if isinstance(ts, datetime):
+        ts = ts.timestamp()
+    elif isinstance(ts, int) and not isinstance(ts, bool):
+        ts = ts / 1000
+    else:
         return ""
-    secs = max(0.0, (now or time.time()) - ts.timestamp())
+    secs = max(0.0, (now or time.time()) - ts)
     for unit, n in (("y", 365 * 86400), ("mo", 30 * 86400), ("w", 7 * 86400), ("d", 86400), ("h", 3600)):
         if secs >= n:
             return f"{int(secs // n)}{unit} ago"

@@ -190,36 +190,39 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
 
 
 def _decisions(live, keys: list[str]) -> dict:
+    from deja.duck import sql_list
+
     rows = live.con.execute(
-        "SELECT session_key, decision, gave_up FROM sessions WHERE session_key IN (SELECT unnest(?))", [keys]
+        f"SELECT session_key, decision, gave_up FROM sessions WHERE session_key IN (SELECT unnest({sql_list(keys)}))"
     ).fetchall()
     return {k: {"decision": d or "", "gave_up": bool(g)} for k, d, g in rows}
 
 
 def _dejavu(live, keys: list[str], ask: str, sid: str):
-    """(session key, when) of a recalled session whose user asked the same question:
-    one of its user turns holds every word of the ask. Read from the postings
-    (the turn's words), not the records: a records scan cost a third of the hook."""
-    from deja.stages.tokenize import bucket_of, query_terms
+    """(session key, when in epoch ms) of a recalled session whose user asked the
+    same question: one of its user turns holds every word of the ask. Only the
+    user turns of the recalled sessions are read, from the parts that hold them
+    (a scan of every record, or of the postings of every word, cost a third of
+    the hook)."""
+    from deja.duck import sql_list
+    from deja.stages.tokenize import tokenize
 
     q = norm_question(ask)
-    words = sorted(set(query_terms(ask)))
+    words = set(tokenize(ask))
     if len(q.split()) < 3 or len(words) < 3 or not keys:
         return None
-    files = live.postings_for_buckets({bucket_of(t) for t in words})
-    if not files:
-        return None
-    row = live.con.execute(
-        "WITH s AS (SELECT ord, session_key, session_id FROM sessions WHERE session_key IN (SELECT unnest(?))), "
-        "hit AS (SELECT p.session, p.record_id FROM read_parquet(?) p WHERE p.role = 0 "
-        "AND p.token IN (SELECT unnest(?)) AND p.session IN (SELECT ord FROM s) "
-        "AND p.record_id NOT IN (SELECT record_id FROM deletes) "
-        "GROUP BY p.session, p.record_id HAVING count(DISTINCT p.token) = ?) "
-        "SELECT s.session_key, max(hit.record_id) FROM hit JOIN s ON s.ord = hit.session WHERE s.session_id <> ? "
-        "GROUP BY s.session_key ORDER BY 2 DESC LIMIT 1",
-        [keys, files, words, len(words), sid],
-    ).fetchone()
-    if not row:
-        return None
-    when = live.con.execute("SELECT updated FROM sessions WHERE session_key = ?", [row[0]]).fetchone()
-    return row[0], when[0] if when else None
+    rows = live.con.execute(
+        f"SELECT r.session_key, r.record_id, r.text, epoch_ms(s.updated) FROM {live.records_of(keys)} r "
+        "JOIN sessions s ON s.session_key = r.session_key "
+        f"WHERE r.role = 'user' AND r.session_key IN (SELECT unnest({sql_list(keys)})) AND s.session_id <> ? "
+        "AND r.record_id NOT IN (SELECT record_id FROM deletes)",
+        [sid],
+    ).fetchall()
+    best = None
+    for key, rid, text, updated in rows:
+        if best is not None and rid <= best[1]:
+            continue
+        folded = (text or "").casefold()  # every token of a text is a piece of its folded form:
+        if all(w in folded for w in words) and words <= set(tokenize(text)):  # tokenise only candidates
+            best = (key, rid, updated)
+    return (best[0], best[2]) if best else None

@@ -162,36 +162,43 @@ CANDIDATES_MAX = 4000  # past this many command records holding the words, scan 
 
 
 def past_runs(live, norm: str) -> list[tuple]:
-    """Every recorded run of exactly this command: (session_key, seq, text, ts,
-    project, record_id), newest first. The postings name the command records holding its
+    """Every recorded run of exactly this command: (session_key, seq, text, ts
+    in epoch ms, project, record_id), newest first. The postings name the command records holding its
     words, so only those records are read; a records scan cost most of the hook."""
     if not live.has("records"):
         return []
     from deja.stages.roles import ROLE_CODES
     from deja.stages.tokenize import bucket_of, query_terms
 
+    from deja.duck import inline, sql_list
+
     exact, failed = "$ " + norm, "$ " + norm + "  → exit"
-    cols = "SELECT session_key, seq, text, ts, project, record_id FROM records WHERE role = 'command'"
+    cols = "SELECT session_key, seq, text, epoch_ms(ts) AS ts, project, record_id FROM {} WHERE role = 'command'"
     words = sorted(set(query_terms(norm)))
     files = live.postings_for_buckets({bucket_of(t) for t in words}) if words else []
     rows = None
     if files:
-        ids = [r[0] for r in live.con.execute(
-            "SELECT record_id FROM read_parquet(?) WHERE role = ? AND token IN (SELECT unnest(?)) "
-            "GROUP BY record_id HAVING count(DISTINCT token) = ?",
-            [files, ROLE_CODES["command"], words, len(words)]).fetchall()]
-        if not ids:
+        hits = live.con.execute(inline(
+            "SELECT record_id, any_value(session) FROM read_parquet($files) WHERE role = ? "
+            "AND token IN (SELECT unnest($words)) GROUP BY record_id HAVING count(DISTINCT token) = ?",
+            files=files, words=words), [ROLE_CODES["command"], len(words)]).fetchall()
+        if not hits:
             return []
-        if len(ids) <= CANDIDATES_MAX:
-            # the literal range lets DuckDB skip record parts outside it; the
-            # text is compared here, where it costs nothing per row
-            rows = live.con.execute(f"{cols} AND record_id BETWEEN {min(ids)} AND {max(ids)} "
-                                    "AND record_id IN (SELECT unnest(?))", [ids]).fetchall()
+        if len(hits) <= CANDIDATES_MAX:
+            # only the parts holding those sessions' records are opened, and the
+            # literal range lets DuckDB skip row groups outside it; the text is
+            # compared here, where it costs nothing per row
+            ids = [h[0] for h in hits]
+            keys = [k for (k,) in live.con.execute(
+                f"SELECT session_key FROM sessions WHERE ord IN (SELECT unnest({sql_list(sorted({h[1] for h in hits}))}))"
+            ).fetchall()]
+            rows = live.con.execute(cols.format(live.records_of(keys)) + f" AND record_id BETWEEN {min(ids)} AND "
+                                    f"{max(ids)} AND record_id IN (SELECT unnest({sql_list(ids)}))").fetchall()
     if rows is None:
-        rows = live.con.execute(f"{cols} AND (lower(text) = ? OR starts_with(lower(text), ?))",
+        rows = live.con.execute(cols.format("records") + " AND (lower(text) = ? OR starts_with(lower(text), ?))",
                                 [exact, failed]).fetchall()
     rows = [r for r in rows if r[2] and (r[2].lower() == exact or r[2].lower().startswith(failed))]
-    rows.sort(key=lambda r: r[3].timestamp() if r[3] else 0, reverse=True)
+    rows.sort(key=lambda r: r[3] or 0, reverse=True)
     return rows
 
 
@@ -204,11 +211,12 @@ def command_history(live, norm: str, runs: list[tuple]) -> str:
     n = len(rows)
     if n < DECISION_NEEDS:
         return ""
+    from deja.duck import sql_list
+
     keys = [r[0] for r in rows]
     decided = live.con.execute(
-        "SELECT session_key, decision, title FROM sessions WHERE session_key IN (SELECT unnest(?)) "
-        "AND decision <> '' AND NOT coalesce(gave_up, false) ORDER BY updated DESC",
-        [keys],
+        f"SELECT session_key, decision, title FROM sessions WHERE session_key IN (SELECT unnest({sql_list(keys)})) "
+        "AND decision <> '' AND NOT coalesce(gave_up, false) ORDER BY updated DESC"
     ).fetchall()
     decision = ""
     for _, d, _ in decided:

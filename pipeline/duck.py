@@ -73,8 +73,13 @@ def shared():
     """The process's in-memory connection, the same on every call: the freshness
     check and the query it guards share one DuckDB instance (~30 ms each)."""
     con = _warm.get("shared")
-    if con is None:
-        con = _warm["shared"] = connect()
+    if con is not None:
+        try:
+            con.execute("SELECT 1")
+            return con
+        except Exception:  # closed by the query before (an in-process caller runs several)
+            pass
+    con = _warm["shared"] = connect()
     return con
 
 

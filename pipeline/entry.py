@@ -80,9 +80,10 @@ def _fast_index(argv: list[str]) -> None:
 
 
 def _quick_exit() -> None:
-    """A search has said everything: leave without tearing the interpreter and
-    DuckDB down (~10 ms of its budget). Only the process's own entry point does
-    this; a caller of main() in-process gets a normal return."""
+    """A search or hook has said everything: leave without tearing the
+    interpreter and DuckDB down (~10 ms of their budgets; a warm-up thread
+    still inside DuckDB is simply stopped). Only the process's own entry point
+    does this; a caller of main() in-process gets a normal return."""
     if not _ENTRY:
         return
     try:
@@ -116,7 +117,9 @@ def main(argv: list[str] | None = None) -> None:
             duck.warm_up()
         from deja.hooks.common import run_hook
 
-        sys.exit(run_hook(argv[0], argv[1:]))  # always 0: a hook never blocks the agent
+        code = run_hook(argv[0], argv[1:])  # always 0: a hook never blocks the agent
+        _quick_exit()
+        sys.exit(code)
     if argv and not wants_help and (argv[0] in ("search", "index") or argv[0] not in COMMANDS and not argv[0].startswith("-")):
         if argv[0] != "index":
             from . import duck

@@ -372,11 +372,16 @@ class Searcher:
             self._loaded.update(new)
             files = self.store.postings_for_buckets({bucket_of(t) for t in new})
             if files:
+                q = self.q
+                # with a filter, only the admitted sessions' postings (a hook's
+                # project): the ranking then aggregates a fraction of the rows
+                admitted = (" AND session IN (SELECT ord FROM q_sessions WHERE admitted)"
+                            if q.harness or q.project or q.since_ms or q.session else "")
                 con.execute(duck.inline(
                     "INSERT INTO q_postings SELECT token, record_id, session, tf, role, rec_len "
                     "FROM read_parquet($files) WHERE token IN (SELECT unnest($tokens)) "
-                    "AND role IN (SELECT unnest($roles)) AND record_id NOT IN (SELECT record_id FROM deletes)",
-                    files=files, tokens=new, roles=list(self.roles)))
+                    "AND role IN (SELECT unnest($roles)) AND record_id NOT IN (SELECT record_id FROM deletes)"
+                    + admitted, files=files, tokens=new, roles=list(self.roles)))
         return self._stats
 
     # ---- vocabulary expansions ---------------------------------------------
@@ -580,8 +585,15 @@ class Searcher:
             return {}
         ids = [rid for _, rid in best]
         order = {rid: (o, i) for i, (o, rid) in enumerate(best)}
+        # the records' roles, from the postings in memory: parts keep each role in
+        # row groups of its own, so the tool output of parts whose best records
+        # were said is not decompressed
+        roles = [_role_name(r) for (r,) in self.store.con.execute(duck.inline(
+            "SELECT DISTINCT role FROM q_postings WHERE record_id IN (SELECT unnest($ids))", ids=ids)).fetchall()] \
+            if hasattr(self, "_loaded") else []
         texts = self.store.con.execute(duck.inline(
-            f"SELECT record_id, text FROM {source} WHERE record_id IN (SELECT unnest($ids))", ids=ids)).fetchall()
+            f"SELECT record_id, text FROM {source} WHERE record_id IN (SELECT unnest($ids))"
+            + (" AND role IN (SELECT unnest($roles))" if roles else ""), ids=ids, roles=roles)).fetchall()
         texts.sort(key=lambda r: order[r[0]])
         return _collect([(order[rid][0], text) for rid, text in texts], lambda text: best_line(text, needles))
 

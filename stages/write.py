@@ -123,7 +123,7 @@ def write_records(table, harness: str, root: Path, name: str) -> list[tuple[str,
         part = table.filter(pc.equal(table.column("_month"), month)).drop_columns(["_month"])
         part = part.sort_by([(col.strip(), "ascending") for col in RECORDS_ORDER.split(",")])
         rel = records_rel(harness, month, name)
-        _write(part, root / rel, RECORDS_ROW_GROUP)
+        _write(part, root / rel, RECORDS_ROW_GROUP, runs_of="role")
         out.append((rel, part.num_rows))
     return out
 
@@ -175,17 +175,26 @@ def write_table(table, root: Path, rel: str, row_group: int = 65_536) -> tuple[s
     return rel, table.num_rows
 
 
-def _write(table, path: Path, row_group: int) -> None:
+def _write(table, path: Path, row_group: int, runs_of: str | None = None) -> None:
+    """``runs_of``: a column the table is sorted by; each run of equal values
+    starts a row group of its own. Records are cut by role, so a query for one
+    role (the hooks' commands, the speech of snippets) skips the row groups of
+    the others by their statistics instead of decompressing tool output."""
     import pyarrow.parquet as pq
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    pq.write_table(
-        table,
-        tmp,
-        compression=COMPRESSION,
-        row_group_size=row_group,
-        use_dictionary=True,
-        write_statistics=True,
-    )
+    with pq.ParquetWriter(tmp, table.schema, compression=COMPRESSION, use_dictionary=True,
+                          write_statistics=True) as w:
+        for lo, hi in _runs(table, runs_of):
+            w.write_table(table.slice(lo, hi - lo), row_group_size=row_group)
     os.replace(tmp, path)  # a reader or analyst never sees a half-written part
+
+
+def _runs(table, column: str | None) -> list[tuple[int, int]]:
+    n = table.num_rows
+    if column is None or n == 0:
+        return [(0, n)]
+    values = table.column(column).to_pylist()
+    edges = [0] + [i for i in range(1, n) if values[i] != values[i - 1]] + [n]
+    return list(zip(edges, edges[1:]))

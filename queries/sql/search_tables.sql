@@ -11,7 +11,8 @@ SELECT ord, greatest(words, 20)::DOUBLE AS dl, epoch_ms(updated) AS updated, epo
        AND ($since IS NULL OR epoch_ms(updated) >= $since)
        AND ($session IS NULL OR starts_with(session_id, $session)) AS admitted
 FROM sessions;
--- q_postings: the postings of the words the ladder has asked for so far, of
+-- q_postings: the postings of the words the ladder has asked for so far (of
+-- the admitted sessions when a filter is given), of
 -- the roles searched, without deleted records (filled by Searcher.load).
 CREATE OR REPLACE TEMP TABLE q_postings (token VARCHAR, record_id BIGINT, session INTEGER, tf INTEGER,
                                          role TINYINT, rec_len INTEGER);

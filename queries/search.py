@@ -310,7 +310,14 @@ class Searcher:
             f"FILTER (WHERE role <> 2), 0)::DOUBLE, coalesce(sum(w{i}) FILTER (WHERE role = 2), 0)::DOUBLE"
             for i in range(k)))
         and_min = and_min or k
-        rows = self.store.con.execute(duck.inline(sql, tokens=tokens, gids=gids), {"and_min": and_min}).fetchall()
+        # rungs that rank the same groups (word forms, then relevance) share one
+        # aggregation: only which sessions qualify differs, decided below
+        cache = self.__dict__.setdefault("_aggregates", {})
+        key = (tuple(tuple(g) for g in groups), and_min)
+        rows = cache.get(key)
+        if rows is None:
+            rows = cache[key] = self.store.con.execute(
+                duck.inline(sql, tokens=tokens, gids=gids), {"and_min": and_min}).fetchall()
         if not rows:
             return []
         # IDF of each group over the admitted sessions that hold it
@@ -526,7 +533,7 @@ class Searcher:
         rows = session_rows(self.store.con, [r.ord for r in served])
         wanted = served if snippets_for is None else served[:snippets_for]  # records are the costly read
         snippets = self.snippets([r.ord for r in wanted], groups, phrases or [], regex,
-                                 [rows[r.ord]["session_key"] for r in wanted if r.ord in rows],
+                                 [rows[r.ord]["session_key"] if r.ord in rows else "" for r in wanted],
                                  None if phrases or regex or any(r.best is None for r in wanted)
                                  else [(r.ord, rid) for r in wanted for rid in r.best])
         hits = []
@@ -585,17 +592,37 @@ class Searcher:
             return {}
         ids = [rid for _, rid in best]
         order = {rid: (o, i) for i, (o, rid) in enumerate(best)}
-        # the records' roles, from the postings in memory: parts keep each role in
-        # row groups of its own, so the tool output of parts whose best records
-        # were said is not decompressed
-        roles = [_role_name(r) for (r,) in self.store.con.execute(duck.inline(
-            "SELECT DISTINCT role FROM q_postings WHERE record_id IN (SELECT unnest($ids))", ids=ids)).fetchall()] \
-            if hasattr(self, "_loaded") else []
-        texts = self.store.con.execute(duck.inline(
-            f"SELECT record_id, text FROM {source} WHERE record_id IN (SELECT unnest($ids))"
-            + (" AND role IN (SELECT unnest($roles))" if roles else ""), ids=ids, roles=roles)).fetchall()
+        self.store.con.execute("SET parquet_metadata_cache = true")  # a part in two roles' reads: one footer
+        texts = self.store.con.execute(self._texts_sql(best, keys, ords)).fetchall()
         texts.sort(key=lambda r: order[r[0]])
         return _collect([(order[rid][0], text) for rid, text in texts], lambda text: best_line(text, needles))
+
+    def _texts_sql(self, best: list[tuple[int, int]], keys: list[str], ords: list[int]) -> str:
+        """The query for the best records' texts. Parts keep each role in row
+        groups of their own: with the records' roles (from the postings in
+        memory), each role is read only from the parts of the sessions whose
+        best records have it, so a part whose best record was said does not
+        decompress its tool output."""
+        ids = [rid for _, rid in best]
+        whole = duck.inline(f"SELECT record_id, text FROM {self.store.records_of(keys)} "
+                            "WHERE record_id IN (SELECT unnest($ids))", ids=ids)
+        if not hasattr(self, "_loaded"):
+            return whole
+        role_of = dict(self.store.con.execute(duck.inline(
+            "SELECT record_id, any_value(role) FROM q_postings WHERE record_id IN (SELECT unnest($ids)) "
+            "GROUP BY record_id", ids=ids)).fetchall())
+        if len(role_of) < len(set(ids)):
+            return whole
+        key_of = dict(zip(ords, keys))
+        per_role: dict[int, tuple[list[int], set[str]]] = {}
+        for o, rid in best:
+            got = per_role.setdefault(role_of[rid], ([], set()))
+            got[0].append(rid)
+            got[1].add(key_of.get(o, ""))
+        return " UNION ALL ".join(
+            duck.inline(f"SELECT record_id, text FROM {self.store.records_of(sessions)} "
+                        f"WHERE role = '{_role_name(role)}' AND record_id IN (SELECT unnest($ids))", ids=rids)
+            for role, (rids, sessions) in sorted(per_role.items()))
 
     def session_count(self) -> int:
         if not hasattr(self, "_n_sessions"):

@@ -18,7 +18,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 STDIN_DEADLINE = 0.3  # seconds (hooks-contract §1)
 STDIN_CAP = 1 << 20

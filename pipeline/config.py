@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 SCHEMA_VERSION = 1
 # Moves when deja derives something new from a transcript: stale stores re-read.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
 
 from . import config
 
@@ -27,13 +26,13 @@ def _out_json(obj) -> None:
 def _search_cmd(
     query: list[str],
     as_json: bool,
-    harness: Optional[str],
-    project: Optional[str],
-    since: Optional[str],
-    role: Optional[str],
+    harness: str | None,
+    project: str | None,
+    since: str | None,
+    role: str | None,
     limit: int,
     show_all: bool,
-    session: Optional[str] = None,
+    session: str | None = None,
     regex: bool = False,
     rebuild: bool = False,
 ) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 from deja.stages.sources import locate
 

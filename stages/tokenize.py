@@ -62,9 +62,10 @@ import re
 import unicodedata
 import zlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # (not typing's: importing typing costs the search path ~3 ms)
 if TYPE_CHECKING:
+    from typing import Any
+
     import polars as pl
     import pyarrow as pa
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Mapping
+from collections.abc import Mapping
 
 
 def is_regular_file(path: str) -> bool:

@@ -590,7 +590,6 @@ class Searcher:
             ).fetchall()]
         if not best:
             return {}
-        ids = [rid for _, rid in best]
         order = {rid: (o, i) for i, (o, rid) in enumerate(best)}
         self.store.con.execute("SET parquet_metadata_cache = true")  # a part in two roles' reads: one footer
         texts = self.store.con.execute(self._texts_sql(best, keys, ords)).fetchall()

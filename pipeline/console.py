@@ -60,14 +60,17 @@ def _search_cmd(
             raise Fail(f"{exc}; try again when it finishes")
     from . import duck as duckdb
 
-    if not rebuild:
-        _refresh()  # it lists the transcripts before it needs DuckDB, which may still be warming up
+    # the freshness check lists the transcripts before it needs DuckDB (which
+    # may still be warming up), and on a fresh store leaves the catalog
+    # attached for the query
+    attached = not rebuild and _refresh(keep_attached=True) == "fresh"
     con = duckdb.shared()  # one DuckDB instance for the freshness check and the query
     session = session.strip().strip("'\"`‘’“”") if session else None
     query = Query(text, limit, show_all, harness, project, since_ms, role, session, regex)
     for attempt in range(3):
         try:
-            live = open_live(config.index_dir(), con=con)
+            live = open_live(config.index_dir(), con=con, attached=attached)
+            attached = False  # (a retry attaches again)
         except NoIndex as exc:
             raise Fail(str(exc))
         except Busy:
@@ -96,15 +99,18 @@ def _search_cmd(
         _err("no session matches " + repr(text))
 
 
-def _refresh(con=None) -> None:
-    """Appended turns are searchable at once; heavier refreshes run in the background."""
+def _refresh(keep_attached: bool = False) -> str | None:
+    """Appended turns are searchable at once; heavier refreshes run in the background.
+    Returns what ensure_fresh said (None on an error)."""
     from .fresh import ensure_fresh
 
     try:
-        if ensure_fresh(con=con) == "background":
-            print("deja: refreshing the index in the background; answering from the store as it is", file=sys.stderr)
+        state = ensure_fresh(keep_attached=keep_attached)
     except Exception:  # freshness is best effort: the store as it is still answers
-        pass
+        return None
+    if state == "background":
+        print("deja: refreshing the index in the background; answering from the store as it is", file=sys.stderr)
+    return state
 
 
 def _since_ms(value: str) -> int:

@@ -24,13 +24,16 @@ INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
 INLINE_MAX_FILES = 8
 
 
-def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[list[mf.Action], int, bool] | None:
+def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
+            keep_attached: bool = False) -> tuple[list[mf.Action], int, bool] | None:
     """The work the stores hold for the index, how many sessions it has, and
     whether the files on disk are exactly the live ones (a killed run leaves
     parts for the next writer to clean) and the catalog is of this version.
 
     None when there is no index yet or the catalog is busy. Light: a directory
     walk, a stat per file, and the manifest read through DuckDB's core.
+    ``keep_attached``: when there is nothing to do, the catalog stays attached
+    to ``con`` as ``cat`` for the query that follows (``open_live(attached=True)``).
     """
     store = Store(config.index_dir(env))
     if not store.exists():
@@ -46,18 +49,22 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True) -> tuple[
         attach_catalog(con, store, retries=3)
     except Busy:
         return None
+    actions = None
     try:
         rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
         sessions = (con.execute("SELECT count(DISTINCT session_key) FROM cat.file_sessions").fetchone()[0]
                     if check_disk else 0)  # only `deja index` says how many
-        live = {r[0] for r in con.execute("SELECT file FROM cat.generation").fetchall()}
+        live = {r[0] for r in con.execute("SELECT file FROM cat.generation").fetchall()} if check_disk else set()
         current = not check_disk or _catalog_current(con)
+        manifest = {r[0]: dict(zip(cols, r)) for r in rows}
+        actions = [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP]
     except duck.Error:  # a catalog a killed first run left half-made: the full run repairs it
-        return None
+        actions = None
     finally:
-        con.execute("DETACH cat")
-    manifest = {r[0]: dict(zip(cols, r)) for r in rows}
-    actions = [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP]
+        if not (keep_attached and actions == []):
+            con.execute("DETACH cat")
+    if actions is None:
+        return None
     clean = True
     if check_disk and not actions:  # only `deja index` cleans up after a killed run; queries need not look
         clean = current and store.parquet_files() == live
@@ -75,16 +82,17 @@ def _catalog_current(con) -> bool:
         return False
 
 
-def ensure_fresh(env: Mapping[str, str] | None = None, con=None) -> str:
+def ensure_fresh(env: Mapping[str, str] | None = None, con=None, keep_attached: bool = False) -> str:
     """'fresh', 'ingested', 'background' or 'skipped' (no index, busy, disabled).
 
     ``con``: an in-memory DuckDB connection to read the manifest through (the
     query that follows reuses it), instead of opening the catalog itself.
+    ``keep_attached``: on 'fresh' the catalog stays attached as ``cat`` (see pending).
     """
     env = os.environ if env is None else env
     if env.get("DEJA_NO_REFRESH") == "1":
         return "skipped"
-    state = pending(env, con, check_disk=False)
+    state = pending(env, con, check_disk=False, keep_attached=keep_attached)
     if state is None:
         return "skipped"
     actions = state[0]

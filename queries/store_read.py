@@ -56,19 +56,22 @@ class NoIndex(Exception):
     pass
 
 
-def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | None = None) -> LiveStore:
+def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | None = None,
+              attached: bool = False) -> LiveStore:
     """The live store as views on one in-memory DuckDB connection.
 
     The catalog is ATTACHed read-only just long enough to read which files are
     live, rather than opened as a second database: one DuckDB instance per
     query is a large share of a search's whole-process budget. ``con`` lets the
-    freshness check, which ran first, hand over its connection.
+    freshness check, which ran first, hand over its connection; ``attached``:
+    with the catalog still attached to it as ``cat`` (read-only).
     """
     store = Store(root)
     if not store.exists():
         raise NoIndex(f"no index at {root}; run `deja index` first")
     con = con or duckdb.connect()
-    attach_catalog(con, store, retries)
+    if not attached:
+        attach_catalog(con, store, retries)
     root = str(store.root)
     try:
         files: dict[str, list[str]] = {}

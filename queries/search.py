@@ -186,6 +186,7 @@ class Searcher:
         vocab = self.vocab_for(self._content)  # every content word at once: relevance needs them next
         missing = [t for t in terms if t not in vocab["exact"]]
         if missing:
+            self._scan_vocab(missing, terms, vocab)
             close = [[t] if t in vocab["exact"] else self.substring_variants(t) for t in terms]
             if all(close):
                 yield "close", close
@@ -429,9 +430,38 @@ class Searcher:
         v = self.vocab_for([term])
         return sorted({term, *v["stems"].get(stem(term), ())})[:16]
 
+    def _scan_vocab(self, missing: list[str], terms: list[str], vocab: dict) -> None:
+        """The indexed words holding each missing word (the close rung) and the
+        close-spelling candidates of every eligible word (the fuzzy rung), in one
+        pass over the vocabulary: a word the store lacks needs a full scan for
+        its substrings anyway, and a second scan for spellings cost as much."""
+        want = self._fuzzy_want(terms, vocab)
+        subs = [t for t in missing if len(t) >= 3]
+        if not self.store.has("vocab") or not (subs or want):
+            return
+        conds, params = [], []
+        for t in subs:
+            conds.append("contains(token, ?)")
+            params.append(t)
+        for t in want:
+            k = _fuzzy_k(t)
+            conds.append("(starts_with(token, ?) AND length(token) BETWEEN ? AND ?)")
+            params += [t[0], len(t) - k, len(t) + k]
+        counts: dict[str, int] = {}
+        for tok, n in self.store.con.execute(f"SELECT token, n FROM vocab WHERE {' OR '.join(conds)}", params).fetchall():
+            counts[tok] = counts.get(tok, 0) + n  # (a token repeats across vocabulary parts)
+        self._substr = {t: [tok for tok, _ in sorted(((tok, n) for tok, n in counts.items() if t in tok),
+                                                     key=lambda x: (-x[1], x[0]))[:8]] for t in subs}
+        for toks in self._substr.values():
+            self._counts.update((tok, counts[tok]) for tok in toks)
+        self._fuzzy = self._nearest(want, [(tok, n) for tok, n in counts.items()])
+
     def substring_variants(self, term: str) -> list[str]:
         if len(term) < 3 or not self.store.has("vocab"):
             return []
+        scanned = getattr(self, "_substr", {})
+        if term in scanned:
+            return scanned[term]
         rows = self.store.con.execute(
             "SELECT token, sum(n) AS n FROM vocab WHERE contains(token, ?) GROUP BY token ORDER BY n DESC LIMIT 8",
             [term],
@@ -453,30 +483,40 @@ class Searcher:
         the store already holds often matches only itself. Candidates share the
         first letter: a slip there is rare, and comparing every word of similar
         length cost most of a search's budget."""
-        want = [t for t in terms if len(t) >= 4 and vocab["n"].get(t, 0) < FUZZY_COMMON]
+        want = self._fuzzy_want(terms, vocab)
         if not want or not self.store.has("vocab"):
             return {}
         # The vocabulary is sorted by stem, and a stem keeps its word's first
         # letter: a literal range per first letter lets DuckDB skip every row
         # group of the other letters. The distances are computed here, in
         # rapidfuzz's C++: DuckDB's damerau_levenshtein cost most of a search.
-        from rapidfuzz.distance import DamerauLevenshtein
-
         parts, params = [], []
         for term in want:
-            k = 2 if len(term) >= 8 else 1
-            parts.append(f"SELECT {len(parts)} AS i, token, n FROM vocab WHERE stem >= ? AND stem < ? "
-                         "AND starts_with(token, ?) AND length(token) BETWEEN ? AND ? AND token <> ?")
-            params += [term[0], chr(ord(term[0]) + 1), term[0], len(term) - k, len(term) + k, term]
+            k = _fuzzy_k(term)
+            parts.append("SELECT token, n FROM vocab WHERE stem >= ? AND stem < ? "
+                         "AND starts_with(token, ?) AND length(token) BETWEEN ? AND ?")
+            params += [term[0], chr(ord(term[0]) + 1), term[0], len(term) - k, len(term) + k]
         # no GROUP BY: hashing the strings cost more than summing the few
-        # tokens that repeat across vocabulary parts here
+        # tokens that repeat across vocabulary parts here (_nearest sums them)
+        return self._nearest(want, self.store.con.execute(" UNION ALL ".join(parts), params).fetchall())
+
+    @staticmethod
+    def _fuzzy_want(terms: list[str], vocab: dict) -> list[str]:
+        """Words that get close spellings: ≥4 characters, and not already common."""
+        return [t for t in terms if len(t) >= 4 and vocab["n"].get(t, 0) < FUZZY_COMMON]
+
+    def _nearest(self, want: list[str], rows) -> dict[str, list[str]]:
+        """For each word, the candidate tokens within its edit distance, up to 8, commonest first."""
+        from rapidfuzz.distance import DamerauLevenshtein
+
         near: dict[str, dict[str, int]] = {}
-        for i, tok, n in self.store.con.execute(" UNION ALL ".join(parts), params).fetchall():
-            term = want[i]
-            k = 2 if len(term) >= 8 else 1
-            if DamerauLevenshtein.distance(tok, term, score_cutoff=k) <= k:
-                got = near.setdefault(term, {})
-                got[tok] = got.get(tok, 0) + n
+        for tok, n in rows:
+            for term in want:
+                k = _fuzzy_k(term)
+                if tok != term and tok[:1] == term[0] and abs(len(tok) - len(term)) <= k \
+                        and DamerauLevenshtein.distance(tok, term, score_cutoff=k) <= k:
+                    got = near.setdefault(term, {})
+                    got[tok] = got.get(tok, 0) + n
         out: dict[str, list[str]] = {}
         for term, cands in near.items():
             for tok, n in sorted(cands.items(), key=lambda x: (-x[1], x[0]))[:8]:
@@ -652,6 +692,11 @@ def recall(store: LiveStore, terms: list[str], project: str | None = None, limit
     # a weak match is shown as a pointer (titles only): its snippets would go unread
     return s.serve(ranked[:RELEVANCE_TOP], tier, groups, total=len(ranked), force_cap=True,
                    snippets_for=0 if tier == "relevance" else 3)
+
+
+def _fuzzy_k(term: str) -> int:
+    """Edit distance allowed for a word: 1, 2 from 8 characters."""
+    return 2 if len(term) >= 8 else 1
 
 
 def typed_words(text: str) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 
-import xxhash
 
 from .config import CONTENT_VERSION
 
@@ -35,6 +34,8 @@ class Action:
 
 
 def prefix_hash(path: str, length: int) -> str:
+    import xxhash  # (here: a query's freshness check hashes only when a file grew)
+
     h = xxhash.xxh64()
     remaining = length
     with open(path, "rb") as fh:

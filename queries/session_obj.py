@@ -4,7 +4,6 @@ last, show and ctx so every command describes a session the same way."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 
 from deja.duck import sql_list
 
@@ -21,6 +20,8 @@ def iso(dt) -> str:
     """A timestamp as UTC ISO-8601: a datetime, or epoch milliseconds (``session_rows``)."""
     if isinstance(dt, int):
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(dt / 1000))
+    from datetime import datetime, timezone  # (here: the search path passes epoch ms)
+
     if isinstance(dt, datetime):
         return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return str(dt)
@@ -53,6 +54,8 @@ def session_object(row: dict) -> dict:
         if lc.get("note"):
             s["lifecycle_note"] = lc["note"]
         if lc.get("at"):
+            from datetime import timezone
+
             s["lifecycle_at"] = iso(lc["at"].replace(tzinfo=timezone.utc) if lc["at"].tzinfo is None else lc["at"])
     return s
 

@@ -60,6 +60,12 @@ def _search_cmd(
             raise Fail(f"{exc}; try again when it finishes")
     from . import duck as duckdb
 
+    if duckdb.warming():
+        # DuckDB is still starting on its thread (which releases the GIL): load
+        # what the ladder's spelling rung and the output need in time that would
+        # otherwise be spent waiting
+        import json  # noqa: F401
+        import rapidfuzz.distance  # noqa: F401
     # the freshness check lists the transcripts before it needs DuckDB (which
     # may still be warming up), and on a fresh store leaves the catalog
     # attached for the query

@@ -63,6 +63,12 @@ def warm_up() -> None:
     atexit.register(_settle)  # never exit while the thread is inside DuckDB's C++
 
 
+def warming() -> bool:
+    """The warm-up is still inside DuckDB: time the caller would spend waiting."""
+    t = _warm.get("thread")
+    return t is not None and t.is_alive()
+
+
 def _settle():
     t = _warm.get("thread")
     if t is not None:

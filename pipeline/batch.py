@@ -165,9 +165,11 @@ class ArrowBatch:
     tokenizer's working memory small whatever the file.
     """
 
-    def __init__(self, root: Path, new_name: Callable[[], str], ord_of: Callable[[str], int]):
+    def __init__(self, root: Path, new_name: Callable[[], str], ord_of: Callable[[str], int],
+                 flush_bytes: int | None = None):
         import pyarrow as pa
 
+        self.flush_bytes = flush_bytes or FLUSH_BYTES
         self.root = root
         self.new_name = new_name
         self.ord_of = ord_of
@@ -201,7 +203,7 @@ class ArrowBatch:
         self.bytes += n
 
     def full(self) -> bool:
-        return self.bytes >= FLUSH_BYTES
+        return self.bytes >= self.flush_bytes
 
     def tokenize_pending(self) -> None:
         import pyarrow as pa

@@ -160,7 +160,8 @@ class Run:
         name = lambda: self.store.new_part_name(self.gen)  # noqa: E731
         if volume <= limit and not self.rebuild:
             return ListBatch(self.con, self.store.root, name, self.ord_of)
-        return ArrowBatch(self.store.root, name, self.ord_of)
+        flush = self.env.get("DEJA_FLUSH_BYTES")  # (tests: several flushes from a small corpus)
+        return ArrowBatch(self.store.root, name, self.ord_of, int(flush) if flush else None)
 
     def read_all(self, reads: list[mf.Action], volume: int):
         """FileOutputs in plan order; big runs (``volume`` bytes to read) fan out to reader processes."""

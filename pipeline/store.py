@@ -113,20 +113,20 @@ class Store:
         digest = f"{zlib.crc32(sql.encode()):08x}"
         with self.catalog(con, retries=40) as cat:  # a hook may hold it a moment
             try:
-                if cat.execute("SELECT value FROM meta WHERE key = 'catalog_sql'").fetchone() == (digest,):
-                    return
+                current = cat.execute("SELECT value FROM meta WHERE key = 'catalog_sql'").fetchone() == (digest,)
             except duckdb.CatalogException:  # a new catalog
-                pass
-            cat.execute(sql)
+                current = False
+            if not current:
+                cat.execute(sql)
+                row = cat.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                if row is None:
+                    cat.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+                cat.execute("INSERT OR REPLACE INTO meta VALUES ('catalog_sql', ?)", [digest])
             # a store from before session_keys: learn its parts' sessions once
             old = [r[0] for r in cat.execute(
                 "SELECT file FROM generation WHERE dataset = 'records' AND session_keys IS NULL").fetchall()]
             for rel, keys in self.part_sessions(cat, old).items():
                 cat.execute("UPDATE generation SET session_keys = ? WHERE file = ?", [keys, rel])
-            row = cat.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None:
-                cat.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-            cat.execute("INSERT OR REPLACE INTO meta VALUES ('catalog_sql', ?)", [digest])
 
     # ---- the writer lock ----------------------------------------------
     @contextmanager

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -327,6 +328,7 @@ def test_tool_thresholds(store):
     # a command in five sessions: the count is worth a line
     ctx = envelope(hook(store, "hook-tool", pre("Bash", {"command": "ruff check app"})), "PreToolUse")
     assert "run `ruff check app` in 5 sessions" in ctx["hookSpecificOutput"]["additionalContext"]
+    assert re.search(r"in 5 sessions, last \d{4}-\d\d-\d\d\b", ctx["hookSpecificOutput"]["additionalContext"])
     # inspection commands are never answered
     assert hook(store, "hook-tool", pre("Bash", {"command": "git status"})) == ""
     assert hook(store, "hook-tool", pre("Bash", {"command": "ls -la"})) == ""

@@ -280,6 +280,70 @@ def test_small_and_big_runs_write_the_same_store(home):
     assert "all" not in postings_folders(big) and len(postings_folders(big)) > 8
 
 
+def part_sessions_match(index) -> None:
+    """Every records part's generation.session_keys is exactly the sessions in it."""
+    con = duckdb.connect(str(index / "catalog.duckdb"), read_only=True)
+    try:
+        rows = con.execute("SELECT file, session_keys FROM generation WHERE dataset = 'records'").fetchall()
+    finally:
+        con.close()
+    assert rows
+    q = duckdb.connect()
+    for rel, keys in rows:
+        held = [r[0] for r in q.execute("SELECT DISTINCT session_key FROM read_parquet(?) ORDER BY 1",
+                                        [str(index / rel)]).fetchall()]
+        assert keys == held, rel
+
+
+def test_the_catalog_names_each_records_parts_sessions_on_every_path(home):
+    big, small = home.root / "big.db", home.root / "small.db"
+    # a big run flushing several times, then small appended runs, then compaction
+    home.run("index", extra_env=dict(samples_env(home, big), DEJA_SMALL_RUN_BYTES="0", DEJA_FLUSH_BYTES="2000"))
+    part_sessions_match(big)
+    home.run("index", extra_env=samples_env(home, small))
+    p = next((home.root / "samples" / "claude" / "projects").glob("*/*.jsonl"))
+    for i in range(10):  # more small parts than a folder keeps: compaction merges them
+        write_jsonl(p, [claude_user(S1, f"appended turn {i} about the zebra cache", f"2026-03-09T10:{i:02d}:00Z",
+                                    f"z{i}")], "a")
+        home.run("index", extra_env=samples_env(home, small))
+        home.run("index", extra_env=dict(samples_env(home, big), DEJA_SMALL_RUN_BYTES="0"))
+    part_sessions_match(small)
+    part_sessions_match(big)
+    # a store written before the column: the next index run learns it, a search never needs it
+    con = duckdb.connect(str(small / "catalog.duckdb"))
+    con.execute("UPDATE generation SET session_keys = NULL")
+    con.close()
+    env = samples_env(home, small)
+    assert home.search("zebra", "cache", extra_env=env)["hits"]
+    home.run("index", extra_env=env)
+    part_sessions_match(small)
+
+
+def test_big_runs_cut_records_row_groups_by_role_and_write_one_vocabulary(home):
+    index = home.root / "big.db"
+    home.run("index", extra_env=dict(samples_env(home, index), DEJA_SMALL_RUN_BYTES="0", DEJA_FLUSH_BYTES="2000"))
+    con = duckdb.connect(str(index / "catalog.duckdb"), read_only=True)
+    files = {d: [] for d in ("records", "vocab", "postings")}
+    for d, rel, gen in con.execute("SELECT dataset, file, gen FROM generation").fetchall():
+        if d in files:
+            files[d].append(str(index / rel))
+    con.close()
+    q = duckdb.connect()
+    # several flushes (two postings parts in some bucket), one vocabulary part
+    per_bucket = q.execute("SELECT max(n) FROM (SELECT count(*) AS n FROM (SELECT unnest(?) AS f) "
+                           "GROUP BY regexp_extract(f, 'bucket=(\\w+)', 1))", [files["postings"]]).fetchone()[0]
+    assert per_bucket >= 2 and len(files["vocab"]) == 1
+    vocab = q.execute("SELECT token, n FROM read_parquet(?)", [files["vocab"]]).fetchall()
+    counted = q.execute("SELECT token, count(*) FROM read_parquet(?) GROUP BY token", [files["postings"]]).fetchall()
+    assert sorted(vocab) == sorted(counted)
+    # each row group holds one role
+    roles_per_group = q.execute(
+        "SELECT file_name, row_group_id, stats_min, stats_max FROM parquet_metadata(?) WHERE path_in_schema = 'role'",
+        [files["records"]]).fetchall()
+    assert roles_per_group and all(lo == hi for _, _, lo, hi in roles_per_group)
+    assert len({(f, g) for f, g, _, _ in roles_per_group}) > len(files["records"])
+
+
 def test_a_small_run_writes_one_postings_part_and_never_loads_arrow(home):
     p = first_session(home)
     home.run("index")

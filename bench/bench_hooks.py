@@ -8,7 +8,8 @@ hooks-contract payloads on stdin against an existing index dir (DEJA_INDEX_DIR),
 and prints the median, p90 and min wall time of each, plus whether it answered.
 The "already shown" ledger is removed before every run so each run does the
 full work (no dedupe short-cut). Without --cwd, the project of the most
-recently updated session in the index is used, so the hooks have history.
+busiest project in the index is used, with its most touched file and most
+run command, so the hooks have history (pick_cwd).
 """
 
 from __future__ import annotations
@@ -29,25 +30,33 @@ def deja() -> list[str]:
 
 
 def pick_cwd(index: Path) -> tuple[str, str, str]:
-    """(cwd, a file it touched, a command it ran) from the newest session with a cwd."""
+    """(cwd, a file, a command) with the most history: the busiest project's
+    directory, the file its sessions touched most, the command they ran in
+    most sessions. The hooks then do their full work (the worst case), and
+    the pick does not move when the bench appends turns to the corpus."""
     from deja.queries.store_read import open_live
 
     live = open_live(index)
     try:
-        row = live.con.execute(
-            "SELECT session_key, cwd, touched FROM sessions WHERE coalesce(cwd, '') <> '' "
-            "ORDER BY updated DESC NULLS LAST LIMIT 1").fetchone()
-        cmd = None
-        if row and live.has("records"):
-            cmd = live.con.execute(
-                "SELECT text FROM records WHERE role = 'command' AND session_key = ? LIMIT 1", [row[0]]).fetchone()
+        con = live.con
+        row = con.execute("SELECT cwd FROM sessions WHERE coalesce(cwd, '') <> '' "
+                          "GROUP BY cwd ORDER BY count(*) DESC, cwd LIMIT 1").fetchone()
+        if not row:
+            return os.getcwd(), os.path.join(os.getcwd(), "README.md"), "pytest -q"
+        cwd = row[0]
+        touched = con.execute("SELECT t FROM (SELECT unnest(touched) AS t FROM sessions WHERE cwd = ?) "
+                              "GROUP BY t ORDER BY count(*) DESC, t LIMIT 1", [cwd]).fetchone()
+        from deja.hooks.tool import is_inspection, normalise
+
+        commands = con.execute(
+            "SELECT regexp_replace(text, '  → exit.*$', '') AS c FROM records WHERE role = 'command' "
+            "AND session_key IN (SELECT session_key FROM sessions WHERE cwd = ?) "
+            "GROUP BY c ORDER BY count(DISTINCT session_key) DESC, c LIMIT 50", [cwd]).fetchall() \
+            if live.has("records") else []
+        cmd = next((c[2:] for (c,) in commands if not is_inspection(normalise(c[2:]))), "pytest -q")
     finally:
         live.close()
-    if not row:
-        return os.getcwd(), os.path.join(os.getcwd(), "README.md"), "pytest -q"
-    touched = (row[2] or [os.path.join(row[1], "README.md")])[0]
-    command = (cmd[0][2:].split("  → exit")[0] if cmd else "pytest -q")
-    return row[1], touched, command
+    return cwd, touched[0] if touched else os.path.join(cwd, "README.md"), cmd
 
 
 def main() -> None:

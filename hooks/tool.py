@@ -168,7 +168,7 @@ def past_runs(live, norm: str) -> list[tuple]:
     if not live.has("records"):
         return []
     from deja.stages.roles import ROLE_CODES
-    from deja.stages.tokenize import bucket_of, query_terms
+    from deja.stages.tokenize import bucket_of, query_terms, tokenize
 
     from deja.duck import inline, sql_list
 
@@ -178,10 +178,14 @@ def past_runs(live, norm: str) -> list[tuple]:
     files = live.postings_for_buckets({bucket_of(t) for t in words}) if words else []
     rows = None
     if files:
+        # a run of exactly this command holds its tokens and at most "exit" and
+        # a status beside them: the record's length in tokens rules the rest out
+        n = len(tokenize(norm))
         hits = live.con.execute(inline(
             "SELECT record_id, any_value(session) FROM read_parquet($files) WHERE role = ? "
-            "AND token IN (SELECT unnest($words)) GROUP BY record_id HAVING count(DISTINCT token) = ?",
-            files=files, words=words), [ROLE_CODES["command"], len(words)]).fetchall()
+            "AND token IN (SELECT unnest($words)) AND rec_len BETWEEN ? AND ? "
+            "GROUP BY record_id HAVING count(DISTINCT token) = ?",
+            files=files, words=words), [ROLE_CODES["command"], n, n + 2, len(words)]).fetchall()
         if not hits:
             return []
         if len(hits) <= CANDIDATES_MAX:

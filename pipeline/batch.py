@@ -61,7 +61,7 @@ class ListBatch:
     def full(self) -> bool:
         return False  # a small run is one flush by definition
 
-    def flush(self, final: bool = True) -> list[Part]:
+    def flush(self) -> list[Part]:
         if not self.outs:
             return []
         name = self.new_name()
@@ -176,7 +176,6 @@ class ArrowBatch:
         self.tables: list[tuple[str, object]] = []  # (harness, records table)
         self.bytes = 0
         self.postings: list = []
-        self.vocab_counts: list = []  # token_counts of every flush, written at the last
         # records waiting to be tokenised together: per-call overhead of the
         # tokenizer makes a batch of many small files far cheaper than one call each
         self.to_tokenize: list = []
@@ -212,12 +211,11 @@ class ArrowBatch:
             self.postings.append(self.postings_of(pa.concat_tables(self.to_tokenize)))
         self.to_tokenize, self.to_tokenize_bytes = [], 0
 
-    def flush(self, final: bool = True) -> list[Part]:
-        """Write what was added; ``final``: the run's last flush (the vocabulary goes with it)."""
+    def flush(self) -> list[Part]:
         import pyarrow as pa
 
         if not self.tables:
-            return self.flush_vocab(self.new_name()) if final and self.vocab_counts else []
+            return []
         self.tokenize_pending()
         parts: list[Part] = []
         by_harness: dict[str, list] = {}
@@ -233,21 +231,12 @@ class ArrowBatch:
         self.postings = []
         for rel, rows in write.write_postings(postings, self.root, name):
             parts.append(("postings", rel, rows))
-        # The vocabulary is written once, at the run's last flush: one part is
-        # read by every search (eight parts cost a search ~10 ms), and a token
-        # met in several flushes is stemmed once. Its counts are small.
-        self.vocab_counts.append(write.token_counts(postings))
-        del postings
-        if final:
-            parts += self.flush_vocab(name)
+        vocab = write.vocab_of(write.token_counts(postings), stem_many)
+        parts.append(("vocab",) + write.write_table(vocab, self.root, f"vocab/{name}", write.VOCAB_ROW_GROUP))
+        del postings, vocab
         self.bytes = 0
         _trim()
         return parts
-
-    def flush_vocab(self, name: str) -> list[Part]:
-        vocab = write.vocab_of(self.vocab_counts, stem_many)
-        self.vocab_counts = []
-        return [("vocab",) + write.write_table(vocab, self.root, f"vocab/{name}", write.VOCAB_ROW_GROUP)]
 
     def postings_of(self, table):
         """Postings of a batch of records, tokenised in slices of bounded text size."""

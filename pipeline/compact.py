@@ -40,7 +40,9 @@ MERGE_SETTINGS = {"memory_limit": "64MB"}
 ALL_FOLDER = f"postings/bucket={write.ALL_BUCKETS}"
 
 
-def needs_compaction(con) -> bool:
+def needs_compaction(con, vocab_parts: int = MAX_PARTS) -> bool:
+    """``vocab_parts``: how many vocabulary parts may stay (a big run keeps one:
+    every search reads them all, and merging costs a big run little)."""
     rows = con.execute(
         "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings', 'records', 'deletes', 'vocab')"
     ).fetchall()
@@ -53,20 +55,22 @@ def needs_compaction(con) -> bool:
         if dataset == "records":
             live += n or 0
         per_dir[str(Path(file).parent)] += 1
-    return any(n > MAX_PARTS for n in per_dir.values()) or _dead_due(dead, live)
+    return (any(n > MAX_PARTS for n in per_dir.values()) or per_dir.get("vocab", 0) > vocab_parts
+            or _dead_due(dead, live))
 
 
 def _dead_due(dead: int, live: int) -> bool:
     return live > 0 and dead > DEAD_SHARE * live
 
 
-def compact(store: Store, gen: int, force: bool = False, checked: bool = False, con=None) -> int:
+def compact(store: Store, gen: int, force: bool = False, checked: bool = False, con=None,
+            vocab_parts: int = MAX_PARTS) -> int:
     """Merge parts; returns the number of files merged away. Caller holds the writer lock.
     ``checked``: the caller already found compaction due (needs_compaction).
     ``con``: the process's in-memory DuckDB (the catalog is attached to it)."""
     con = con or duck.connect()
     with store.catalog(con, retries=100) as cat:
-        if not force and not checked and not needs_compaction(cat):
+        if not force and not checked and not needs_compaction(cat, vocab_parts):
             return 0
         rows = cat.execute(
             "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings','records','deletes','vocab')"
@@ -89,6 +93,8 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
             if dataset == "postings" and folder == ALL_FOLDER:
                 merge.deltas(parts, force, clear)
             elif dataset == "postings" and clear:
+                merge.parts(dataset, folder, [f for f, _ in parts])
+            elif dataset == "vocab" and len(parts) > vocab_parts:
                 merge.parts(dataset, folder, [f for f, _ in parts])
             else:
                 picked = pick(parts, force)

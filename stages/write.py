@@ -157,13 +157,11 @@ def token_counts(postings):
 
 
 def vocab_of(counts, stem_many):
-    """Distinct tokens with their stem and posting count, from ``token_counts``
-    of one or more batches: what the close, stemmed and fuzzy search rungs
-    expand a query word against."""
+    """Distinct tokens with their stem and posting count, from a batch's
+    ``token_counts``: what the close, stemmed and fuzzy search rungs expand a
+    query word against."""
     import pyarrow as pa
 
-    if isinstance(counts, list):
-        counts = pa.concat_tables(counts).group_by("token").aggregate([("n", "sum")]).rename_columns(["token", "n"])
     tokens = counts.column("token")
     return pa.table(
         {"token": tokens, "stem": pa.array(stem_many(tokens.to_pylist()), pa.string()), "n": counts.column("n")}

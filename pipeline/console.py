@@ -75,7 +75,7 @@ def _search_cmd(
     query = Query(text, limit, show_all, harness, project, since_ms, role, session, regex)
     for attempt in range(3):
         try:
-            live = open_live(config.index_dir(), con=con, attached=attached)
+            live = open_live(config.index_dir(), con=con, attached=attached, records_view=False)
             attached = False  # (a retry attaches again)
         except NoIndex as exc:
             raise Fail(str(exc))

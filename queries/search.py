@@ -531,7 +531,7 @@ class Searcher:
             return []
         needles = [p.lower() for p in phrases]
         rows = self.store.con.execute(
-            "SELECT DISTINCT s.ord FROM records r JOIN sessions s ON r.session_key = s.session_key "
+            f"SELECT DISTINCT s.ord FROM {self.store.records_source()} r JOIN sessions s ON r.session_key = s.session_key "
             "WHERE s.ord IN (SELECT unnest(?)) AND list_bool_and([contains(lower(r.text), ph) FOR ph IN ?]) "
             "AND r.record_id NOT IN (SELECT record_id FROM deletes) AND r.role IN (SELECT unnest(?))",
             [[r.ord for r in ranked], needles, [_role_name(c) for c in self.roles]],
@@ -547,7 +547,7 @@ class Searcher:
         except re.error as exc:
             raise ValueError(f"--re: not a regular expression: {exc}")
         rows = self.store.con.execute(
-            "SELECT s.ord, count(*) AS n, max(epoch_ms(s.updated)) AS updated FROM records r "
+            f"SELECT s.ord, count(*) AS n, max(epoch_ms(s.updated)) AS updated FROM {self.store.records_source()} r "
             "JOIN sessions s ON r.session_key = s.session_key "
             "WHERE regexp_matches(r.text, ?) AND r.role IN (SELECT unnest(?)) "
             "AND r.record_id NOT IN (SELECT record_id FROM deletes) "

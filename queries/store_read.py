@@ -24,6 +24,7 @@ class LiveStore:
         self.root, self.files, self.con = root, files, con
         self.part_keys = part_keys or {}  # records part → the sessions it holds (None: unknown)
         self.any_rejected = True  # a session marked rejected (`deja promote`): open_live knows
+        self.records_view = True  # the `records` view exists (see records_source)
 
     def has(self, dataset: str) -> bool:
         return bool(self.files.get(dataset))
@@ -40,13 +41,20 @@ class LiveStore:
         decompresses each part's text whole (DuckDB prunes row groups by ranges,
         not by id lists): a few sessions' snippets read a few parts, not all."""
         keys = set(keys)
-        parts = [f for f in self.files.get("records", [])
-                 if (held := self.part_keys.get(f)) is None or not keys.isdisjoint(held)]
-        if len(parts) == len(self.files.get("records", [])):
-            return "records"
+        every = self.files.get("records", [])
+        parts = [f for f in every if (held := self.part_keys.get(f)) is None or not keys.isdisjoint(held)]
+        if len(parts) == len(every):
+            return self.records_source()
         if not parts:
-            return "(SELECT * FROM records WHERE false)"
+            return f"(SELECT * FROM read_parquet({_list(every[:1])}, hive_partitioning=true) LIMIT 0)"
         return f"read_parquet({_list(parts)}, hive_partitioning=true)"
+
+    def records_source(self) -> str:
+        """A FROM source for every record: the ``records`` view, or without it
+        (``open_live(records_view=False)``) the parts themselves."""
+        if self.records_view:
+            return "records"
+        return f"read_parquet({_list(self.files.get('records', []))}, hive_partitioning=true)"
 
     def close(self) -> None:
         self.con.close()
@@ -57,7 +65,7 @@ class NoIndex(Exception):
 
 
 def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | None = None,
-              attached: bool = False) -> LiveStore:
+              attached: bool = False, records_view: bool = True) -> LiveStore:
     """The live store as views on one in-memory DuckDB connection.
 
     The catalog is ATTACHed read-only just long enough to read which files are
@@ -65,6 +73,9 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
     query is a large share of a search's whole-process budget. ``con`` lets the
     freshness check, which ran first, hand over its connection; ``attached``:
     with the catalog still attached to it as ``cat`` (read-only).
+    ``records_view``: False for a caller that reads records only through
+    ``records_of``/``records_source`` (binding the view over every part costs
+    a search ~3 ms).
     """
     store = Store(root)
     if not store.exists():
@@ -106,9 +117,10 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
     if vocab:
         con.execute(f"CREATE VIEW vocab AS SELECT * FROM read_parquet({_list(vocab)})")
     records = files.get("records", [])
-    if records:
+    if records and records_view:
         con.execute(f"CREATE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")
     live = LiveStore(store.root, files, con, part_keys)
+    live.records_view = records_view
     live.any_rejected = any(r[1] == "rejected" for r in lifecycle)
     return live
 

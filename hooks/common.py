@@ -169,10 +169,11 @@ def open_warm(env: Mapping[str, str] | None = None):
         raise Silent("no index")
     if writer_running(root):
         raise Silent("busy")
+    from deja import duck
     from deja.queries.store_read import open_live
 
-    try:
-        live = open_live(root, retries=0)
+    try:  # the process's shared connection: closing the store leaves it to the exit
+        live = open_live(root, retries=0, con=duck.shared())
     except Exception as exc:  # NoIndex, Busy, a damaged catalog: all a miss
         raise Silent(str(exc))
     if not live.has("sessions"):

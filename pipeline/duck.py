@@ -89,6 +89,12 @@ def shared():
     return con
 
 
+def is_shared(con) -> bool:
+    """``con`` is the process's shared connection (``shared()``): it lives until
+    the process ends, and closing it would only tear DuckDB down early (~6 ms)."""
+    return con is not None and con is _warm.get("shared")
+
+
 def connect(*args, **kwargs):
     """``_duckdb.connect``; an in-memory connection the warm-up opened is handed out once."""
     t = _warm.get("thread")

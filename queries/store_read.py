@@ -57,7 +57,8 @@ class LiveStore:
         return f"read_parquet({_list(self.files.get('records', []))}, hive_partitioning=true)"
 
     def close(self) -> None:
-        self.con.close()
+        if not duckdb.is_shared(self.con):  # the process's own connection outlives this store
+            self.con.close()
 
 
 class NoIndex(Exception):
@@ -100,25 +101,31 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
     finally:
         con.execute("DETACH cat")
     # `deja promote` states (small): the latest row per session, as a table the session object joins
-    con.execute('CREATE TABLE lifecycle (session_key VARCHAR PRIMARY KEY, state VARCHAR, note VARCHAR, "at" TIMESTAMP)')
+    # OR REPLACE: the process's shared connection serves every open_live of the process
+    con.execute('CREATE OR REPLACE TABLE lifecycle (session_key VARCHAR PRIMARY KEY, state VARCHAR, note VARCHAR, '
+                '"at" TIMESTAMP)')
     if lifecycle:
         con.executemany("INSERT INTO lifecycle VALUES (?, ?, ?, ?)", lifecycle)
     sessions = files.get("sessions", [])
     if sessions:
-        con.execute(f"CREATE VIEW sessions AS SELECT * FROM read_parquet({_list(sessions)})")
+        con.execute(f"CREATE OR REPLACE VIEW sessions AS SELECT * FROM read_parquet({_list(sessions)})")
     else:
-        con.execute("CREATE VIEW sessions AS SELECT NULL::VARCHAR AS session_key, NULL::INTEGER AS ord WHERE false")
+        con.execute("CREATE OR REPLACE VIEW sessions AS SELECT NULL::VARCHAR AS session_key, NULL::INTEGER AS ord WHERE false")
     deletes = files.get("deletes", [])
     if deletes:
-        con.execute(f"CREATE VIEW deletes AS SELECT record_id FROM read_parquet({_list(deletes)})")
+        con.execute(f"CREATE OR REPLACE VIEW deletes AS SELECT record_id FROM read_parquet({_list(deletes)})")
     else:
-        con.execute("CREATE VIEW deletes AS SELECT NULL::BIGINT AS record_id WHERE false")
+        con.execute("CREATE OR REPLACE VIEW deletes AS SELECT NULL::BIGINT AS record_id WHERE false")
     vocab = files.get("vocab", [])
     if vocab:
-        con.execute(f"CREATE VIEW vocab AS SELECT * FROM read_parquet({_list(vocab)})")
+        con.execute(f"CREATE OR REPLACE VIEW vocab AS SELECT * FROM read_parquet({_list(vocab)})")
+    else:
+        con.execute("DROP VIEW IF EXISTS vocab")
     records = files.get("records", [])
     if records and records_view:
-        con.execute(f"CREATE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")
+        con.execute(f"CREATE OR REPLACE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")
+    else:
+        con.execute("DROP VIEW IF EXISTS records")
     live = LiveStore(store.root, files, con, part_keys)
     live.records_view = records_view
     live.any_rejected = any(r[1] == "rejected" for r in lifecycle)

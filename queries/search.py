@@ -311,6 +311,8 @@ class Searcher:
             f"coalesce(sum(w{i} * CASE role WHEN 0 THEN 1.3 WHEN 1 THEN 1.0 WHEN 3 THEN 0.5 ELSE 1.3 END) "
             f"FILTER (WHERE role <> 2), 0)::DOUBLE, coalesce(sum(w{i}) FILTER (WHERE role = 2), 0)::DOUBLE"
             for i in range(k)))
+        if k > 62:  # past a BIGINT's bits (a pasted page of words): count the groups instead
+            sql = sql.replace("bit_count(bit_or(1::BIGINT << gid))", "count(DISTINCT gid)")
         and_min = and_min or k
         # rungs that rank the same groups (word forms, then relevance) share one
         # aggregation: only which sessions qualify differs, decided below

@@ -325,3 +325,22 @@ def test_question_words_are_not_informative():
 
     assert {"after", "only", "still", "why", "didn", "couldn", "remind"} <= FILLER
     assert not {"never", "timeout", "people", "windows"} & FILLER
+
+
+def test_a_pasted_page_of_words_ranks_without_overflow(corpus):
+    """More query words than a 64-bit set holds: the ranking still counts a
+    record's groups right (a bit set past 62 groups would overflow)."""
+    from deja.queries.search import Query, Searcher
+    from deja.queries.store_read import open_live
+
+    live = open_live(corpus.index)
+    try:
+        words = [t for (t,) in live.con.execute("SELECT DISTINCT token FROM vocab ORDER BY token").fetchall()]
+        assert len(words) > 64
+        s = Searcher(live, Query(" ".join(words)))
+        s.vocab_for(words)
+        ranked = s.rank([[w] for w in words], need_and=False)
+        assert ranked and all(0 < r.matched <= len(words) for r in ranked)
+        assert all(r.best for r in ranked)
+    finally:
+        live.close()

@@ -573,7 +573,7 @@ class Searcher:
         if force_cap and not self.q.all:
             cap = min(self.q.limit, len(ranked))
         served = ranked[:cap]
-        rows = session_rows(self.store.con, [r.ord for r in served])
+        rows = session_rows(self.store.con, [r.ord for r in served], self.store.any_lifecycle)
         wanted = served if snippets_for is None else served[:snippets_for]  # records are the costly read
         snippets = self.snippets([r.ord for r in wanted], groups, phrases or [], regex,
                                  [rows[r.ord]["session_key"] if r.ord in rows else "" for r in wanted],

@@ -76,12 +76,14 @@ def demote_rejected(con, ranked: list, any_rejected: bool = True) -> list:
 _ROW_COLUMNS = COLUMNS.replace("started, updated,", "epoch_ms(started) AS started, epoch_ms(updated) AS updated,")
 
 
-def session_rows(con, ords: list[int]) -> dict[int, dict]:
+def session_rows(con, ords: list[int], lifecycle: bool = True) -> dict[int, dict]:
     """Session rows by ordinal, as dicts (for callers that need more than the object;
-    started and updated in epoch milliseconds)."""
+    started and updated in epoch milliseconds). ``lifecycle``: False when no
+    session has a `deja promote` state (the lookup per row costs ~1 ms)."""
     if not ords:
         return {}
-    cur = con.execute(f"SELECT {_ROW_COLUMNS} FROM sessions WHERE ord IN (SELECT unnest({sql_list(ords)}))")
+    columns = _ROW_COLUMNS if lifecycle else _ROW_COLUMNS.split(", (SELECT")[0] + ", NULL AS lifecycle"
+    cur = con.execute(f"SELECT {columns} FROM sessions WHERE ord IN (SELECT unnest({sql_list(ords)}))")
     names = [d[0] for d in cur.description]
     return {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
 

@@ -24,6 +24,7 @@ class LiveStore:
         self.root, self.files, self.con = root, files, con
         self.part_keys = part_keys or {}  # records part → the sessions it holds (None: unknown)
         self.any_rejected = True  # a session marked rejected (`deja promote`): open_live knows
+        self.any_lifecycle = True  # any `deja promote` state at all
         self.records_view = True  # the `records` view exists (see records_source)
 
     def has(self, dataset: str) -> bool:
@@ -129,6 +130,7 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
     live = LiveStore(store.root, files, con, part_keys)
     live.records_view = records_view
     live.any_rejected = any(r[1] == "rejected" for r in lifecycle)
+    live.any_lifecycle = bool(lifecycle)
     return live
 
 

@@ -372,6 +372,9 @@ class Searcher:
         con = self.store.con
         if not hasattr(self, "_loaded"):
             q = self.q
+            # a part read twice in a search (a bucket by two rungs, a records
+            # part by two roles' snippets) parses its footer once
+            con.execute("SET parquet_metadata_cache = true")
             made, fill = load_sql("search_tables").split(";\n", 1)
             con.execute(made, {"harness": q.harness, "project": q.project, "since": q.since_ms, "session": q.session})
             con.execute(fill)
@@ -414,9 +417,10 @@ class Searcher:
             self._counts: dict[str, int] = {}
         todo = sorted({stem(t) for t in terms} - set(self._vocab))
         if todo and self.store.has("vocab"):
-            rows = self.store.con.execute(duck.inline(
-                "SELECT token, stem, sum(n) FROM vocab WHERE stem IN (SELECT unnest($todo)) GROUP BY token, stem",
-                todo=todo)).fetchall()
+            # a literal IN list: DuckDB skips the sorted vocabulary's row groups by it
+            rows = self.store.con.execute(
+                f"SELECT token, stem, sum(n) FROM vocab WHERE stem IN ({duck.sql_list(todo)[1:-1]}) "
+                "GROUP BY token, stem").fetchall()
             for t, st, n in rows:
                 self._vocab.setdefault(st, (0, []))[1].append(t)
                 self._counts[t] = n
@@ -634,7 +638,6 @@ class Searcher:
         if not best:
             return {}
         order = {rid: (o, i) for i, (o, rid) in enumerate(best)}
-        self.store.con.execute("SET parquet_metadata_cache = true")  # a part in two roles' reads: one footer
         texts = self.store.con.execute(self._texts_sql(best, keys, ords)).fetchall()
         texts.sort(key=lambda r: order[r[0]])
         return _collect([(order[rid][0], text) for rid, text in texts], lambda text: best_line(text, needles))

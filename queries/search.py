@@ -101,7 +101,7 @@ class Ranked:
 
     def __init__(self, ord: int, score: float, matched: int, nrec: int, updated: int, best: list[int] | None = None):
         self.ord, self.score, self.matched, self.nrec, self.updated = ord, score, matched, nrec, updated
-        self.best = best  # the records to show as snippets, when the ranking chose them
+        self.best = best  # the records to show as snippets, when the ranking chose them (role << 40 | id)
 
 
 def parse_query(text: str) -> tuple[list[str], list[str], list[str]]:
@@ -582,7 +582,7 @@ class Searcher:
         snippets = self.snippets([r.ord for r in wanted], groups, phrases or [], regex,
                                  [rows[r.ord]["session_key"] if r.ord in rows else "" for r in wanted],
                                  None if phrases or regex or any(r.best is None for r in wanted)
-                                 else [(r.ord, rid) for r in wanted for rid in r.best])
+                                 else [(r.ord, v & _ID_MASK, v >> 40) for r in wanted for v in r.best])
         hits = []
         for r in served:
             row = rows.get(r.ord)
@@ -607,9 +607,9 @@ class Searcher:
         return env
 
     def snippets(self, ords: list[int], groups: list[list[str]], phrases: list[str], regex: str | None,
-                 keys: list[str], best: list[tuple[int, int]] | None = None) -> dict[int, list[str]]:
+                 keys: list[str], best: list[tuple[int, int, int]] | None = None) -> dict[int, list[str]]:
         """The matched lines of each session's best records (``best``: the
-        (ord, record id) pairs the ranking chose, else chosen here)."""
+        (ord, record id, role) the ranking chose, else chosen here)."""
         if not ords or not self.store.has("records"):
             return {}
         needles = [p.lower() for p in phrases] or sorted({t for g in groups for t in g})
@@ -630,38 +630,31 @@ class Searcher:
                     gids.append(gid)
             if not tokens:
                 return {}
-            best = [(r[0], r[1]) for r in self.store.con.execute(
+            best = [(r[0], r[1], None) for r in self.store.con.execute(
                 load_sql("best_records"),
                 {"files": self.store.postings_for_buckets({bucket_of(t) for t in tokens}), "tokens": tokens,
                  "gids": gids, "ords": ords, "roles": list(self.roles), "per_session": 3},
             ).fetchall()]
         if not best:
             return {}
-        order = {rid: (o, i) for i, (o, rid) in enumerate(best)}
+        order = {rid: (o, i) for i, (o, rid, _) in enumerate(best)}
         texts = self.store.con.execute(self._texts_sql(best, keys, ords)).fetchall()
         texts.sort(key=lambda r: order[r[0]])
         return _collect([(order[rid][0], text) for rid, text in texts], lambda text: best_line(text, needles))
 
-    def _texts_sql(self, best: list[tuple[int, int]], keys: list[str], ords: list[int]) -> str:
+    def _texts_sql(self, best: list[tuple[int, int, int | None]], keys: list[str], ords: list[int]) -> str:
         """The query for the best records' texts. Parts keep each role in row
-        groups of their own: with the records' roles (from the postings in
-        memory), each role is read only from the parts of the sessions whose
+        groups of their own: with the records' roles (the ranking returns
+        them), each role is read only from the parts of the sessions whose
         best records have it, so a part whose best record was said does not
         decompress its tool output."""
-        ids = [rid for _, rid in best]
-        whole = duck.inline(f"SELECT record_id, text FROM {self.store.records_of(keys)} "
-                            "WHERE record_id IN (SELECT unnest($ids))", ids=ids)
-        if not hasattr(self, "_loaded"):
-            return whole
-        role_of = dict(self.store.con.execute(duck.inline(
-            "SELECT record_id, any_value(role) FROM q_postings WHERE record_id IN (SELECT unnest($ids)) "
-            "GROUP BY record_id", ids=ids)).fetchall())
-        if len(role_of) < len(set(ids)):
-            return whole
+        if any(role is None for _, _, role in best):
+            return duck.inline(f"SELECT record_id, text FROM {self.store.records_of(keys)} "
+                               "WHERE record_id IN (SELECT unnest($ids))", ids=[rid for _, rid, _ in best])
         key_of = dict(zip(ords, keys))
         per_role: dict[int, tuple[list[int], set[str]]] = {}
-        for o, rid in best:
-            got = per_role.setdefault(role_of[rid], ([], set()))
+        for o, rid, role in best:
+            got = per_role.setdefault(role, ([], set()))
             got[0].append(rid)
             got[1].add(key_of.get(o, ""))
         return " UNION ALL ".join(
@@ -698,6 +691,9 @@ def recall(store: LiveStore, terms: list[str], project: str | None = None, limit
     # a weak match is shown as a pointer (titles only): its snippets would go unread
     return s.serve(ranked[:RELEVANCE_TOP], tier, groups, total=len(ranked), force_cap=True,
                    snippets_for=0 if tier == "relevance" else 3)
+
+
+_ID_MASK = (1 << 40) - 1  # score_groups packs a best record as role << 40 | record_id
 
 
 def _fuzzy_k(term: str) -> int:

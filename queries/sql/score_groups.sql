@@ -42,8 +42,10 @@ sess AS (
            count(*) FILTER (WHERE ng >= $and_min) AS nrec,
            1 + max((ng - 1) * 200.0 / (200 + len))::DOUBLE AS best_ng,
            -- the snippet records: most groups first, then what was said before
-           -- what a tool printed, then the newest (one sort key: ids < 2^40)
-           max_by(record_id, ng * 2199023255552 + (role <> 2)::BIGINT * 1099511627776 + record_id, 3) AS best,
+           -- what a tool printed, then the newest (one sort key: ids < 2^40);
+           -- each as role * 2^40 + record_id, so their roles come along
+           max_by(role::BIGINT * 1099511627776 + record_id,
+                  ng * 2199023255552 + (role <> 2)::BIGINT * 1099511627776 + record_id, 3) AS best,
            $session_sums  -- said_k (user ×1.3, notes ×1.3, assistant ×1) and printed_k (tool output)
     FROM rec GROUP BY session
 )

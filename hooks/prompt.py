@@ -125,7 +125,8 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
     """(body, recalled session keys, déjà-vu system message or None)."""
     from deja.queries.search import recall as ranked
 
-    env = ranked(live, terms, project=project or None, limit=8)
+    served: dict = {}
+    env = ranked(live, terms, project=project or None, limit=8, rows=served)
     tier = env.get("tier")
     hits = env.get("hits") or []
     recent = set() if exempt else ledger.recent_keys(10)
@@ -144,7 +145,8 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
             break
     if not chosen:
         return "", [], None
-    rows = _decisions(live, [k for k, _ in chosen])
+    rows = {k: {"decision": served[k].get("decision") or "", "gave_up": bool(served[k].get("gave_up"))}
+            for k, _ in chosen if k in served}
     chosen.sort(key=lambda kh: not rows.get(kh[0], {}).get("decision"))  # lead with a conclusion
     weak = tier == "relevance" or len(terms) < 2
     budget = BUDGET // 2 if len(terms) < 2 else BUDGET
@@ -187,15 +189,6 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
         topic = c.one_line(ask, 80)
         message = f"deja-vu: you have been here — \"{topic}\" ({c.ago(dv[1])})"
     return body, [k for k, _ in chosen], message
-
-
-def _decisions(live, keys: list[str]) -> dict:
-    from deja.duck import sql_list
-
-    rows = live.con.execute(
-        f"SELECT session_key, decision, gave_up FROM sessions WHERE session_key IN (SELECT unnest({sql_list(keys)}))"
-    ).fetchall()
-    return {k: {"decision": d or "", "gave_up": bool(g)} for k, d, g in rows}
 
 
 def _dejavu(live, keys: list[str], ask: str, sid: str):

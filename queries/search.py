@@ -577,7 +577,7 @@ class Searcher:
         if force_cap and not self.q.all:
             cap = min(self.q.limit, len(ranked))
         served = ranked[:cap]
-        rows = session_rows(self.store.con, [r.ord for r in served], self.store.any_lifecycle)
+        rows = self.served_rows = session_rows(self.store.con, [r.ord for r in served], self.store.any_lifecycle)
         wanted = served if snippets_for is None else served[:snippets_for]  # records are the costly read
         snippets = self.snippets([r.ord for r in wanted], groups, phrases or [], regex,
                                  [rows[r.ord]["session_key"] if r.ord in rows else "" for r in wanted],
@@ -676,11 +676,14 @@ def search(store: LiveStore, q: Query, notes=None) -> dict:
     return env
 
 
-def recall(store: LiveStore, terms: list[str], project: str | None = None, limit: int = 8) -> dict:
+def recall(store: LiveStore, terms: list[str], project: str | None = None, limit: int = 8,
+           rows: dict | None = None) -> dict:
     """One IDF-weighted pass for the prompt hook (hooks-contract §5.4): the
     project's sessions ranked by the terms and their word forms, no ladder. A
     hook has a few hundred milliseconds, and a prompt is a question, not a
-    query: the tier says "exact" only when the best session holds every term."""
+    query: the tier says "exact" only when the best session holds every term.
+    ``rows``: filled with the served sessions' rows by session key (their
+    decision and gave_up, which the session object leaves out)."""
     s = Searcher(store, Query(text=" ".join(terms), limit=limit, project=project))
     s.vocab_for(terms)
     groups = [s.forms(t) for t in terms]
@@ -689,8 +692,11 @@ def recall(store: LiveStore, terms: list[str], project: str | None = None, limit
         return {"schema_version": 2, "tier": "relevance", "total": 0, "hits": []}
     tier = "exact" if ranked[0].matched == len(groups) else "relevance"
     # a weak match is shown as a pointer (titles only): its snippets would go unread
-    return s.serve(ranked[:RELEVANCE_TOP], tier, groups, total=len(ranked), force_cap=True,
-                   snippets_for=0 if tier == "relevance" else 3)
+    env = s.serve(ranked[:RELEVANCE_TOP], tier, groups, total=len(ranked), force_cap=True,
+                  snippets_for=0 if tier == "relevance" else 3)
+    if rows is not None:
+        rows.update((r["session_key"], r) for r in s.served_rows.values())
+    return env
 
 
 _ID_MASK = (1 << 40) - 1  # score_groups packs a best record as role << 40 | record_id

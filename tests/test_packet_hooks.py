@@ -275,6 +275,14 @@ def test_keep_list_carried_across_compactions(setup):
     assert "billing exporter" in second  # the first request, shown beside a step request
 
 
+def test_claude_capture_found_by_session_id(setup):
+    """A payload without a transcript path: the session's file is found in the projects folder."""
+    home, repo, _ = setup
+    cwd = str(repo)
+    precompact(home, None, cwd)
+    assert packets(home) == [(SID, cwd, "claude", False)]
+
+
 def test_codex_capture_found_by_session_id(home):
     repo = _repo(home)
     cwd = str(repo)

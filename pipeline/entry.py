@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(1)
         except KeyboardInterrupt:
             sys.exit(130)
+        except BrokenPipeError:  # the reader closed the pipe (`| head`): it has what it wanted
+            os._exit(0)
         except Exception as exc:  # never a traceback
             print(f"deja: {type(exc).__name__}: {exc}", file=sys.stderr)
             if os.environ.get("DEJA_DEBUG"):

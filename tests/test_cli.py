@@ -17,3 +17,26 @@ def test_help_and_unknown_options_are_one_line(home):
     assert proc.returncode == 1 and proc.stderr.strip() == "deja: no such option: --nope"
     proc = home.run("index", "--nope", check=False)
     assert proc.returncode == 1 and proc.stderr.startswith("deja: ")
+
+
+def test_a_reader_closing_the_pipe_ends_the_search_quietly(tmp_path):
+    """`deja search … | head -c 1` with more output than a pipe holds: no
+    error line, no traceback."""
+    import subprocess
+
+    from conftest import Home, claude_assistant, claude_user, deja_cmd, write_jsonl
+
+    home = Home(tmp_path)
+    for n in range(150):
+        sid = f"7f1c0000-0000-4000-8000-{n:012d}"
+        write_jsonl(home.claude_file(sid, cwd=f"/home/dev/src/p{n}"), [
+            claude_user(sid, f"the flaky cache in service {n} drops keys under load", "2026-03-02T10:00:00Z", "u1",
+                        cwd=f"/home/dev/src/p{n}"),
+            claude_assistant(sid, [{"type": "text", "text": "The flaky cache evicted keys early: " + "x" * 400}],
+                             "2026-03-02T10:00:30Z", "a1", parent="u1", cwd=f"/home/dev/src/p{n}"),
+        ])
+    home.run("index")
+    proc = subprocess.run(" ".join(deja_cmd()) + " search --json --all flaky cache | head -c 1", shell=True,
+                          env=home.env, capture_output=True, text=True, timeout=60)
+    assert proc.stdout == "{"
+    assert "BrokenPipe" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -231,7 +231,7 @@ class ArrowBatch:
         self.postings = []
         for rel, rows in write.write_postings(postings, self.root, name):
             parts.append(("postings", rel, rows))
-        vocab = write.vocab_of(write.token_counts(postings), stem_many)
+        vocab = write.vocab_of(postings, stem_many)
         parts.append(("vocab",) + write.write_table(vocab, self.root, f"vocab/{name}", write.VOCAB_ROW_GROUP))
         del postings, vocab
         self.bytes = 0

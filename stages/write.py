@@ -148,23 +148,20 @@ def write_postings(table, root: Path, name: str) -> list[tuple[str, int]]:
     return out
 
 
-def token_counts(postings):
-    """(token, n): how many postings each token of a batch has."""
+def vocab_of(postings, stem_many):
+    """Distinct tokens of a postings batch with their stem and posting count:
+    what the close, stemmed and fuzzy search rungs expand a query word against."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     counts = postings.group_by("token").aggregate([("record_id", "count")])
-    return counts.set_column(1, "n", pc.cast(counts.column("record_id_count"), "int64"))
-
-
-def vocab_of(counts, stem_many):
-    """Distinct tokens with their stem and posting count, from a batch's
-    ``token_counts``: what the close, stemmed and fuzzy search rungs expand a
-    query word against."""
-    import pyarrow as pa
-
     tokens = counts.column("token")
     return pa.table(
-        {"token": tokens, "stem": pa.array(stem_many(tokens.to_pylist()), pa.string()), "n": counts.column("n")}
+        {
+            "token": tokens,
+            "stem": pa.array(stem_many(tokens.to_pylist()), pa.string()),
+            "n": pc.cast(counts.column("record_id_count"), pa.int64()),
+        }
     ).sort_by([("stem", "ascending"), ("token", "ascending")])
 
 

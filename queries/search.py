@@ -464,17 +464,9 @@ class Searcher:
         self._fuzzy = self._nearest(want, [(tok, n) for tok, n in counts.items()])
 
     def substring_variants(self, term: str) -> list[str]:
-        if len(term) < 3 or not self.store.has("vocab"):
-            return []
-        scanned = getattr(self, "_substr", {})
-        if term in scanned:
-            return scanned[term]
-        rows = self.store.con.execute(
-            "SELECT token, sum(n) AS n FROM vocab WHERE contains(token, ?) GROUP BY token ORDER BY n DESC LIMIT 8",
-            [term],
-        ).fetchall()
-        self._counts.update(rows)
-        return [r[0] for r in rows]
+        """Indexed words holding a word the store lacks, commonest first (found by
+        ``_scan_vocab``, which loosened() runs first for every missing word)."""
+        return getattr(self, "_substr", {}).get(term, [])
 
     def fuzzy_variants(self, term: str, vocab: dict) -> list[str]:
         if not hasattr(self, "_fuzzy"):

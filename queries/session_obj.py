@@ -74,6 +74,7 @@ def demote_rejected(con, ranked: list, any_rejected: bool = True) -> list:
 
 # started/updated as epoch ms: turning TIMESTAMPTZ into datetimes loads zoneinfo (~4 ms of a search)
 _ROW_COLUMNS = COLUMNS.replace("started, updated,", "epoch_ms(started) AS started, epoch_ms(updated) AS updated,")
+_ROW_COLUMNS_NO_LIFECYCLE = _ROW_COLUMNS.split(", (SELECT")[0] + ", NULL AS lifecycle"
 
 
 def session_rows(con, ords: list[int], lifecycle: bool = True) -> dict[int, dict]:
@@ -82,7 +83,7 @@ def session_rows(con, ords: list[int], lifecycle: bool = True) -> dict[int, dict
     session has a `deja promote` state (the lookup per row costs ~1 ms)."""
     if not ords:
         return {}
-    columns = _ROW_COLUMNS if lifecycle else _ROW_COLUMNS.split(", (SELECT")[0] + ", NULL AS lifecycle"
+    columns = _ROW_COLUMNS if lifecycle else _ROW_COLUMNS_NO_LIFECYCLE
     cur = con.execute(f"SELECT {columns} FROM sessions WHERE ord IN (SELECT unnest({sql_list(ords)}))")
     names = [d[0] for d in cur.description]
     return {r[0]: dict(zip(names, r)) for r in cur.fetchall()}

@@ -20,12 +20,14 @@ class LiveStore:
     """The live Parquet files and the in-memory connection whose views read them."""
 
     def __init__(self, root: Path, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection,
-                 part_keys: dict[str, list[str] | None] | None = None):
+                 part_keys: dict[str, list[str] | None] | None = None, states: set[str] | None = None,
+                 records_view: bool = True):
         self.root, self.files, self.con = root, files, con
         self.part_keys = part_keys or {}  # records part → the sessions it holds (None: unknown)
-        self.any_rejected = True  # a session marked rejected (`deja promote`): open_live knows
-        self.any_lifecycle = True  # any `deja promote` state at all
-        self.records_view = True  # the `records` view exists (see records_source)
+        # `deja promote` states in use (None: not known, assume any): lookups are skipped without them
+        self.any_lifecycle = states is None or bool(states)
+        self.any_rejected = states is None or "rejected" in states
+        self.records_view = records_view  # the `records` view exists (see records_source)
 
     def has(self, dataset: str) -> bool:
         return bool(self.files.get(dataset))
@@ -127,11 +129,7 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
         con.execute(f"CREATE OR REPLACE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")
     else:
         con.execute("DROP VIEW IF EXISTS records")
-    live = LiveStore(store.root, files, con, part_keys)
-    live.records_view = records_view
-    live.any_rejected = any(r[1] == "rejected" for r in lifecycle)
-    live.any_lifecycle = bool(lifecycle)
-    return live
+    return LiveStore(store.root, files, con, part_keys, {r[1] for r in lifecycle}, records_view)
 
 
 def attach_catalog(con: duckdb.DuckDBPyConnection, store: Store, retries: int = 20) -> None:

@@ -18,7 +18,7 @@ from deja.stages.sources import locate
 
 from . import config
 from . import manifest as mf
-from .store import Busy, Store
+from .store import UNNAMED_PARTS, Busy, Store
 
 INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
 INLINE_MAX_FILES = 8
@@ -76,8 +76,7 @@ def _catalog_current(con) -> bool:
     from . import duck
 
     try:
-        return not con.execute(
-            "SELECT count(*) FROM cat.generation WHERE dataset = 'records' AND session_keys IS NULL").fetchone()[0]
+        return not con.execute(f"SELECT count(*) FROM cat.generation WHERE {UNNAMED_PARTS}").fetchone()[0]
     except duck.BinderException:
         return False
 

@@ -28,6 +28,12 @@ from .config import CONTENT_VERSION, SCHEMA_VERSION  # noqa: F401  (re-exported)
 DATASETS = ("records", "postings", "sessions", "deletes", "vocab")
 
 
+# Records parts whose sessions the catalog does not list yet (a store from
+# before generation.session_keys): the next index run learns them (Store.init),
+# and until then the freshness check reports the store as needing that run.
+UNNAMED_PARTS = "dataset = 'records' AND session_keys IS NULL"
+
+
 class Busy(Exception):
     """Another process holds the store (writer lock or catalog)."""
 
@@ -123,8 +129,7 @@ class Store:
                     cat.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
                 cat.execute("INSERT OR REPLACE INTO meta VALUES ('catalog_sql', ?)", [digest])
             # a store from before session_keys: learn its parts' sessions once
-            old = [r[0] for r in cat.execute(
-                "SELECT file FROM generation WHERE dataset = 'records' AND session_keys IS NULL").fetchall()]
+            old = [r[0] for r in cat.execute(f"SELECT file FROM generation WHERE {UNNAMED_PARTS}").fetchall()]
             for rel, keys in self.part_sessions(cat, old).items():
                 cat.execute("UPDATE generation SET session_keys = ? WHERE file = ?", [keys, rel])
 

@@ -144,15 +144,22 @@ def head_hash(path: str, offset: int) -> str:
 # --------------------------------------------------------------------------- measuring
 
 
-def _claude_calls(line: bytes):
-    """(tool id, is_edit) for each tool_use block of one Claude Code line, in order."""
-    if b'"tool_use"' not in line:
-        return
+def _typed(line: bytes, marker: bytes, kind: str) -> dict | None:
+    """The JSON object of a transcript line of this type; ``marker`` must occur
+    in it, a byte check that spares parsing the lines that cannot be one."""
+    if marker not in line:
+        return None
     try:
         obj = json.loads(line)
     except ValueError:
-        return
-    if not isinstance(obj, dict) or obj.get("type") != "assistant":
+        return None
+    return obj if isinstance(obj, dict) and obj.get("type") == kind else None
+
+
+def _claude_calls(line: bytes):
+    """(tool id, is_edit) for each tool_use block of one Claude Code line, in order."""
+    obj = _typed(line, b'"tool_use"', "assistant")
+    if obj is None:
         return
     msg = obj.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
@@ -179,13 +186,8 @@ def _is_apply_patch(cmd) -> bool:
 
 def _codex_calls(line: bytes):
     """(call id, is_edit) for a Codex rollout line that is a tool invocation."""
-    if b'"response_item"' not in line:
-        return
-    try:
-        obj = json.loads(line)
-    except ValueError:
-        return
-    if not isinstance(obj, dict) or obj.get("type") != "response_item":
+    obj = _typed(line, b'"response_item"', "response_item")
+    if obj is None:
         return
     p = obj.get("payload")
     if not isinstance(p, dict):

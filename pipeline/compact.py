@@ -8,9 +8,10 @@ fast and the store small. It runs inside an index run, under the writer lock,
 and commits like one: new parts first, then one catalog transaction, then
 garbage collection.
 
-The merges are DuckDB COPYs from Parquet to Parquet: they stream through a
-bounded amount of memory (spilling to the store's ``.tmp`` when a merge is
-larger) instead of building the merged part in Arrow. A folder over its limit
+The merges go from Parquet to Parquet in bounded memory (stages/merge.py): a
+small one is one DuckDB COPY, a large one is cut into key ranges that each fit
+DuckDB's memory limit, so no merge holds memory in proportion to the store or
+fails for want of it. A folder over its limit
 merges size-tiered: when its largest part outweighs the rest together, only
 the rest are merged, so a month's or a bucket's big part is not rewritten for
 every few small ones. ``bucket=all`` parts merge among themselves until they
@@ -22,20 +23,16 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from deja.stages import write
+from deja.stages import merge, write
 from deja.stages.tokenize import N_BUCKETS, bucket_of
 
 from . import duck
+from .limits import bound_memory
 from .store import Store
 
 MAX_PARTS = 8  # per folder: a postings bucket, a records partition, vocab
 DEAD_SHARE = 0.05
 SPLIT_ROWS = 100_000  # bucket=all postings beyond this go to their buckets
-# DuckDB's working memory for the merges; beyond it they spill to the store's
-# .tmp. The end of a cold 1 GB run merges ~40 parts per folder on top of the
-# flushes' high-water mark: with 256 MB compaction added ~145 MB to the peak,
-# with 64 MB ~95 MB, for about a third more merge time.
-MERGE_SETTINGS = {"memory_limit": "64MB"}
 
 ALL_FOLDER = f"postings/bucket={write.ALL_BUCKETS}"
 
@@ -64,11 +61,14 @@ def _dead_due(dead: int, live: int) -> bool:
 
 
 def compact(store: Store, gen: int, force: bool = False, checked: bool = False, con=None,
-            vocab_parts: int = MAX_PARTS) -> int:
+            vocab_parts: int = MAX_PARTS, chunk: int | None = None) -> int:
     """Merge parts; returns the number of files merged away. Caller holds the writer lock.
     ``checked``: the caller already found compaction due (needs_compaction).
-    ``con``: the process's in-memory DuckDB (the catalog is attached to it)."""
-    con = con or duck.connect()
+    ``con``: the process's in-memory DuckDB (the catalog is attached to it),
+    bounded by run.bound_memory, which said how big a ``chunk`` merges sort at a time."""
+    if con is None or chunk is None:
+        con = con or duck.connect()
+        chunk = bound_memory(con, store.root)
     with store.catalog(con, retries=100) as cat:
         if not force and not checked and not needs_compaction(cat, vocab_parts):
             return 0
@@ -87,32 +87,32 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
     # Dead postings are cleared, and the deletes dropped, only by rewriting every
     # postings part: when they are a noticeable share, or asked to.
     clear = bool(deletes) and (force or _dead_due(dead, live))
-    merge = Merge(store, gen, con, [str(store.root / d) for d in deletes])
+    merging = Merge(store, gen, con, [str(store.root / d) for d in deletes], chunk)
     try:
         for (dataset, folder), parts in sorted(groups.items()):
             if dataset == "postings" and folder == ALL_FOLDER:
-                merge.deltas(parts, force, clear)
+                merging.deltas(parts, force, clear)
             elif dataset == "postings" and clear:
-                merge.parts(dataset, folder, [f for f, _ in parts])
+                merging.parts(dataset, folder, [f for f, _ in parts])
             elif dataset == "vocab" and len(parts) > vocab_parts:
-                merge.parts(dataset, folder, [f for f, _ in parts])
+                merging.parts(dataset, folder, [f for f, _ in parts])
             else:
                 picked = pick(parts, force)
                 if picked:
-                    merge.parts(dataset, folder, picked)
+                    merging.parts(dataset, folder, picked)
     finally:
-        merge.close()
+        merging.close()
     if clear:
-        merge.dropped.extend(deletes)
-    keys = store.part_sessions(con, [rel for d, rel, _ in merge.new_parts if d == "records"])
+        merging.dropped.extend(deletes)
+    keys = store.part_sessions(con, [rel for d, rel, _ in merging.new_parts if d == "records"])
     with store.catalog(con, retries=100) as cat:
         cat.execute("BEGIN TRANSACTION")
-        if merge.dropped:
-            cat.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [merge.dropped])
-        store.add_parts(cat, merge.new_parts, gen, keys)
+        if merging.dropped:
+            cat.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [merging.dropped])
+        store.add_parts(cat, merging.new_parts, gen, keys)
         cat.execute("COMMIT")
         store.collect_garbage(cat)
-    return len(merge.dropped)
+    return len(merging.dropped)
 
 
 def pick(parts: list[tuple[str, int]], force: bool = False) -> list[str]:
@@ -128,13 +128,12 @@ def pick(parts: list[tuple[str, int]], force: bool = False) -> list[str]:
 class Merge:
     """The merges of one compaction: new parts written, old ones to drop."""
 
-    def __init__(self, store: Store, gen: int, con, deletes: list[str]):
+    def __init__(self, store: Store, gen: int, con, deletes: list[str], chunk_bytes: int):
         self.store, self.gen, self.con = store, gen, con
+        self.chunk_bytes = chunk_bytes
         self.new_parts: list[tuple[str, str, int]] = []
         self.dropped: list[str] = []
-        for name, value in MERGE_SETTINGS.items():
-            con.execute(f"SET {name} = '{value}'")
-        con.execute("SET temp_directory = ?", [str(store.root / ".tmp")])
+        # the run's memory limit and spill folder (run.bound_memory) hold here too
         if deletes:
             con.execute("CREATE OR REPLACE TEMP TABLE dead AS SELECT DISTINCT record_id FROM read_parquet(?)", [deletes])
         else:
@@ -142,23 +141,25 @@ class Merge:
 
     def close(self) -> None:
         self.con.execute("DROP TABLE IF EXISTS dead")
-        for name in MERGE_SETTINGS:
-            self.con.execute(f"RESET {name}")
 
     def parts(self, dataset: str, folder: str, files: list[str]) -> None:
         """Merge ``files`` of one folder into one part, without dead records."""
         paths = [str(self.store.root / f) for f in files]
         if dataset == "vocab":
-            sql = ("SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n FROM read_parquet(?) "
-                   f"GROUP BY token ORDER BY {write.VOCAB_ORDER}")
-            row_group = write.VOCAB_ROW_GROUP
+            select = ("SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n FROM read_parquet($files) "
+                      "WHERE $range GROUP BY token")
+            keys, row_group, runs_of = write.VOCAB_KEYS, write.VOCAB_ROW_GROUP, None
         else:
-            order = write.POSTINGS_ORDER if dataset == "postings" else write.RECORDS_ORDER
-            sql = (f"SELECT * FROM read_parquet(?, hive_partitioning=false) "
-                   f"WHERE record_id NOT IN (SELECT record_id FROM dead) ORDER BY {order}")
-            row_group = write.POSTINGS_ROW_GROUP if dataset == "postings" else write.RECORDS_ROW_GROUP
+            select = ("SELECT * FROM read_parquet($files, hive_partitioning=false) "
+                      "WHERE $range AND record_id NOT IN (SELECT record_id FROM dead)")
+            if dataset == "postings":
+                keys, row_group, runs_of = write.POSTINGS_KEYS, write.POSTINGS_ROW_GROUP, None
+            else:
+                keys, row_group, runs_of = write.RECORDS_KEYS, write.RECORDS_ROW_GROUP, "role"
         rel = f"{folder}/{self.store.new_part_name(self.gen)}"
-        self.add(dataset, rel, write.copy_query(self.con, sql, [paths], self.store.root, rel, row_group))
+        rows = merge.copy_sorted(self.con, select, paths, keys, self.store.root, rel, row_group, self.chunk_bytes,
+                                 runs_of)
+        self.add(dataset, rel, rows)
         self.dropped.extend(files)
 
     def deltas(self, parts: list[tuple[str, int]], force: bool, clear: bool) -> None:

@@ -37,3 +37,27 @@ def lock_wait_seconds(env: Mapping[str, str] | None = None) -> float:
         return float(env.get("DEJA_LOCK_WAIT", "120"))
     except ValueError:
         return 120.0
+
+
+# DuckDB's working memory in an index run (merges, sorts, the vocabulary): past
+# it DuckDB spills to the store's .tmp instead of growing, and merges cut
+# themselves into ranges that fit (stages/merge.py). The budget is the whole
+# process tree's peak (design §5): Arrow batches, the tokenizer and two reader
+# processes sit beside it.
+DEFAULT_MEMORY_LIMIT = 96_000_000
+# Below this DuckDB cannot hold a Parquet row group per thread.
+MIN_MEMORY_LIMIT = 16_000_000
+
+
+def memory_limit_bytes(env: Mapping[str, str] | None = None) -> int:
+    """DEJA_MEMORY_LIMIT (16MB, 1GB, 512MiB, … as DuckDB reads them: KB, MB
+    powers of 1000, KiB, MiB of 1024), at least MIN_MEMORY_LIMIT; else the default."""
+    import re
+
+    env = os.environ if env is None else env
+    value = (env.get("DEJA_MEMORY_LIMIT") or "").strip().replace(" ", "")
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]?)(i?)B?", value, re.I)
+    if m is None:
+        return DEFAULT_MEMORY_LIMIT
+    number, unit, binary = float(m.group(1)), m.group(2).upper(), m.group(3)
+    return max(MIN_MEMORY_LIMIT, int(number * (1024 if binary else 1000) ** " KMGT".index(unit or " ")))

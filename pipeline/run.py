@@ -28,6 +28,7 @@ from deja.stages.policy import drop_filter
 from . import config, duck, manifest as mf
 from .batch import ArrowBatch, ListBatch
 from .compact import MAX_PARTS, compact, needs_compaction
+from .limits import WORKERS, bound_memory
 from .config import CONTENT_VERSION
 from .ingest import FileOutput, process_file
 from .store import Store
@@ -35,7 +36,6 @@ from .store import Store
 # Reads bigger than this go to worker processes (both cores); smaller ones,
 # like an appended turn, stay in-process where a pool would cost more than it saves.
 POOL_MIN_BYTES = 8 << 20
-WORKERS = max(1, min(2, os.cpu_count() or 1))
 # Runs reading at most this much take the small path (ListBatch): the
 # pure-Python tokenizer does ~10 MB/s, and below this it costs less than
 # importing pyarrow and polars. DEJA_SMALL_RUN_BYTES overrides it (tests
@@ -79,8 +79,10 @@ class Summary:
 
 
 class Run:
-    def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None, con=None):
+    def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None, con=None,
+                 merge_chunk: int | None = None):
         self.store = store
+        self.merge_chunk = merge_chunk
         self.env = env
         self.rebuild = rebuild
         self.progress = progress
@@ -151,7 +153,8 @@ class Run:
             self.touched_sessions = {key for out in self.done for key in out.meta}
         self.commit(purge, [a for a in work if a.kind == mf.REMOVE])
         if self.compact_due:
-            compact(self.store, self.gen, checked=True, con=self.con, vocab_parts=self.vocab_parts())
+            compact(self.store, self.gen, checked=True, con=self.con, vocab_parts=self.vocab_parts(),
+                    chunk=self.merge_chunk)
         self.summary.seconds = time.monotonic() - t0
         return self.summary
 
@@ -456,4 +459,5 @@ def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progr
     con = con if con is not None else duck.connect()
     with store.writer_lock(wait, notice=notice):
         store.init(con)
-        return Run(store, env, rebuild, progress, con).execute()
+        chunk = bound_memory(con, store.root, env)
+        return Run(store, env, rebuild, progress, con, chunk).execute()

@@ -1,0 +1,31 @@
+"""How much of the machine an index run may take: DuckDB's memory and threads."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+from . import config
+
+# reader processes of a big run, and DuckDB threads when memory allows: the machines have two cores
+WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+
+def bound_memory(con, root: Path, env: Mapping[str, str] | None = None) -> int:
+    """Every DuckDB step of a run (merges, sorts, the vocabulary, purges) works
+    within DEJA_MEMORY_LIMIT and spills past it to the store's .tmp, so no step
+    holds memory in proportion to the corpus or fails for want of it. Returns
+    the size of the key ranges merges sort at a time (stages/merge.py).
+
+    Insertion order is not preserved: every write names its ORDER BY, and an
+    order kept for its own sake stops DuckDB from streaming a COPY. Each DuckDB
+    thread holds its own sort and Parquet buffers (~8 MB a thread for a merge
+    of a dozen parts, measured), so a small limit gets one thread."""
+    limit = config.memory_limit_bytes(env)
+    threads = WORKERS if limit >= 64_000_000 else 1
+    con.execute(f"SET memory_limit = '{limit}B'")
+    con.execute("SET temp_directory = ?", [str(Path(root) / ".tmp")])
+    con.execute("SET preserve_insertion_order = false")
+    con.execute(f"SET threads = {threads}")
+    return limit // (8 * threads)

@@ -1690,6 +1690,7 @@ def render_session(g: Gen, s: SessionInfo, budget: int, shape: Shape | None = No
     shape = shape or Shape()
     w = shape.writers[s.harness](g, s)
     planner = shape.planner(g, s.project, s.branch)
+    planner.budget = budget  # a profile whose turns are big may plan them to fit
     head = w.preamble()
     s.messages += sum(is_message_line(s.harness, d) for d in head)
     chunks = [dumps(d) for d in head]

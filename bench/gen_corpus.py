@@ -1858,14 +1858,14 @@ PROFILES = {"default": None, "text": "bench.corpus_text", "tool": "bench.corpus_
 
 
 def generate_profile(profile: str, out: str, mb: float, seed: int = 1, sessions: int | None = None,
-                     progress: bool = True) -> dict:
+                     progress: bool = True, **options) -> dict:
     if PROFILES[profile] is None:
         return generate(out, mb, seed, sessions, progress)
     import importlib
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if root not in sys.path:  # run as a script, the profiles still import bench.gen_corpus
         sys.path.insert(0, root)
-    return importlib.import_module(PROFILES[profile]).generate(out, mb, seed, sessions, progress)
+    return importlib.import_module(PROFILES[profile]).generate(out, mb, seed, sessions, progress, **options)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -1880,6 +1880,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="random seed (default 1); same seed + size = same bytes")
     ap.add_argument("--sessions", type=int, default=None,
                     help=f"session count (default {SESSIONS_PER_MB:g} per MB, e.g. 500 at 200 MB)")
+    ap.add_argument("--real-dir", help="profile real: the published transcripts (default ../shared/corpus/real "
+                                       "beside the repository, or $DEJA_REAL_CORPUS)")
     ap.add_argument("--force", action="store_true", help="write even if OUT already holds a store")
     args = ap.parse_args(argv)
 
@@ -1887,7 +1889,8 @@ def main(argv: list[str] | None = None) -> int:
         d = os.path.join(args.out, sub)
         if os.path.isdir(d) and os.listdir(d) and not args.force:
             ap.error(f"{d} is not empty (use --force to write into it anyway)")
-    stats = generate_profile(args.profile, args.out, args.mb, args.seed, args.sessions)
+    options = {"source": args.real_dir} if args.profile == "real" else {}
+    stats = generate_profile(args.profile, args.out, args.mb, args.seed, args.sessions, **options)
     print(f"wrote {stats['sessions']} sessions ({stats['claude_sessions']} claude, {stats['codex_sessions']} codex), "
           f"{stats['lines']:,} lines, {stats['messages']:,} messages, {stats['bytes'] / 1e6:.1f} MB "
           f"in {stats['seconds']}s -> {args.out}")

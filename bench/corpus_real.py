@@ -118,7 +118,7 @@ def interleave(g: Gen, rows: list[dict]) -> list[dict]:
     order = []
     while len(order) < len(rows):
         h = min((h for h in HARNESSES if taken[h] < len(lists[h])),
-                key=lambda h: ((taken[h] + 0.5) / len(lists[h]), h != "codex"))
+                key=lambda h: (taken[h] / len(lists[h]), h != "codex"))
         order.append(lists[h][taken[h]])
         taken[h] += 1
     return order

@@ -3,9 +3,11 @@
 
     python bench/bench_index.py --mb 200 --runs 3
     python bench/bench_index.py --mb 1000 --runs 1 --only cold     # peak RSS at 1 GB
+    python bench/bench_index.py --profile text --mb 200            # another corpus shape
 
-Generates (once, cached under bench/out/) a synthetic Claude Code + Codex store
-with bench/gen_corpus.py, then reports medians of:
+Generates (once, cached under bench/out/corpus-<profile>-<mb>mb-s<seed>/) a Claude Code +
+Codex store with bench/gen_corpus.py --profile (default, text, tool, real; see
+bench/README.md), then reports medians of:
   cold      `deja index` into an empty store: wall seconds and peak RSS
   unchanged `deja index` on an up-to-date store
   append    one turn appended to a live transcript → `deja index` → searchable
@@ -30,7 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from bench.gen_corpus import append_turn  # noqa: E402
+from bench.gen_corpus import PROFILES, append_turn  # noqa: E402
 
 SEARCHES = [
     "connection pool exhausted",
@@ -49,13 +51,13 @@ def deja() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "deja"]
 
 
-def corpus(mb: int, seed: int) -> Path:
-    out = HERE / "out" / f"corpus-{mb}mb-s{seed}"
+def corpus(profile: str, mb: int, seed: int) -> Path:
+    out = HERE / "out" / f"corpus-{profile}-{mb}mb-s{seed}"
     if not (out / ".done").exists():
         if out.exists():
             shutil.rmtree(out)
-        subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), "--out", str(out), "--mb", str(mb),
-                        "--seed", str(seed)], check=True)
+        subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), "--profile", profile, "--out", str(out),
+                        "--mb", str(mb), "--seed", str(seed)], check=True)
         (out / ".done").write_text("ok")
     return out
 
@@ -89,6 +91,7 @@ def size_of(path: Path) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--profile", choices=list(PROFILES), default="default", help="corpus shape (bench/README.md)")
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=3)
@@ -96,10 +99,10 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     only = set(args.only or ["cold", "unchanged", "append", "search"])
-    src = corpus(args.mb, args.seed)
+    src = corpus(args.profile, args.mb, args.seed)
     corpus_bytes = size_of(src / "claude") + size_of(src / "codex")
     work = HERE / "out" / "work"
-    report: dict = {"corpus_mb": round(corpus_bytes / 1e6, 1), "runs": args.runs}
+    report: dict = {"profile": args.profile, "corpus_mb": round(corpus_bytes / 1e6, 1), "runs": args.runs}
 
     cold, rss = [], []
     index = work / "index.db"

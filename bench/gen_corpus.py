@@ -1676,10 +1676,21 @@ def new_session(g: Gen, harness: str, p: Project) -> SessionInfo:
     return SessionInfo("codex", p, g.uuid7(t), cwd, branch, version_at(CODEX_VERSIONS, t), g.choice(CODEX_MODELS), t)
 
 
-def render_session(g: Gen, s: SessionInfo, budget: int) -> tuple[bytes, list[str]]:
+@dataclass
+class Shape:
+    """What a corpus profile may change (bench/corpus_*.py): who plans the turns, who renders
+    them, and how many sessions share a megabyte. The default is this file's own corpus."""
+    planner: type = Planner
+    writers: dict = field(default_factory=lambda: WRITERS)
+    sessions_per_mb: float = SESSIONS_PER_MB
+
+
+def render_session(g: Gen, s: SessionInfo, budget: int, shape: Shape | None = None) -> tuple[bytes, list[str]]:
     """Render turns until the session reaches `budget` bytes; returns (file bytes, user prompts)."""
-    w = WRITERS[s.harness](g, s)
-    planner = Planner(g, s.project, s.branch)
+    shape = shape or Shape()
+    w = shape.writers[s.harness](g, s)
+    planner = shape.planner(g, s.project, s.branch)
+    planner.budget = budget  # a profile whose turns are big may plan them to fit
     head = w.preamble()
     s.messages += sum(is_message_line(s.harness, d) for d in head)
     chunks = [dumps(d) for d in head]
@@ -1703,10 +1714,12 @@ def render_session(g: Gen, s: SessionInfo, budget: int) -> tuple[bytes, list[str
     return b"\n".join(chunks) + b"\n", prompts
 
 
-def generate(out: str, mb: float, seed: int = 1, sessions: int | None = None, progress: bool = True) -> dict:
+def generate(out: str, mb: float, seed: int = 1, sessions: int | None = None, progress: bool = True,
+             shape: Shape | None = None) -> dict:
+    shape = shape or Shape()
     g = Gen(seed)
     target = int(mb * 1_000_000)
-    n = sessions or max(4, round(mb * SESSIONS_PER_MB))
+    n = sessions or max(4, round(mb * shape.sessions_per_mb))
     projects = make_projects(g, max(12, min(120, 8 + int(mb) // 5)))
     n_claude = round(n * CLAUDE_SHARE)
     harnesses = ["claude"] * n_claude + ["codex"] * (n - n_claude)
@@ -1724,7 +1737,7 @@ def generate(out: str, mb: float, seed: int = 1, sessions: int | None = None, pr
         s = new_session(g, harness, p)
         start = s.t
         budget = max(4000, int((target - written) * weights[i] / sum(weights[i:])))
-        data, prompts = render_session(g, s, budget)
+        data, prompts = render_session(g, s, budget, shape)
         path = session_path(out, harness, s, start)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
@@ -1838,16 +1851,37 @@ def append_turn(path: str, harness: str, *, seed: int | None = None, marker: str
     return {"marker": marker, "path": path, "bytes": len(data), "lines": len(lines), "timestamp": ts}
 
 
+# --------------------------------------------------------------------------- profiles
+
+# Each other profile is a module with generate(out, mb, seed, sessions, progress) -> stats.
+PROFILES = {"default": None, "text": "bench.corpus_text", "tool": "bench.corpus_tool", "real": "bench.corpus_real"}
+
+
+def generate_profile(profile: str, out: str, mb: float, seed: int = 1, sessions: int | None = None,
+                     progress: bool = True, **options) -> dict:
+    if PROFILES[profile] is None:
+        return generate(out, mb, seed, sessions, progress)
+    import importlib
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:  # run as a script, the profiles still import bench.gen_corpus
+        sys.path.insert(0, root)
+    return importlib.import_module(PROFILES[profile]).generate(out, mb, seed, sessions, progress, **options)
+
+
 # --------------------------------------------------------------------------- CLI
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", choices=list(PROFILES), default="default",
+                    help="corpus shape (default: this file's own; see bench/README.md)")
     ap.add_argument("--out", required=True, help="output directory (gets claude/ and codex/ subtrees)")
     ap.add_argument("--mb", type=float, default=200, help="approximate total size in MB (default 200)")
     ap.add_argument("--seed", type=int, default=1, help="random seed (default 1); same seed + size = same bytes")
     ap.add_argument("--sessions", type=int, default=None,
                     help=f"session count (default {SESSIONS_PER_MB:g} per MB, e.g. 500 at 200 MB)")
+    ap.add_argument("--real-dir", help="profile real: the published transcripts (default ../shared/corpus/real "
+                                       "beside the repository, or $DEJA_REAL_CORPUS)")
     ap.add_argument("--force", action="store_true", help="write even if OUT already holds a store")
     args = ap.parse_args(argv)
 
@@ -1855,7 +1889,8 @@ def main(argv: list[str] | None = None) -> int:
         d = os.path.join(args.out, sub)
         if os.path.isdir(d) and os.listdir(d) and not args.force:
             ap.error(f"{d} is not empty (use --force to write into it anyway)")
-    stats = generate(args.out, args.mb, args.seed, args.sessions)
+    options = {"source": args.real_dir} if args.profile == "real" else {}
+    stats = generate_profile(args.profile, args.out, args.mb, args.seed, args.sessions, **options)
     print(f"wrote {stats['sessions']} sessions ({stats['claude_sessions']} claude, {stats['codex_sessions']} codex), "
           f"{stats['lines']:,} lines, {stats['messages']:,} messages, {stats['bytes'] / 1e6:.1f} MB "
           f"in {stats['seconds']}s -> {args.out}")

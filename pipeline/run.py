@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Mapping
 
-from deja.stages import normalize, write
+from deja.stages import merge, normalize, write
 from deja.stages.sources import harnesses, locate
 from deja.stages.policy import drop_filter
 
@@ -79,14 +79,13 @@ class Summary:
 
 
 class Run:
-    def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None, con=None,
-                 merge_chunk: int | None = None):
+    def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None, con=None):
         self.store = store
-        self.merge_chunk = merge_chunk
         self.env = env
         self.rebuild = rebuild
         self.progress = progress
         self.con = con if con is not None else duck.connect()
+        self.merge_chunk = bound_memory(self.con, store.root, env)
         self.summary = Summary()
         self.new_parts: list[tuple[str, str, int]] = []  # (dataset, rel path, rows)
         self.done: list[FileOutput] = []
@@ -284,10 +283,10 @@ class Run:
             for abs_path in affected:
                 rel = Path(abs_path).relative_to(root).as_posix()
                 new_rel = str(Path(rel).parent / self.store.new_part_name(self.gen))
-                n = write.copy_query(
-                    con, f"SELECT * FROM read_parquet(?, hive_partitioning=false) WHERE {column} NOT IN (SELECT p FROM purge) "
-                    f"ORDER BY {write.RECORDS_ORDER}",
-                    [abs_path], root, new_rel, write.RECORDS_ROW_GROUP,
+                n = merge.copy_sorted(
+                    con, f"SELECT * FROM read_parquet($files, hive_partitioning=false) "
+                    f"WHERE $range AND {column} NOT IN (SELECT p FROM purge)",
+                    [abs_path], write.RECORDS_KEYS, root, new_rel, write.RECORDS_ROW_GROUP, self.merge_chunk, "role",
                 )
                 if n:
                     self.new_parts.append(("records", new_rel, n))
@@ -459,5 +458,4 @@ def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progr
     con = con if con is not None else duck.connect()
     with store.writer_lock(wait, notice=notice):
         store.init(con)
-        chunk = bound_memory(con, store.root, env)
-        return Run(store, env, rebuild, progress, con, chunk).execute()
+        return Run(store, env, rebuild, progress, con).execute()

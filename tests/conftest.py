@@ -92,3 +92,57 @@ def write_jsonl(path: Path, rows: list[dict], mode: str = "w") -> None:
     with open(path, mode, encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r) + "\n")
+
+
+def store_digest(index: Path) -> dict:
+    """What a store holds, whatever its parts: per dataset a row count and an
+    order-free sum of row hashes over the live parts (postings without the
+    deleted records, the vocabulary summed per word). Two stores with equal
+    digests answer every query alike."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{index / 'catalog.duckdb'}' AS cat (READ_ONLY)")
+    live: dict[str, list[str]] = {}
+    for dataset, rel in con.execute("SELECT dataset, file FROM cat.generation").fetchall():
+        live.setdefault(dataset, []).append(str(index / rel))
+    dead = live.get("deletes") or []
+    queries = {
+        "records": "SELECT count(*), sum(hash(record_id, session_key, session_id, project, seq, role, text, epoch_ms(ts), "
+                   "tool, exit_code, is_error, source_path, byte_offset)::HUGEINT) FROM read_parquet(?, hive_partitioning=false)",
+        "postings": "SELECT count(*), sum(hash(token, record_id, session, tf, rec_len, role, is_work)::HUGEINT) "
+                    "FROM read_parquet(?, hive_partitioning=false) WHERE record_id NOT IN (SELECT unnest(?::BIGINT[]))",
+        "vocab": "SELECT count(*), sum(hash(token, stem, n)::HUGEINT) FROM "
+                 "(SELECT token, any_value(stem) AS stem, sum(n) AS n FROM read_parquet(?) GROUP BY token)",
+        "sessions": "SELECT count(*), sum(hash(session_key, title, project, cwd, messages, words, epoch_ms(started), "
+                    "epoch_ms(updated))::HUGEINT) FROM read_parquet(?)",
+    }
+    dead_ids = [r[0] for r in con.execute("SELECT record_id FROM read_parquet(?)", [dead]).fetchall()] if dead else []
+    out = {}
+    for dataset, sql in queries.items():
+        files = live.get(dataset) or []
+        params = [files, dead_ids] if dataset == "postings" else [files]
+        out[dataset] = tuple(con.execute(sql, params).fetchone()) if files else (0, None)
+    con.close()
+    return out
+
+
+def unsorted_parts(index: Path) -> list[str]:
+    """Live parts whose rows are not in their dataset's order (records by role
+    then id, postings by token then id, the vocabulary by stem then word)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET preserve_insertion_order = true")
+    con.execute(f"ATTACH '{index / 'catalog.duckdb'}' AS cat (READ_ONLY)")
+    keys = {"records": "role, record_id", "postings": "token, record_id", "vocab": "stem, token"}
+    bad = []
+    for dataset, rel in con.execute("SELECT dataset, file FROM cat.generation").fetchall():
+        if dataset in keys:
+            k = keys[dataset]
+            n = con.execute(f"SELECT count(*) FILTER (WHERE prev > cur) FROM (SELECT ({k}) AS cur, lag(({k})) OVER () AS prev "
+                            "FROM read_parquet(?, hive_partitioning=false))", [str(index / rel)]).fetchone()[0]
+            if n:
+                bad.append(rel)
+    con.close()
+    return bad

@@ -82,7 +82,7 @@ def _print_summary(summary) -> None:
             f"{hs.harness}: {hs.sessions} sessions, {hs.messages} messages, "
             f"{hs.redactions} redactions ({hs.read} of {hs.files} files read"
         )
-        line += f", {hs.malformed} malformed lines" if hs.malformed else ""
+        line += f", {hs.malformed} malformed lines or values" if hs.malformed else ""
         line += f", {hs.failed} unreadable" if hs.failed else ""
         print(line + ")")
     if not summary.harnesses or not any(h.files for h in summary.harnesses.values()):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from deja.stages import normalize, redact
 from deja.stages.sources import reader
+from deja.stages.sources.values import Faults
 
 from . import manifest as mf
 
@@ -33,6 +34,7 @@ class FileOutput:
     redactions: dict[str, int]
     error: str
     rows: int = 0
+    faults: list[str] | None = None  # the first few malformed lines and values: "line N: what"
 
 
 def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False) -> FileOutput:
@@ -50,13 +52,38 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
         return FileOutput(action, None, {}, action.start, "", res.malformed, 0, {}, res.error)
     seq_start = {k: (r.get("max_seq", -1) + 1) for k, r in prior.items()} if action.start else {}
     projects = {k: r.get("project", "") for k, r in prior.items()} if action.start else {}
-    cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects)
+    faults = Faults()
+    faults.first = list(res.faults)
+    cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects, faults)
     counts = redact_texts(cols, vectorized=not light)
     for m in meta.values():
         redact_meta(m)
     digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
-    out = FileOutput(action, cols, meta, res.safe_offset, digest, res.malformed, res.clipped, counts, "")
+    out = FileOutput(action, cols, meta, res.safe_offset, digest, res.malformed + faults.count, res.clipped, counts, "")
     out.rows = len(cols["text"])
+    out.faults = fault_lines(action.path, faults.first)
+    return out
+
+
+def fault_lines(path: str, faults: list[tuple[int, str]]) -> list[str]:
+    """``line N: what`` for faults noted by byte offset: one pass over the file
+    up to the last of them, only for files that have any."""
+    if not faults:
+        return []
+    faults = sorted(faults)
+    out, line, pos = [], 1, 0
+    try:
+        with open(path, "rb") as fh:
+            for offset, what in faults:
+                while pos < offset:
+                    chunk = fh.read(min(offset - pos, 1 << 20))
+                    if not chunk:
+                        break
+                    line += chunk.count(b"\n")
+                    pos += len(chunk)
+                out.append(f"line {line}: {what}")
+    except OSError:  # gone since it was read: the offsets still say where
+        return [f"byte {offset}: {what}" for offset, what in faults]
     return out
 
 

@@ -313,7 +313,8 @@ class Run:
             manifest_rows.append(
                 [a.path, a.harness, a.size, a.mtime_ns, out.prefix_hash, out.safe_offset, CONTENT_VERSION,
                  records + out.rows, malformed + out.malformed,
-                 out.clipped, json.dumps(red, sort_keys=True), sum(red.values()), out.error or None, now]
+                 out.clipped, json.dumps(red, sort_keys=True), sum(red.values()), out.error or None, now,
+                 kept_faults(old, out)]
             )
         self.write_sessions()
         part_keys = self.store.part_sessions(self.con, [rel for d, rel, _ in self.new_parts if d == "records"])
@@ -334,7 +335,8 @@ class Run:
                 con.execute("DELETE FROM file_sessions WHERE path IN (SELECT unnest(?))", [list(touched_paths)])
             if manifest_rows:
                 con.execute("DELETE FROM manifest WHERE path IN (SELECT unnest(?))", [[r[0] for r in manifest_rows]])
-            _many(con, "INSERT INTO manifest VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", manifest_rows)
+            _many(con, f"INSERT INTO manifest ({', '.join(MANIFEST_COLS)}) VALUES ({','.join('?' * len(MANIFEST_COLS))})",
+                  manifest_rows)
             fs_rows = [self._fs_row(r) for o in self.done for r in self.file_sessions.get(o.action.path, {}).values()]
             _many(con, f"INSERT INTO file_sessions VALUES ({','.join('?' * len(self.FS_COLS))})", fs_rows)
             _many(con, "INSERT OR IGNORE INTO session_ords VALUES (?, ?)", self.new_ords)
@@ -414,6 +416,19 @@ class Run:
             normalize.merge_meta(o, m)
         return merged
 
+MANIFEST_COLS = ("path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "records",
+                 "malformed", "clipped", "redactions", "redaction_total", "error", "indexed_at", "faults")
+
+
+def kept_faults(old: dict, out: FileOutput) -> list[str] | None:
+    """The file's first few faults: an append keeps those of the bytes read before."""
+    from deja.stages.sources.values import FAULTS_KEPT
+
+    kept = list(old.get("faults") or []) if out.action.kind == mf.APPEND else []
+    kept = (kept + (out.faults or []))[:FAULTS_KEPT]
+    return kept or None
+
+
 def _add(total: dict[str, int], more: dict[str, int]) -> None:
     for k, v in more.items():
         total[k] = total.get(k, 0) + v
@@ -436,7 +451,7 @@ def _many(con, sql: str, rows: list) -> None:
         return
     import re
 
-    m = re.match(r"\s*(INSERT(?: OR \w+)? INTO \w+) VALUES \(([?, ]+)\)", sql)
+    m = re.match(r"\s*(INSERT(?: OR \w+)? INTO \w+(?: \([\w, ]+\))?) VALUES \(([?, ]+)\)", sql)
     if m is None:
         con.executemany(sql, rows)
         return

@@ -71,6 +71,8 @@ def report(env: Mapping[str, str]) -> dict:
     if index["state"] == "ok":
         index["stale_stores"] = stale
     rep = {"schema_version": 2, "stores": stores, "index": index}
+    add_skipped(rep, env)
+    add_background_failure(rep, env)
     try:  # which agent configs run deja's hooks (deja install)
         from deja.hooks.install import wiring
 
@@ -92,6 +94,7 @@ def render(rep: dict) -> str:
         )
         if s.get("error"):
             lines.append(f"           error: {s['error']}")
+    lines += render_skipped(rep)
     idx = rep["index"]
     if idx["state"] == "ok":
         lines.append(f"index: ok, {idx['path']}, {_size(idx['size_bytes'])}")
@@ -104,6 +107,8 @@ def render(rep: dict) -> str:
         lines.append(f"index: busy (being written), {idx['path']}")
     else:
         lines.append(f"index: none yet at {idx['path']} (run `deja index`)")
+    if rep["index"].get("background_failure"):
+        lines.append(f"  last background index failed: {rep['index']['background_failure']} (run `deja index`)")
     for h, info in rep.get("ingest_health", {}).items():
         bits = []
         if info.get("malformed_lines"):
@@ -125,6 +130,38 @@ def render(rep: dict) -> str:
             lines.append(f"  {name:<8} {events}  {w[name]['path']}")
         lines.append(f"  launcher {w['launcher'] or 'not installed (run `deja install --auto`)'}")
     return "\n".join(lines)
+
+
+def add_skipped(rep: dict, env: Mapping[str, str]) -> None:
+    """``rep["skipped"]``: what the stores' walk could not read or follow
+    (a folder without permission, a dangling or looping symlink), by harness:
+    the store is partly unreadable and its index is smaller than the store."""
+    from deja.stages.sources import locate
+
+    problems: list[str] = []
+    locate.sources(env, problems)
+    if problems:
+        rep["skipped"] = problems
+        for s in rep["stores"]:
+            if s["state"] == "ok" and any(p.startswith(s["name"] + ": ") for p in problems):
+                s["state"] = "partial"
+
+
+def add_background_failure(rep: dict, env: Mapping[str, str]) -> None:
+    """The error of the last background `deja index` a query started, if it failed."""
+    from .fresh import background_failure
+
+    failed = background_failure(env)
+    if failed:
+        rep["index"]["background_failure"] = failed
+
+
+def render_skipped(rep: dict) -> list[str]:
+    skipped = rep.get("skipped") or []
+    out = [f"  partly unreadable, skipped: {p}" for p in skipped[:20]]
+    if len(skipped) > 20:
+        out.append(f"  partly unreadable: {len(skipped) - 20} more skipped")
+    return out
 
 
 # Files whose faults doctor names, and faults named per file (the catalog keeps 5).

@@ -8,6 +8,7 @@ a big run turns them into Arrow, a small one writes them as they are
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from deja.stages import normalize, redact
@@ -35,6 +36,8 @@ class FileOutput:
     error: str
     rows: int = 0
     faults: list[str] | None = None  # the first few malformed lines and values: "line N: what"
+    changed: bool = False  # vanished or replaced while it was read: nothing kept, read again next run
+    edge_hash: str = ""  # manifest.edge_hash of the file as read
 
 
 def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False) -> FileOutput:
@@ -44,6 +47,10 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
     append: seq numbering and the project found by the first read).
     ``light`` (worker processes) keeps polars out: see redact.redact_many.
     """
+    try:
+        before = os.stat(action.path)
+    except OSError:
+        return _changed(action, "vanished before it was read")
     try:
         res = reader(action.harness).read(action.path, action.start)
     except Exception as exc:  # a reader bug costs one file, never the run
@@ -59,9 +66,14 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
     for m in meta.values():
         redact_meta(m)
     digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
+    why = _changed_since(action.path, before)
+    if why:
+        return _changed(action, why)
+    edge = mf.edge_hash(action.path)
     out = FileOutput(action, cols, meta, res.safe_offset, digest, res.malformed + faults.count, res.clipped, counts, "")
     out.rows = len(cols["text"])
     out.faults = fault_lines(action.path, faults.first)
+    out.edge_hash = edge
     return out
 
 
@@ -84,6 +96,28 @@ def fault_lines(path: str, faults: list[tuple[int, str]]) -> list[str]:
                 out.append(f"line {line}: {what}")
     except OSError:  # gone since it was read: the offsets still say where
         return [f"byte {offset}: {what}" for offset, what in faults]
+    return out
+
+
+def _changed_since(path: str, before: os.stat_result) -> str:
+    """Why what was read may not be the file now at ``path``, or "".
+
+    A transcript only grows; another inode, or fewer bytes, means it was
+    replaced or rewritten under the reader (a live append is neither)."""
+    try:
+        after = os.stat(path)
+    except OSError:
+        return "vanished while it was read"
+    if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino) or after.st_size < before.st_size:
+        return "replaced while it was read"
+    return ""
+
+
+def _changed(action: mf.Action, why: str) -> FileOutput:
+    """Nothing of the read is kept; the error makes the next run plan it again
+    (or drop it, if it is gone)."""
+    out = FileOutput(action, None, {}, action.start, "", 0, 0, {}, why + "; read again next run")
+    out.changed = True
     return out
 
 

@@ -54,6 +54,7 @@ class HarnessSummary:
     redactions: int = 0
     malformed: int = 0
     failed: int = 0
+    changed_while_read: int = 0  # vanished or replaced under the reader (counted apart from failed)
 
 
 @dataclass
@@ -121,7 +122,7 @@ class Run:
         t0 = time.monotonic()
         self.load_state()
         sources = self.discover()
-        actions = mf.plan(sources, self.manifest, self.rebuild)
+        actions = mf.plan(sources, self.manifest, self.rebuild, verify=True)
         work = [a for a in actions if a.kind != mf.SKIP]
         for a in actions:
             self._hs(a.harness).files += a.kind != mf.REMOVE
@@ -203,11 +204,14 @@ class Run:
     def discover(self) -> list[tuple[str, str]]:
         sources = []
         for h, files in locate.LOCATORS.items():  # paths only: a reader loads when its files are read
+            skipped: list[str] = []
             try:
-                found = files(self.env)
+                found = files(self.env, skipped)
             except Exception as exc:
                 self.summary.errors.append(f"{h}: cannot list its store: {exc}")
                 continue
+            finally:
+                self.summary.errors.extend(f"{h}: {p}" for p in skipped)  # unreadable folders, dangling links
             sources.extend((p, h) for p in found)
         return sources
 
@@ -222,7 +226,10 @@ class Run:
         hs = self._hs(out.action.harness)
         hs.read += 1
         hs.malformed += out.malformed
-        if out.error:
+        if out.changed:
+            hs.changed_while_read += 1
+            self.summary.errors.append(f"{out.action.path}: {out.error}")
+        elif out.error:
             hs.failed += 1
             self.summary.errors.append(f"{out.action.path}: {out.error}")
         if out.rows and self.drop:  # tombstones and exclusions (see load_state)
@@ -314,7 +321,7 @@ class Run:
                 [a.path, a.harness, a.size, a.mtime_ns, out.prefix_hash, out.safe_offset, CONTENT_VERSION,
                  records + out.rows, malformed + out.malformed,
                  out.clipped, json.dumps(red, sort_keys=True), sum(red.values()), out.error or None, now,
-                 kept_faults(old, out)]
+                 kept_faults(old, out), out.edge_hash or None]
             )
         self.write_sessions()
         part_keys = self.store.part_sessions(self.con, [rel for d, rel, _ in self.new_parts if d == "records"])
@@ -417,7 +424,7 @@ class Run:
         return merged
 
 MANIFEST_COLS = ("path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "records",
-                 "malformed", "clipped", "redactions", "redaction_total", "error", "indexed_at", "faults")
+                 "malformed", "clipped", "redactions", "redaction_total", "error", "indexed_at", "faults", "edge_hash")
 
 
 def kept_faults(old: dict, out: FileOutput) -> list[str] | None:

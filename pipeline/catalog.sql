@@ -32,6 +32,11 @@ CREATE TABLE IF NOT EXISTS manifest (
     error           VARCHAR,
     indexed_at      TIMESTAMP
 );
+-- The first few malformed lines and out-of-range values of each file ("line N: what"),
+-- for `deja doctor`; malformed counts them all.
+ALTER TABLE manifest ADD COLUMN IF NOT EXISTS faults VARCHAR[];
+-- xxh64 of the size and the first and last 16 KiB: a rewrite that keeps size and mtime is read again.
+ALTER TABLE manifest ADD COLUMN IF NOT EXISTS edge_hash VARCHAR;
 
 -- What each file says about each session; the sessions dataset is derived from it.
 CREATE TABLE IF NOT EXISTS file_sessions (

@@ -19,11 +19,14 @@ def index_command(rebuild: bool, as_json: bool) -> None:
         from .fresh import pending
         from .store import Store
 
-        state = pending(os.environ, con)
+        skipped: list[str] = []  # unreadable folders, dangling links: said on every run, not only busy ones
+        state = pending(os.environ, con, problems=skipped)
         if state is not None and not state[0] and state[2] and not Store(config.index_dir()).writer_running():
             if as_json:
-                _out_json({"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": []})
+                _out_json({"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": skipped})
             else:
+                for e in skipped[:10]:
+                    _err(e)
                 print(f"up to date ({state[1]} sessions)", file=sys.stderr)
             return
     summary = _run_index(rebuild=rebuild, show_progress=not as_json, con=con)
@@ -82,8 +85,9 @@ def _print_summary(summary) -> None:
             f"{hs.harness}: {hs.sessions} sessions, {hs.messages} messages, "
             f"{hs.redactions} redactions ({hs.read} of {hs.files} files read"
         )
-        line += f", {hs.malformed} malformed lines" if hs.malformed else ""
+        line += f", {hs.malformed} malformed lines or values" if hs.malformed else ""
         line += f", {hs.failed} unreadable" if hs.failed else ""
+        line += f", {hs.changed_while_read} changed while read" if hs.changed_while_read else ""
         print(line + ")")
     if not summary.harnesses or not any(h.files for h in summary.harnesses.values()):
         print("no agent stores found (looked for Claude Code and Codex)", file=sys.stderr)

@@ -112,7 +112,8 @@ def _refresh(keep_attached: bool = False) -> str | None:
 
     try:
         state = ensure_fresh(keep_attached=keep_attached)
-    except Exception:  # freshness is best effort: the store as it is still answers
+    except Exception as exc:  # freshness is best effort: the store as it is still answers, and says so
+        _err(f"could not refresh the index ({type(exc).__name__}: {exc}); answering from the store as it is")
         return None
     if state == "background":
         print("deja: refreshing the index in the background; answering from the store as it is", file=sys.stderr)

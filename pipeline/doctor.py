@@ -28,6 +28,7 @@ def report(env: Mapping[str, str]) -> dict:
                                  "redactions": int(red or 0)}
                 for h, path, err in con.execute("SELECT harness, path, error FROM manifest WHERE error IS NOT NULL").fetchall():
                     health.setdefault(h, {}).setdefault("unreadable", []).append({"path": path, "error": err})
+                add_faults(con, health)
                 for path, h in con.execute("SELECT path, harness FROM manifest").fetchall():
                     files_by_harness.setdefault(h, set()).add(path)
                 sess = store.live_files(con, "sessions")
@@ -70,6 +71,8 @@ def report(env: Mapping[str, str]) -> dict:
     if index["state"] == "ok":
         index["stale_stores"] = stale
     rep = {"schema_version": 2, "stores": stores, "index": index}
+    add_skipped(rep, env)
+    add_background_failure(rep, env)
     try:  # which agent configs run deja's hooks (deja install)
         from deja.hooks.install import wiring
 
@@ -91,6 +94,7 @@ def render(rep: dict) -> str:
         )
         if s.get("error"):
             lines.append(f"           error: {s['error']}")
+    lines += render_skipped(rep)
     idx = rep["index"]
     if idx["state"] == "ok":
         lines.append(f"index: ok, {idx['path']}, {_size(idx['size_bytes'])}")
@@ -103,10 +107,12 @@ def render(rep: dict) -> str:
         lines.append(f"index: busy (being written), {idx['path']}")
     else:
         lines.append(f"index: none yet at {idx['path']} (run `deja index`)")
+    if rep["index"].get("background_failure"):
+        lines.append(f"  last background index failed: {rep['index']['background_failure']} (run `deja index`)")
     for h, info in rep.get("ingest_health", {}).items():
         bits = []
         if info.get("malformed_lines"):
-            bits.append(f"{info['malformed_lines']} malformed lines skipped")
+            bits.append(f"{info['malformed_lines']} malformed lines or values")
         if info.get("failed_files"):
             bits.append(f"{info['failed_files']} unreadable files")
         if info.get("redactions"):
@@ -115,6 +121,7 @@ def render(rep: dict) -> str:
             lines.append(f"  {h}: " + ", ".join(bits))
         for u in info.get("unreadable", [])[:10]:
             lines.append(f"    unreadable: {u['path']}: {u['error']}")
+        lines += render_faults(info)
     if "wiring" in rep:
         w = rep["wiring"]
         lines.append("wiring:")
@@ -123,6 +130,74 @@ def render(rep: dict) -> str:
             lines.append(f"  {name:<8} {events}  {w[name]['path']}")
         lines.append(f"  launcher {w['launcher'] or 'not installed (run `deja install --auto`)'}")
     return "\n".join(lines)
+
+
+def add_skipped(rep: dict, env: Mapping[str, str]) -> None:
+    """``rep["skipped"]``: what the stores' walk could not read or follow
+    (a folder without permission, a dangling or looping symlink), by harness:
+    the store is partly unreadable and its index is smaller than the store."""
+    from deja.stages.sources import locate
+
+    problems: list[str] = []
+    locate.sources(env, problems)
+    if problems:
+        rep["skipped"] = problems
+        for s in rep["stores"]:
+            if s["state"] == "ok" and any(p.startswith(s["name"] + ": ") for p in problems):
+                s["state"] = "partial"
+
+
+def add_background_failure(rep: dict, env: Mapping[str, str]) -> None:
+    """The error of the last background `deja index` a query started, if it failed."""
+    from .fresh import background_failure
+
+    failed = background_failure(env)
+    if failed:
+        rep["index"]["background_failure"] = failed
+
+
+def render_skipped(rep: dict) -> list[str]:
+    skipped = rep.get("skipped") or []
+    out = [f"  partly unreadable, skipped: {p}" for p in skipped[:20]]
+    if len(skipped) > 20:
+        out.append(f"  partly unreadable: {len(skipped) - 20} more skipped")
+    return out
+
+
+# Files whose faults doctor names, and faults named per file (the catalog keeps 5).
+FAULT_FILES = 10
+
+
+def add_faults(con, health: dict[str, dict]) -> None:
+    """``health[h]["malformed"]``: files with malformed lines or values set to
+    unknown, each with the first few as ``line N: what`` (manifest.faults)."""
+    try:
+        rows = con.execute(
+            "SELECT harness, path, malformed, faults FROM manifest WHERE malformed > 0 "
+            "ORDER BY harness, malformed DESC, path"
+        ).fetchall()
+    except Exception:  # a catalog from before manifest.faults: counts only
+        return
+    for h, path, n, faults in rows:
+        entry = {"path": path, "count": int(n), "first": list(faults or [])}
+        health.setdefault(h, {}).setdefault("malformed", []).append(entry)
+
+
+def render_faults(info: dict) -> list[str]:
+    out = []
+    files = info.get("malformed", [])
+    for f in files[:FAULT_FILES]:
+        if not f["first"]:
+            out.append(f"    malformed: {f['path']}: {f['count']}")
+        for what in f["first"]:
+            where, _, rest = what.partition(": ")
+            line = where[5:] if where.startswith("line ") else where
+            out.append(f"    malformed: {f['path']}:{line}: {rest}")
+        if f["count"] > len(f["first"]) and f["first"]:
+            out.append(f"    malformed: {f['path']}: {f['count'] - len(f['first'])} more")
+    if len(files) > FAULT_FILES:
+        out.append(f"    malformed: {len(files) - FAULT_FILES} more files")
+    return out
 
 
 def _size(n: int) -> str:

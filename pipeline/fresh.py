@@ -25,7 +25,7 @@ INLINE_MAX_FILES = 8
 
 
 def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
-            keep_attached: bool = False) -> tuple[list[mf.Action], int, bool] | None:
+            keep_attached: bool = False, problems: list[str] | None = None) -> tuple[list[mf.Action], int, bool] | None:
     """The work the stores hold for the index, how many sessions it has, and
     whether the files on disk are exactly the live ones (a killed run leaves
     parts for the next writer to clean) and the catalog is of this version.
@@ -34,17 +34,20 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
     walk, a stat per file, and the manifest read through DuckDB's core.
     ``keep_attached``: when there is nothing to do, the catalog stays attached
     to ``con`` as ``cat`` for the query that follows (``open_live(attached=True)``).
+    ``problems`` collects what the stores' walk skipped (locate.sources).
     """
     store = Store(config.index_dir(env))
     if not store.exists():
         return None
-    sources = locate.sources(env)  # (first: no DuckDB needed, which may still be warming up)
+    sources = locate.sources(env, problems)  # (first: no DuckDB needed, which may still be warming up)
     from deja.queries.store_read import attach_catalog
 
     from . import duck
 
     con = duck.shared() if con is None else con
     cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error"]
+    if check_disk:  # `deja index`: a same-size, same-mtime rewrite is checked for (manifest.edge_hash)
+        cols.append("edge_hash")
     try:
         attach_catalog(con, store, retries=3)
     except Busy:
@@ -57,7 +60,7 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
         live = {r[0] for r in con.execute("SELECT file FROM cat.generation").fetchall()} if check_disk else set()
         current = not check_disk or _catalog_current(con)
         manifest = {r[0]: dict(zip(cols, r)) for r in rows}
-        actions = [a for a in mf.plan(sources, manifest) if a.kind != mf.SKIP]
+        actions = [a for a in mf.plan(sources, manifest, verify=check_disk) if a.kind != mf.SKIP]
     except duck.Error:  # a catalog a killed first run left half-made: the full run repairs it
         actions = None
     finally:
@@ -110,22 +113,56 @@ def ensure_fresh(env: Mapping[str, str] | None = None, con=None, keep_attached: 
             return "ingested"
         except Busy:
             return "skipped"
+    failed = background_failure(env)
+    if failed:  # said before the next attempt overwrites it: a refresh never fails unseen run after run
+        print(f"deja: the last background index failed: {failed} (run `deja index`)", file=sys.stderr)
     background_index(env)
     return "background"
 
 
+def refresh_log(env: Mapping[str, str]):
+    """``<index>.refresh``: what the last background `deja index` printed."""
+    root = config.index_dir(env)
+    return root.with_name(root.name + ".refresh")
+
+
 def background_index(env: Mapping[str, str]) -> None:
-    """A detached `deja index`: it outlives this command and takes the writer lock itself."""
+    """A detached `deja index`: it outlives this command and takes the writer lock itself.
+
+    Its output goes to ``refresh_log``: the JSON summary when it succeeds, its
+    one-line error when it does not (see ``background_failure``)."""
     import subprocess  # (only here: ~4 ms of every query's freshness check otherwise)
 
     try:
+        log = open(refresh_log(env), "wb")
+    except OSError:
+        log = subprocess.DEVNULL
+    try:
         subprocess.Popen(
-            [sys.executable, "-m", "deja", "index"],
+            [sys.executable, "-m", "deja", "index", "--json"],
             env=dict(env),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
             start_new_session=True,
         )
     except OSError:
         pass
+    finally:
+        if log is not subprocess.DEVNULL:
+            log.close()
+
+
+def background_failure(env: Mapping[str, str]) -> str:
+    """The error of the last background `deja index`, or "" (it succeeded, is
+    still running, or none ran). A successful run prints its JSON summary."""
+    try:
+        with open(refresh_log(env), "rb") as fh:
+            text = fh.read(64 << 10).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    if not text or text.startswith("{") or "another deja index is running" in text:
+        return ""  # succeeded, running, or found another run at work: nothing failed
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    errors = [ln[len("deja: "):] for ln in lines if ln.startswith("deja: ")]
+    return (errors[-1] if errors else lines[-1])[:300]

@@ -8,10 +8,12 @@ a big run turns them into Arrow, a small one writes them as they are
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from deja.stages import normalize, redact
 from deja.stages.sources import reader
+from deja.stages.sources.values import Faults
 
 from . import manifest as mf
 
@@ -33,6 +35,9 @@ class FileOutput:
     redactions: dict[str, int]
     error: str
     rows: int = 0
+    faults: list[str] | None = None  # the first few malformed lines and values: "line N: what"
+    changed: bool = False  # vanished or replaced while it was read: nothing kept, read again next run
+    edge_hash: str = ""  # manifest.edge_hash of the file as read
 
 
 def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False) -> FileOutput:
@@ -43,6 +48,10 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
     ``light`` (worker processes) keeps polars out: see redact.redact_many.
     """
     try:
+        before = os.stat(action.path)
+    except OSError:
+        return _changed(action, "vanished before it was read")
+    try:
         res = reader(action.harness).read(action.path, action.start)
     except Exception as exc:  # a reader bug costs one file, never the run
         return FileOutput(action, None, {}, action.start, "", 0, 0, {}, f"{type(exc).__name__}: {exc}")
@@ -50,13 +59,65 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
         return FileOutput(action, None, {}, action.start, "", res.malformed, 0, {}, res.error)
     seq_start = {k: (r.get("max_seq", -1) + 1) for k, r in prior.items()} if action.start else {}
     projects = {k: r.get("project", "") for k, r in prior.items()} if action.start else {}
-    cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects)
+    faults = Faults()
+    faults.first = list(res.faults)
+    cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects, faults)
     counts = redact_texts(cols, vectorized=not light)
     for m in meta.values():
         redact_meta(m)
     digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
-    out = FileOutput(action, cols, meta, res.safe_offset, digest, res.malformed, res.clipped, counts, "")
+    why = _changed_since(action.path, before)
+    if why:
+        return _changed(action, why)
+    edge = mf.edge_hash(action.path)
+    out = FileOutput(action, cols, meta, res.safe_offset, digest, res.malformed + faults.count, res.clipped, counts, "")
     out.rows = len(cols["text"])
+    out.faults = fault_lines(action.path, faults.first)
+    out.edge_hash = edge
+    return out
+
+
+def fault_lines(path: str, faults: list[tuple[int, str]]) -> list[str]:
+    """``line N: what`` for faults noted by byte offset: one pass over the file
+    up to the last of them, only for files that have any."""
+    if not faults:
+        return []
+    faults = sorted(faults)
+    out, line, pos = [], 1, 0
+    try:
+        with open(path, "rb") as fh:
+            for offset, what in faults:
+                while pos < offset:
+                    chunk = fh.read(min(offset - pos, 1 << 20))
+                    if not chunk:
+                        break
+                    line += chunk.count(b"\n")
+                    pos += len(chunk)
+                out.append(f"line {line}: {what}")
+    except OSError:  # gone since it was read: the offsets still say where
+        return [f"byte {offset}: {what}" for offset, what in faults]
+    return out
+
+
+def _changed_since(path: str, before: os.stat_result) -> str:
+    """Why what was read may not be the file now at ``path``, or "".
+
+    A transcript only grows; another inode, or fewer bytes, means it was
+    replaced or rewritten under the reader (a live append is neither)."""
+    try:
+        after = os.stat(path)
+    except OSError:
+        return "vanished while it was read"
+    if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino) or after.st_size < before.st_size:
+        return "replaced while it was read"
+    return ""
+
+
+def _changed(action: mf.Action, why: str) -> FileOutput:
+    """Nothing of the read is kept; the error makes the next run plan it again
+    (or drop it, if it is gone)."""
+    out = FileOutput(action, None, {}, action.start, "", 0, 0, {}, why + "; read again next run")
+    out.changed = True
     return out
 
 

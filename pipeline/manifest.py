@@ -5,6 +5,11 @@ still byte-for-byte what was read: a rewind that truncates and regrows past the
 old length looks exactly like growth, and appending onto it would leave the
 replaced turns in the store for good. The recorded prefix hash tells the two
 apart.
+
+A file rewritten to the same size with its mtime put back (``cp -p``,
+``touch -r``) looks unchanged to a stat. `deja index` also hashes a small
+window at each end (``edge_hash``) of the files the stat calls unchanged; a
+query's freshness check does not, to keep its budget.
 """
 
 from __future__ import annotations
@@ -50,13 +55,42 @@ def prefix_hash(path: str, length: int) -> str:
     return h.hexdigest()
 
 
-def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: bool = False) -> list[Action]:
+# Bytes hashed at each end of a file: ~10 ms over 530 files from the page cache,
+# within the unchanged run's budget; a rewrite that keeps size and mtime almost
+# always changes the first line (ids, times) or the last turns.
+EDGE_WINDOW = 16 << 10
+
+
+def edge_hash(path: str, size: int | None = None) -> str:
+    """xxh64 of the first and last EDGE_WINDOW bytes and the size; "" if unreadable."""
+    import xxhash
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return ""
+    try:
+        size = os.fstat(fd).st_size if size is None else size
+        h = xxhash.xxh64(str(size).encode())
+        h.update(os.pread(fd, EDGE_WINDOW, 0))
+        if size > EDGE_WINDOW:
+            h.update(os.pread(fd, EDGE_WINDOW, max(EDGE_WINDOW, size - EDGE_WINDOW)))
+        return h.hexdigest()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
+def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: bool = False,
+         verify: bool = False) -> list[Action]:
     """Actions for every current source and every manifest row whose file is gone.
 
     ``sources`` is [(path, harness)]; ``manifest`` maps path → its catalog row.
     A harness with no source at all is a store this environment cannot see (a
     relocated CLAUDE_CONFIG_DIR, a hook run with another HOME), not a store
     whose every transcript was deleted: its indexed sessions are kept.
+    ``verify``: files whose stat is unchanged are checked by ``edge_hash`` too.
     """
     actions: list[Action] = []
     seen = set()
@@ -77,7 +111,10 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
             actions.append(Action(REPLACE, path, harness, 0, size, mtime))
             continue
         if row.get("size") == size and row.get("mtime_ns") == mtime and not row.get("error"):
-            actions.append(Action(SKIP, path, harness, 0, size, mtime))
+            if not (verify and row.get("edge_hash") and edge_hash(path, size) != row["edge_hash"]):
+                actions.append(Action(SKIP, path, harness, 0, size, mtime))
+                continue
+            actions.append(Action(REPLACE, path, harness, 0, size, mtime))  # same stat, other bytes
             continue
         safe = row.get("safe_offset") or 0
         if size >= safe and safe > 0 and row.get("prefix_hash") and prefix_hash(path, safe) == row["prefix_hash"]:

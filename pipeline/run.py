@@ -54,6 +54,7 @@ class HarnessSummary:
     redactions: int = 0
     malformed: int = 0
     failed: int = 0
+    changed_while_read: int = 0  # vanished or replaced under the reader (counted apart from failed)
 
 
 @dataclass
@@ -122,7 +123,7 @@ class Run:
         t0 = time.monotonic()
         self.load_state()
         sources = self.discover()
-        actions = mf.plan(sources, self.manifest, self.rebuild)
+        actions = mf.plan(sources, self.manifest, self.rebuild, verify=True)
         work = [a for a in actions if a.kind != mf.SKIP]
         for a in actions:
             self._hs(a.harness).files += a.kind != mf.REMOVE
@@ -205,11 +206,14 @@ class Run:
     def discover(self) -> list[tuple[str, str]]:
         sources = []
         for h, files in locate.LOCATORS.items():  # paths only: a reader loads when its files are read
+            skipped: list[str] = []
             try:
-                found = files(self.env)
+                found = files(self.env, skipped)
             except Exception as exc:
                 self.summary.errors.append(f"{h}: cannot list its store: {exc}")
                 continue
+            finally:
+                self.summary.errors.extend(f"{h}: {p}" for p in skipped)  # unreadable folders, dangling links
             sources.extend((p, h) for p in found)
         return sources
 
@@ -224,7 +228,10 @@ class Run:
         hs = self._hs(out.action.harness)
         hs.read += 1
         hs.malformed += out.malformed
-        if out.error:
+        if out.changed:
+            hs.changed_while_read += 1
+            self.summary.errors.append(f"{out.action.path}: {out.error}")
+        elif out.error:
             hs.failed += 1
             self.summary.errors.append(f"{out.action.path}: {out.error}")
         if out.rows and self.drop:  # tombstones and exclusions (see load_state)
@@ -315,7 +322,8 @@ class Run:
             manifest_rows.append(
                 [a.path, a.harness, a.size, a.mtime_ns, out.prefix_hash, out.safe_offset, CONTENT_VERSION,
                  records + out.rows, malformed + out.malformed,
-                 out.clipped, json.dumps(red, sort_keys=True), sum(red.values()), out.error or None, now]
+                 out.clipped, json.dumps(red, sort_keys=True), sum(red.values()), out.error or None, now,
+                 kept_faults(old, out), out.edge_hash or None]
             )
         self.write_sessions()
         part_keys = self.store.part_sessions(self.con, [rel for d, rel, _ in self.new_parts if d == "records"])
@@ -336,7 +344,8 @@ class Run:
                 con.execute("DELETE FROM file_sessions WHERE path IN (SELECT unnest(?))", [list(touched_paths)])
             if manifest_rows:
                 con.execute("DELETE FROM manifest WHERE path IN (SELECT unnest(?))", [[r[0] for r in manifest_rows]])
-            _many(con, "INSERT INTO manifest VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", manifest_rows)
+            _many(con, f"INSERT INTO manifest ({', '.join(MANIFEST_COLS)}) VALUES ({','.join('?' * len(MANIFEST_COLS))})",
+                  manifest_rows)
             fs_rows = [self._fs_row(r) for o in self.done for r in self.file_sessions.get(o.action.path, {}).values()]
             _many(con, f"INSERT INTO file_sessions VALUES ({','.join('?' * len(self.FS_COLS))})", fs_rows)
             _many(con, "INSERT OR IGNORE INTO session_ords VALUES (?, ?)", self.new_ords)
@@ -416,6 +425,19 @@ class Run:
             normalize.merge_meta(o, m)
         return merged
 
+MANIFEST_COLS = ("path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "records",
+                 "malformed", "clipped", "redactions", "redaction_total", "error", "indexed_at", "faults", "edge_hash")
+
+
+def kept_faults(old: dict, out: FileOutput) -> list[str] | None:
+    """The file's first few faults: an append keeps those of the bytes read before."""
+    from deja.stages.sources.values import FAULTS_KEPT
+
+    kept = list(old.get("faults") or []) if out.action.kind == mf.APPEND else []
+    kept = (kept + (out.faults or []))[:FAULTS_KEPT]
+    return kept or None
+
+
 def _add(total: dict[str, int], more: dict[str, int]) -> None:
     for k, v in more.items():
         total[k] = total.get(k, 0) + v
@@ -438,7 +460,7 @@ def _many(con, sql: str, rows: list) -> None:
         return
     import re
 
-    m = re.match(r"\s*(INSERT(?: OR \w+)? INTO \w+) VALUES \(([?, ]+)\)", sql)
+    m = re.match(r"\s*(INSERT(?: OR \w+)? INTO \w+(?: \([\w, ]+\))?) VALUES \(([?, ]+)\)", sql)
     if m is None:
         con.executemany(sql, rows)
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from .outcome import backed_out, decision_line
+from .sources import values as v
 from .sources.base import WORK_ROLES
 
 # 1. our own earlier output echoed back, raw or HTML-escaped (Gemini)
@@ -181,7 +182,8 @@ def to_table(cols: dict[str, list]):
     return pa.table(cols, schema=record_schema())
 
 
-def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projects: dict[str, str] | None = None):
+def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projects: dict[str, str] | None = None,
+               faults: v.Faults | None = None):
     """Records of one read, plumbing stripped, empties dropped; and per-session stats.
 
     Plain lists, not Arrow: this runs in reader worker processes, which stay
@@ -189,13 +191,18 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
     ``seq_start`` continues numbering for sessions this file already fed (an
     append); ``projects`` supplies the project a previous read found when this
     read did not see the session's identity lines again.
+    Every value is checked against its column here, once for all readers
+    (sources/values.py): one out of range becomes unknown and is noted in
+    ``faults`` with its line's offset.
     Returns ({column: list}, {session_key: partial-metadata dict}).
     """
     seq_start = seq_start or {}
     projects = projects or {}
+    faults = faults if faults is not None else v.Faults()
     cols: dict[str, list] = {name: [] for name in RECORD_COLUMNS}
     meta: dict[str, dict] = {}
     for part in parts:
+        _check_part(part, faults)
         key = session_key(part.harness, part.session_id)
         project = part.project or projects.get(key, "")
         m = meta.get(key)
@@ -208,6 +215,10 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
             text = msg.text
             if not text:
                 continue
+            if not isinstance(text, str):
+                faults.note(msg.byte_offset, f"{msg.role} text {v.show(text)} is not text")
+                continue
+            _check_message(msg, faults)
             if msg.role not in WORK_ROLES:
                 text = strip_plumbing(text)
                 if not text:
@@ -216,12 +227,12 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
             cols["session_key"].append(key)
             cols["session_id"].append(part.session_id)
             cols["project"].append(project)
-            cols["seq"].append(seq)
+            cols["seq"].append(seq if seq <= v.INT32[1] else faults.note(msg.byte_offset, f"seq {seq} past int32"))
             cols["role"].append(msg.role)
             cols["text"].append(text)
             cols["ts"].append(msg.ts)
             cols["tool"].append(msg.tool)
-            cols["exit_code"].append(msg.exit_code if msg.exit_code is None or -32768 <= msg.exit_code < 32768 else None)
+            cols["exit_code"].append(msg.exit_code)
             cols["is_error"].append(msg.is_error)
             cols["source_path"].append(path)
             cols["byte_offset"].append(msg.byte_offset)
@@ -235,6 +246,51 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
         m["touched"] = [p for p, _ in ranked]
         m["touched_counts"] = [c for _, c in ranked]
     return cols, meta
+
+
+def _check_message(msg, faults: v.Faults) -> None:
+    """A message's values within their columns' bounds, else unknown (noted)."""
+    at = msg.byte_offset
+    if type(at) is not int or not v.INT64[0] <= at <= v.INT64[1]:
+        msg.byte_offset = at = faults.note(0, f"byte offset {v.show(at)} out of range") or 0
+    if msg.ts is not None and not v.valid_ms(msg.ts):
+        msg.ts = faults.note(at, f"timestamp {v.show(msg.ts)} is not a time in 1970-2200")
+    if msg.exit_code is not None and not v.int_in(msg.exit_code, v.INT16):
+        msg.exit_code = faults.note(at, f"exit code {v.show(msg.exit_code)} out of int16")
+    if msg.is_error is not None and type(msg.is_error) is not bool:
+        msg.is_error = faults.note(at, f"is_error {v.show(msg.is_error)} is not true/false")
+    if msg.tool is not None:
+        msg.tool = faults.name(at, "tool", msg.tool) or None
+
+
+_PART_NAMES = ("project", "cwd", "branch", "kind", "parent", "agent")
+
+
+def _check_part(part, faults: v.Faults) -> None:
+    """A session part's identity and titles as bounded strings, else "" (noted).
+
+    The offset of its first message stands for the line: identity fields are
+    spread over many lines, and a reader keeps only the value, not where it was."""
+    at = part.messages[0].byte_offset if part.messages and type(part.messages[0].byte_offset) is int else 0
+    sid = part.session_id
+    if not isinstance(sid, str) or not sid or len(sid) > v.NAME_CAP:
+        # the key of every row: an unusable id is replaced by a stable stand-in, not dropped
+        faults.note(at, f"session id {v.show(sid)} is not a usable id")
+        part.session_id = "invalid-" + _digest(repr(sid))
+    for f in _PART_NAMES:
+        setattr(part, f, faults.name(at, f, getattr(part, f)))
+    part.title = faults.name(at, "title", part.title, v.PROSE_CAP)
+    part.last_prompt = faults.name(at, "last prompt", part.last_prompt, v.PROSE_CAP)
+    if not v.int_in(part.title_rank, (0, 2)):
+        part.title_rank = faults.note(at, f"title rank {v.show(part.title_rank)} out of range") or 0
+    if part.touched:
+        part.touched = [p for p in (faults.name(at, "touched path", p) for p in part.touched) if p]
+
+
+def _digest(s: str) -> str:
+    import hashlib
+
+    return hashlib.blake2b(s.encode("utf-8", "replace"), digest_size=8).hexdigest()
 
 
 def _new_meta(part, key: str, project: str) -> dict:

@@ -503,7 +503,8 @@ def test_doctor_counts_malformed_lines(home):
     home.run("index")
     rep = json.loads(home.run("doctor", "--json").stdout)
     assert rep["ingest_health"]["claude"]["malformed_lines"] == 1
-    assert "1 malformed lines skipped" in home.run("doctor").stdout
+    text = home.run("doctor").stdout
+    assert "1 malformed lines or values" in text and f"{p}:3: line is not JSON" in text
     assert ids(home.search("after", "bad", "line")) == [S1]  # the rest of the file still indexed
 
 

@@ -795,7 +795,10 @@ def test_odd_shapes_cost_only_their_line(tmp_path, monkeypatch):
     monkeypatch.setattr(claude.work, "command_record", flaky)
     r, s = read_one(session_file(tmp_path, lines))
     assert [m.text for m in s.messages] == ["bare string", "still here"]
-    assert r.malformed == 1  # the line whose handling raised
+    # the line whose handling raised, and the timestamp that is not a time (that value only: its line stays)
+    assert r.malformed == 2
+    assert [what for _, what in r.faults] == ["line could not be read (RuntimeError)",
+                                             "timestamp a dict is not a time in 1970-2200"]
 
 
 def test_torn_tail_is_left_for_the_next_run(tmp_path):

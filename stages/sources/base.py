@@ -74,6 +74,7 @@ class SessionPart:
 class ReadResult:
     sessions: list[SessionPart] = field(default_factory=list)
     safe_offset: int = 0
-    malformed: int = 0  # complete lines that did not decode
+    malformed: int = 0  # complete lines that did not decode, and values out of range (values.py)
+    faults: list[tuple[int, str]] = field(default_factory=list)  # the first few: (line offset, what)
     clipped: int = 0  # messages cut at the 1 MiB parse cap
     error: str = ""  # a file-level failure (permission denied, vanished), "" when fine

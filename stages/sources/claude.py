@@ -344,10 +344,12 @@ class _Reader:
                         self.loose_touched.append(p)
                 elif t == "summary":
                     self.summary(o, offset)
-            except Exception:  # one odd line costs that line, never the file
+            except Exception as exc:  # one odd line costs that line, never the file
                 bad += 1
+                lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
         self.result.safe_offset = lines.end
-        self.result.malformed = lines.malformed + bad
+        self.result.malformed = lines.malformed + bad + lines.faults.count
+        self.result.faults = lines.faults.first
         return self.finish()
 
     def touch(self, part: SessionPart, paths) -> None:

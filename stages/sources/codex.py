@@ -132,9 +132,12 @@ def _read_rollout(path: str, start: int) -> ReadResult:
     for offset, obj in lines:
         try:
             r.step(offset, obj, True)
-        except Exception:  # one bad line costs that line only
+        except Exception as exc:  # one bad line costs that line only
             r.bad += 1
-    return r.result(path, lines.end, lines.malformed)
+            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+    res = r.result(path, lines.end, lines.malformed + lines.faults.count)
+    res.faults = lines.faults.first
+    return res
 
 
 def _primed(path: str, start: int, flags: dict) -> "_Rollout":
@@ -530,10 +533,12 @@ def _read_history(path: str, start: int) -> ReadResult:
             if part is None:
                 part = parts[sid] = SessionPart(harness=HARNESS, session_id=sid, project="history")
             part.messages.append(Message("user", text, parse_ts(obj.get("ts")), byte_offset=offset))
-        except Exception:
+        except Exception as exc:
             bad += 1
+            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
     return ReadResult(
-        sessions=list(parts.values()), safe_offset=lines.end, malformed=lines.malformed + bad, clipped=clipped
+        sessions=list(parts.values()), safe_offset=lines.end, malformed=lines.malformed + bad + lines.faults.count,
+        clipped=clipped, faults=lines.faults.first,
     )
 
 

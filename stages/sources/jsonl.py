@@ -13,6 +13,7 @@ from typing import Iterator
 import orjson
 
 from .locate import is_regular_file  # noqa: F401  (re-exported: the readers import it from here)
+from .values import Faults, epoch_ms, show, valid_ms
 
 _BOM = b"\xef\xbb\xbf"
 # Messages above this are cut before redaction (harness-formats 1.4).
@@ -25,16 +26,36 @@ class Lines:
     Iterating yields ``(offset, obj)`` for every complete line that decodes to a
     JSON object. After iteration ``end`` is the offset just past the last
     complete line (the safe resume point) and ``malformed`` the number of
-    complete lines that did not decode. A final line with no newline is treated
+    complete lines that did not decode, ``faults`` the values set to unknown
+    (and the first few of either, by offset). A final line with no newline is treated
     as complete only if it decodes (12 real files simply lack a final newline);
     otherwise it is a torn tail and is left for the next run.
     """
+
+    # A line's own time, wherever a harness writes it (Claude and Codex
+    # ``timestamp``, Codex history and deja's notes ``ts``). Checked here, once
+    # for every reader: the reader then sees epoch ms, or None for a value out
+    # of range, which is noted in ``faults`` with the line's offset.
+    TIME_KEYS = ("timestamp", "ts")
 
     def __init__(self, path: str, start: int = 0):
         self.path = path
         self.start = start
         self.end = start
         self.malformed = 0
+        self.faults = Faults()
+        self._raw = self._ms = None  # the last time seen: lines of one turn repeat it
+
+    def _times(self, offset: int, obj: dict) -> None:
+        for key in self.TIME_KEYS:
+            raw = obj.get(key)
+            if raw is None:
+                continue
+            if raw != self._raw or type(raw) is not type(self._raw):
+                self._raw, self._ms = raw, parse_ts(raw)
+            if self._ms is None:
+                self.faults.note(offset, f"{key} {show(raw)} is not a time in 1970-2200")
+            obj[key] = self._ms
 
     def __iter__(self) -> Iterator[tuple[int, dict]]:
         with open(self.path, "rb") as fh:
@@ -57,12 +78,14 @@ class Lines:
                     break  # torn tail: not consumed
                 if raw.strip():
                     self.malformed += 1
+                    self.faults.keep(offset, "line is not JSON")
                 pos = next_pos
                 self.end = base + pos
                 continue
             pos = next_pos
             self.end = base + pos
             if isinstance(obj, dict):
+                self._times(offset, obj)
                 yield offset, obj
 
 
@@ -92,36 +115,30 @@ def read_head(path: str, limit: int = 64 << 10) -> Iterator[dict]:
 
 
 def parse_ts(value) -> int | None:
-    """Epoch milliseconds (UTC) from any timestamp form in harness-formats 1.3."""
+    """Epoch milliseconds (UTC) from any timestamp form in harness-formats 1.3;
+    None when absent or not a time in [1970, 2200) (values.epoch_ms)."""
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return _from_number(value)
+        return epoch_ms(value)
     if not isinstance(value, str):
         return None
     s = value.strip()
-    if not s:
+    if not s or len(s) > 64:
         return None
     if s.replace(".", "", 1).isdigit():
-        return _from_number(float(s) if "." in s else int(s))
+        return epoch_ms(float(s) if "." in s else int(s))
     s = s.replace(" ", "T", 1)
     if s.endswith(("Z", "z")):
         s = s[:-1] + "+00:00"
     try:
         dt = datetime.fromisoformat(s)
-    except ValueError:
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        ms = int(dt.timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
         return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
-
-
-def _from_number(v: int | float) -> int | None:
-    if v > 1e12:
-        return int(v)
-    if v > 0:
-        return int(round(v * 1000))
-    return None
+    return ms if valid_ms(ms) else None
 
 
 def clip(text: str) -> tuple[str, bool]:

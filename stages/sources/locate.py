@@ -3,6 +3,13 @@
 The freshness check in front of every query walks these folders, and must not
 pay for importing the readers (their patterns, dataclasses and JSON parser)
 to do it. Each reader's ``discover`` wraps its locator's paths.
+
+Symlinks inside a store are followed, files and folders alike: a user who
+moved ~/.claude/projects or one project to another disk expects it indexed.
+What cannot be followed (a dangling link, a loop) or read (a folder without
+permission) is skipped and said in ``problems`` (``path: why``), which
+`deja index` and `deja doctor` report: a store that is partly unreadable is
+never silently smaller.
 """
 
 from __future__ import annotations
@@ -35,33 +42,74 @@ def claude_root(env: Mapping[str, str]) -> str:
     return os.path.join(config, "projects")
 
 
-def claude_files(env: Mapping[str, str]) -> list[str]:
+def walk(top: str, problems: list[str] | None, skip_dir=None, want=None):
+    """(folder, [file names]) of every folder under ``top``, symlinks followed.
+
+    ``want(name)``: the file names worth a stat (the rest are never stat'ed);
+    ``skip_dir(name)``: sub-folders not entered. A folder reached twice (a
+    symlink loop, two links to one folder) is walked once; anything that
+    cannot be read is said in ``problems``.
+    """
+    seen: set[tuple[int, int]] = set()
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder)
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                _problem(problems, folder, "symlink loop or second link to a folder already read: skipped")
+                continue
+            seen.add(key)
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            _problem(problems, folder, _why(exc))
+            continue
+        files, subdirs = [], []
+        for e in entries:
+            try:
+                if e.is_dir():
+                    if not (skip_dir and skip_dir(e.name)):
+                        subdirs.append(e.path)
+                elif e.is_symlink() and not os.path.exists(e.path):
+                    _problem(problems, e.path, "dangling or looping symlink: skipped")
+                elif (want is None or want(e.name)) and e.is_file():  # never a FIFO: open() would block
+                    files.append(e.name)
+            except OSError as exc:
+                _problem(problems, e.path, _why(exc))
+        yield folder, files
+        stack.extend(reversed(subdirs))
+
+
+def _problem(problems: list[str] | None, path: str, why: str) -> None:
+    if problems is not None:
+        problems.append(f"{path}: {why}")
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied: skipped"
+    return f"cannot be read ({exc.strerror or type(exc).__name__}): skipped"
+
+
+def claude_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
     root = claude_root(env)
     if not os.path.isdir(root):
+        if os.path.lexists(root) and not os.path.exists(root):
+            _problem(problems, root, "dangling symlink: skipped")
         return []
     include_sub = env.get("DEJA_INCLUDE_SUBAGENTS") == "1"
     out: list[str] = []
-    try:
-        projects = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return []
-    for proj in projects:
-        try:
-            if not proj.is_dir():
-                continue
-        except OSError:
-            continue
-        for dirpath, dirnames, filenames in os.walk(proj.path):
-            dirnames[:] = [d for d in dirnames if d != "tool-results" and (include_sub or d != "subagents")]
-            top = dirpath == proj.path
-            for name in filenames:
-                if not name.endswith(".jsonl"):
-                    continue
-                if top and name.startswith("agent-") and not include_sub:
-                    continue  # 2.0.x subagent transcripts beside the sessions
-                path = os.path.join(dirpath, name)
-                if is_regular_file(path):
-                    out.append(path)
+    skip = lambda d: d == "tool-results" or (not include_sub and d == "subagents")  # noqa: E731
+    for folder, names in walk(root, problems, skip, lambda n: n.endswith(".jsonl")):
+        if folder == root:
+            continue  # transcripts live in project folders, not beside them
+        top = os.path.dirname(folder) == root
+        for name in names:
+            if top and name.startswith("agent-") and not include_sub:
+                continue  # 2.0.x subagent transcripts beside the sessions
+            out.append(os.path.join(folder, name))
     out.sort()
     return out
 
@@ -73,23 +121,21 @@ def codex_home(env: Mapping[str, str]) -> str:
     return env.get("DEJA_CODEX_ROOT") or env.get("CODEX_HOME") or os.path.join(_home(env), ".codex")
 
 
-def codex_rollouts(home: str) -> list[str]:
+def codex_rollouts(home: str, problems: list[str] | None = None) -> list[str]:
     root = os.path.join(home, "sessions")
     out: list[str] = []
     if not os.path.isdir(root):
         return out
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in filenames:
-            if "rollout-" in name and name.endswith(".jsonl"):
-                out.append(os.path.join(dirpath, name))
+    want = lambda n: "rollout-" in n and n.endswith(".jsonl")  # noqa: E731
+    for folder, names in walk(root, problems, want=want):
+        out.extend(os.path.join(folder, n) for n in names)
     out.sort()
     return out
 
 
-def codex_files(env: Mapping[str, str]) -> list[str]:
+def codex_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
     home = codex_home(env)
-    files = [p for p in codex_rollouts(home) if is_regular_file(p)]
+    files = codex_rollouts(home, problems)
     history = os.path.join(home, "history.jsonl")
     if is_regular_file(history):
         files.append(history)
@@ -106,7 +152,7 @@ def notes_file(env: Mapping[str, str]) -> str:
     return os.path.join(data, "deja", "notes.jsonl")
 
 
-def notes_files(env: Mapping[str, str]) -> list[str]:
+def notes_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
     p = notes_file(env)
     return [p] if is_regular_file(p) else []
 
@@ -115,12 +161,16 @@ def notes_files(env: Mapping[str, str]) -> list[str]:
 LOCATORS = {"claude": claude_files, "codex": codex_files, "deja": notes_files}
 
 
-def sources(env: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(path, harness) of every transcript the readers would read."""
+def sources(env: Mapping[str, str], problems: list[str] | None = None) -> list[tuple[str, str]]:
+    """(path, harness) of every transcript the readers would read; what could
+    not be read goes to ``problems`` as ``harness: path: why``."""
     out: list[tuple[str, str]] = []
     for harness, files in LOCATORS.items():
+        mine: list[str] = []
         try:
-            out.extend((p, harness) for p in files(env))
-        except OSError:
-            continue
+            out.extend((p, harness) for p in files(env, mine))
+        except OSError as exc:
+            mine.append(f"{harness} store: {_why(exc)}")
+        if problems is not None:
+            problems.extend(f"{harness}: {p}" for p in mine)
     return out

@@ -107,8 +107,9 @@ def _read(path: str, start: int) -> ReadResult:
                 part = parts[sid] = SessionPart(HARNESS, sid, project=project)
         part.messages.append(Message("user", text, ts=ts, byte_offset=offset))
     # lines that decode but are not notes count as malformed: visible in doctor
+    # (a note whose time is out of range is skipped: counted there, named by lines.faults)
     return ReadResult(sessions=list(parts.values()), safe_offset=lines.end,
-                      malformed=lines.malformed + skipped, clipped=clipped)
+                      malformed=lines.malformed + skipped, clipped=clipped, faults=lines.faults.first)
 
 
 # --------------------------------------------------------------------------- what must stay out

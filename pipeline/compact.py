@@ -88,6 +88,7 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
     # postings part: when they are a noticeable share, or asked to.
     clear = bool(deletes) and (force or _dead_due(dead, live))
     merge = Merge(store, gen, con, [str(store.root / d) for d in deletes])
+    committed = False
     try:
         for (dataset, folder), parts in sorted(groups.items()):
             if dataset == "postings" and folder == ALL_FOLDER:
@@ -100,18 +101,22 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
                 picked = pick(parts, force)
                 if picked:
                     merge.parts(dataset, folder, picked)
-    finally:
         merge.close()
-    if clear:
-        merge.dropped.extend(deletes)
-    keys = store.part_sessions(con, [rel for d, rel, _ in merge.new_parts if d == "records"])
-    with store.catalog(con, retries=100) as cat:
-        cat.execute("BEGIN TRANSACTION")
-        if merge.dropped:
-            cat.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [merge.dropped])
-        store.add_parts(cat, merge.new_parts, gen, keys)
-        cat.execute("COMMIT")
-        store.collect_garbage(cat)
+        if clear:
+            merge.dropped.extend(deletes)
+        facts = store.part_facts(con, merge.new_parts)
+        with store.catalog(con, retries=100) as cat:
+            cat.execute("BEGIN TRANSACTION")
+            if merge.dropped:
+                cat.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [merge.dropped])
+            store.add_parts(cat, merge.new_parts, gen, facts)
+            cat.execute("COMMIT")
+            committed = True
+            store.collect_garbage(cat)
+    finally:
+        if not committed:  # a failed merge (a full disk) leaves no part behind
+            merge.close()
+            store.discard(rel for _, rel, _ in merge.new_parts)
     return len(merge.dropped)
 
 
@@ -141,9 +146,12 @@ class Merge:
             con.execute("CREATE OR REPLACE TEMP TABLE dead (record_id BIGINT)")
 
     def close(self) -> None:
-        self.con.execute("DROP TABLE IF EXISTS dead")
-        for name in MERGE_SETTINGS:
-            self.con.execute(f"RESET {name}")
+        try:
+            self.con.execute("DROP TABLE IF EXISTS dead")
+            for name in MERGE_SETTINGS:
+                self.con.execute(f"RESET {name}")
+        except duck.Error:  # (a connection a failure left unusable)
+            pass
 
     def parts(self, dataset: str, folder: str, files: list[str]) -> None:
         """Merge ``files`` of one folder into one part, without dead records."""

@@ -75,6 +75,7 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
         rows = cat.execute(
             "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings','records','deletes','vocab')"
         ).fetchall()
+        live = {r[0] for r in cat.execute("SELECT file FROM generation").fetchall()}
     groups: dict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
     deletes, dead, live = [], 0, 0
     for dataset, file, n in rows:
@@ -116,7 +117,7 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
     finally:
         if not committed:  # a failed merge (a full disk) leaves no part behind
             merge.close()
-            store.discard(rel for _, rel, _ in merge.new_parts)
+            store.discard(live)
     return len(merge.dropped)
 
 

@@ -100,6 +100,7 @@ class Run:
         self.sizes: dict[str, int] = {}  # sound live parts whose size the catalog learns now
         self.purged: list[str] = []  # live records parts the purge rewrote
         self.committed = False  # the catalog holds this run (a failure after it costs only cleanup)
+        self.parts: dict[str, tuple] | None = None  # the live generation the run started from (load_state)
 
     # -- state ------------------------------------------------------------
     def load_state(self) -> None:
@@ -459,11 +460,17 @@ def _add(total: dict[str, int], more: dict[str, int]) -> None:
 
 
 def _fault(point: str) -> None:
-    """Crash tests kill the run at a named point, as kill -9 would."""
-    if os.environ.get("DEJA_FAULT") == point:
+    """Crash tests kill the run at a named point, as kill -9 would, or fill
+    the disk there (``<point>:enospc``)."""
+    fault = os.environ.get("DEJA_FAULT")
+    if fault == point:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
+    if fault == point + ":enospc":
+        import errno
+
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
 def _many(con, sql: str, rows: list) -> None:
@@ -503,8 +510,8 @@ def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progr
             if not disk_full(exc):
                 raise
             committed = run is not None and run.committed
-            if not committed and run is not None:
-                store.discard(rel for _, rel, _ in run.new_parts)
+            if not committed and getattr(run, "parts", None) is not None:
+                store.discard(set(run.parts))  # the live parts the run started from
             raise DiskFull(store.root, committed) from exc
 
 

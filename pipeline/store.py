@@ -311,28 +311,13 @@ class Store:
             return f"holds {n} rows where the catalog says {rows}"
         return None
 
-    def discard(self, rels) -> None:
-        """Delete parts a failed run wrote and never committed, and every temp
-        file of a write (a full disk must not be left fuller)."""
-        for rel in rels:
-            try:
-                os.unlink(self.root / rel)
-            except OSError:
-                pass
-        for name in DATASETS:
-            for folder, _, files in os.walk(self.dataset_dir(name)):
-                for f in files:
-                    if f.endswith(".tmp"):
-                        try:
-                            os.unlink(os.path.join(folder, f))
-                        except OSError:
-                            pass
-        shutil.rmtree(self.root / ".tmp", ignore_errors=True)  # DuckDB's spill files
-
     def collect_garbage(self, con: duckdb.DuckDBPyConnection) -> int:
         """Delete Parquet files the live generation does not list, and the
         temp files of writes a killed run left. Writer only."""
-        live = {r[0] for r in con.execute("SELECT file FROM generation").fetchall()}
+        return self.sweep({r[0] for r in con.execute("SELECT file FROM generation").fetchall()})
+
+    def sweep(self, live: set[str]) -> int:
+        """Delete every Parquet file but the ``live`` ones, and every temp file."""
         removed = 0
         for name in DATASETS:
             for folder, dirs, files in os.walk(self.dataset_dir(name), topdown=False):
@@ -350,6 +335,13 @@ class Store:
                     except OSError:
                         pass
         return removed
+
+    def discard(self, live: set[str]) -> None:
+        """After a failed run (a full disk): every part it wrote and every temp
+        file go, the ``live`` parts it started from stay (``sweep``), and so do
+        DuckDB's spill files."""
+        self.sweep(live)
+        shutil.rmtree(self.root / ".tmp", ignore_errors=True)
 
     def size_bytes(self) -> int:
         total = 0

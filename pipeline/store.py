@@ -245,20 +245,28 @@ class Store:
     def part_facts(self, con: duckdb.DuckDBPyConnection, parts: list[tuple[str, str, int]]) -> dict[str, tuple]:
         """What ``generation`` keeps of each new part, read before the catalog is
         opened for writing: (session_keys, bytes, min_record_id, max_record_id).
-        Sizes let every run notice a torn part with a stat; the record ids of a
-        postings part (from its footer's statistics) name what to re-read when
-        it is damaged."""
-        keys = self.part_sessions(con, [rel for d, rel, _ in parts if d == "records"])
-        postings = {str(self.root / rel): rel for d, rel, _ in parts if d == "postings"}
-        ranges: dict[str, tuple] = {}
-        if postings:
-            for f, lo, hi in con.execute(
-                "SELECT file_name, min(stats_min_value::BIGINT), max(stats_max_value::BIGINT) FROM parquet_metadata(?) "
-                "WHERE path_in_schema = 'record_id' GROUP BY file_name", [list(postings)]
+        Sizes let every run notice a torn part with a stat. A postings part
+        names the record ids it covers, so a damaged one says what to re-read:
+        a flush writes its records and postings parts under one file name, and
+        the records parts of that name give the range (a merged postings part
+        has none of its name, and no range: it may cover any record)."""
+        records = {str(self.root / rel): rel for d, rel, _ in parts if d == "records"}
+        keys: dict[str, list[str]] = {}
+        ranges: dict[str, tuple[int, int]] = {}  # file name → record ids of its flush
+        if records:
+            for f, held, lo, hi in con.execute(
+                "SELECT filename, list(DISTINCT session_key ORDER BY session_key), min(record_id), max(record_id) "
+                "FROM read_parquet(?, filename=true, hive_partitioning=false) GROUP BY filename", [list(records)]
             ).fetchall():
-                ranges[postings[f]] = (lo, hi)
-        return {rel: (keys.get(rel), os.stat(self.root / rel).st_size, *ranges.get(rel, (None, None)))
-                for _, rel, _ in parts}
+                keys[records[f]] = held
+                name = os.path.basename(f)
+                old = ranges.get(name, (lo, hi))
+                ranges[name] = (min(lo, old[0]), max(hi, old[1]))
+        out = {}
+        for dataset, rel, _ in parts:
+            lo, hi = ranges.get(os.path.basename(rel), (None, None)) if dataset == "postings" else (None, None)
+            out[rel] = (keys.get(rel), os.stat(self.root / rel).st_size, lo, hi)
+        return out
 
     @staticmethod
     def add_parts(con: duckdb.DuckDBPyConnection, parts: list[tuple[str, str, int]], gen: int,

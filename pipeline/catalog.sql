@@ -14,6 +14,12 @@ CREATE TABLE IF NOT EXISTS generation (
 );
 -- Catalogs from before session_keys: NULL there means "any session".
 ALTER TABLE generation ADD COLUMN IF NOT EXISTS session_keys VARCHAR[];
+-- The file's size when written: a part that no longer has it is damaged (torn by a
+-- crash, a full disk), and every index run notices it with a stat. NULL: not recorded yet.
+ALTER TABLE generation ADD COLUMN IF NOT EXISTS bytes BIGINT;
+-- postings parts: the record ids they cover, so a damaged one names the records to re-read
+ALTER TABLE generation ADD COLUMN IF NOT EXISTS min_record_id BIGINT;
+ALTER TABLE generation ADD COLUMN IF NOT EXISTS max_record_id BIGINT;
 
 -- One row per source file: what was read and where the next run resumes.
 CREATE TABLE IF NOT EXISTS manifest (

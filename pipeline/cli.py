@@ -185,12 +185,15 @@ def recover_cmd(
 
 
 def _live_or_fail():
-    from deja.queries.store_read import Busy, NoIndex, open_live
+    from deja.queries.store_read import Busy, Damaged, NoIndex, open_live
 
     _refresh()  # reading commands answer from a fresh store (cli-contract §1)
     try:
-        return open_live(config.index_dir())
-    except NoIndex as exc:
+        live = open_live(config.index_dir())
+        if live.damage_notice():
+            print(live.damage_notice(), file=sys.stderr)
+        return live
+    except (NoIndex, Damaged) as exc:
         raise Fail(str(exc))
     except Busy:
         raise Fail("the index is busy being written; try again in a moment")
@@ -354,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
         app(argv, prog_name="deja", standalone_mode=False)
     except Fail as exc:
         _err(str(exc))
-        sys.exit(1)
+        sys.exit(exc.status)
     except SystemExit:
         raise
     except KeyboardInterrupt:
@@ -365,7 +368,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(1)
         if type(exc).__name__ == "Abort":
             sys.exit(1)
-        _err(f"{type(exc).__name__}: {exc}")
+        from .console import error_line
+        from .store import StoreError
+
+        _err(str(exc) if isinstance(exc, StoreError) else error_line(exc))
         if os.environ.get("DEJA_DEBUG"):
             raise
         sys.exit(1)

@@ -10,6 +10,11 @@ from . import config
 from .console import Fail, _err, _out_json
 
 
+# The exit status of a run whose commit landed but whose cleanup or compaction
+# failed (a full disk): the index is updated and readable; 1 means nothing was.
+COMMITTED_BUT_UNFINISHED = 3
+
+
 def index_command(rebuild: bool, as_json: bool) -> None:
     from . import duck
 
@@ -20,7 +25,10 @@ def index_command(rebuild: bool, as_json: bool) -> None:
         from .store import Store
 
         skipped: list[str] = []  # unreadable folders, dangling links: said on every run, not only busy ones
-        state = pending(os.environ, con, problems=skipped)
+        try:
+            state = pending(os.environ, con, problems=skipped)
+        except OSError:  # an index path that is a file, a folder we may not read: the run says which
+            state = None
         if state is not None and not state[0] and state[2] and not Store(config.index_dir()).writer_running():
             if as_json:
                 _out_json({"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": skipped})
@@ -59,10 +67,19 @@ def _run_index(rebuild: bool = False, env=None, show_progress: bool = True, con=
                 task = bar.add_task("index", total=total)
             bar.update(task, completed=done)
 
+    from .run import DiskFull
+    from .store import StoreError
+
     try:
         return run_index(env, rebuild=rebuild, progress=progress, notice=_err, con=con)
     except Busy as exc:
         raise Fail(f"{exc}; try again when it finishes")
+    except StoreError as exc:
+        raise Fail(str(exc))
+    except DiskFull as exc:
+        fail = Fail(str(exc))
+        fail.status = COMMITTED_BUT_UNFINISHED if exc.committed else 1
+        raise fail
     finally:
         if bar is not None:
             bar.stop()
@@ -93,6 +110,8 @@ def _print_summary(summary) -> None:
         print("no agent stores found (looked for Claude Code and Codex)", file=sys.stderr)
     for e in summary.errors[:10]:
         _err(e)
+    for r in summary.repaired[:10]:
+        _err(r)
     print(f"indexed in {summary.seconds:.1f}s", file=sys.stderr)
 
 

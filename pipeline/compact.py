@@ -75,6 +75,7 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
         rows = cat.execute(
             "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings','records','deletes','vocab')"
         ).fetchall()
+        before = {r[0] for r in cat.execute("SELECT file FROM generation").fetchall()}
     groups: dict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
     deletes, dead, live = [], 0, 0
     for dataset, file, n in rows:
@@ -88,6 +89,7 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
     # postings part: when they are a noticeable share, or asked to.
     clear = bool(deletes) and (force or _dead_due(dead, live))
     merging = Merge(store, gen, con, [str(store.root / d) for d in deletes], chunk)
+    committed = False
     try:
         for (dataset, folder), parts in sorted(groups.items()):
             if dataset == "postings" and folder == ALL_FOLDER:
@@ -100,18 +102,22 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
                 picked = pick(parts, force)
                 if picked:
                     merging.parts(dataset, folder, picked)
-    finally:
         merging.close()
-    if clear:
-        merging.dropped.extend(deletes)
-    keys = store.part_sessions(con, [rel for d, rel, _ in merging.new_parts if d == "records"])
-    with store.catalog(con, retries=100) as cat:
-        cat.execute("BEGIN TRANSACTION")
-        if merging.dropped:
-            cat.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [merging.dropped])
-        store.add_parts(cat, merging.new_parts, gen, keys)
-        cat.execute("COMMIT")
-        store.collect_garbage(cat)
+        if clear:
+            merging.dropped.extend(deletes)
+        facts = store.part_facts(con, merging.new_parts)
+        with store.catalog(con, retries=100) as cat:
+            cat.execute("BEGIN TRANSACTION")
+            if merging.dropped:
+                cat.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [merging.dropped])
+            store.add_parts(cat, merging.new_parts, gen, facts)
+            cat.execute("COMMIT")
+            committed = True
+            store.collect_garbage(cat)
+    finally:
+        if not committed:  # a failed merge (a full disk) leaves no part behind
+            merging.close()
+            store.discard(before)
     return len(merging.dropped)
 
 
@@ -140,7 +146,10 @@ class Merge:
             con.execute("CREATE OR REPLACE TEMP TABLE dead (record_id BIGINT)")
 
     def close(self) -> None:
-        self.con.execute("DROP TABLE IF EXISTS dead")
+        try:
+            self.con.execute("DROP TABLE IF EXISTS dead")
+        except duck.Error:  # (a connection a failure left unusable)
+            pass
 
     def parts(self, dataset: str, folder: str, files: list[str]) -> None:
         """Merge ``files`` of one folder into one part, without dead records."""

@@ -10,7 +10,24 @@ from . import config
 
 
 class Fail(Exception):
-    """A user-facing error: printed as one line, exit 1."""
+    """A user-facing error: printed as one line, exit ``status`` (1)."""
+
+    status = 1
+
+
+def error_line(exc: BaseException) -> str:
+    """The one line an unforeseen error gets: a damaged store part says what
+    repairs it, anything else its type and first line (DuckDB's messages go on
+    with the query they came from)."""
+    import re
+
+    msg = str(exc)
+    root = str(config.index_dir())
+    m = re.search(re.escape(root) + r"/([^'\"\s]+\.parquet)", msg)
+    if m:
+        return f"part {m.group(1)} of the index is damaged; run `deja index` to repair it"
+    first = (msg.strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _err(msg: str) -> None:
@@ -37,7 +54,7 @@ def _search_cmd(
     rebuild: bool = False,
 ) -> None:
     from deja.queries.search import ROLE_ALIASES, ROLE_CODE, Query, search
-    from deja.queries.store_read import Busy, NoIndex, open_live
+    from deja.queries.store_read import Busy, Damaged, NoIndex, open_live
     from deja.stages.sources import harnesses
 
     text = " ".join(query).strip()
@@ -77,15 +94,20 @@ def _search_cmd(
         try:
             live = open_live(config.index_dir(), con=con, attached=attached, records_view=False)
             attached = False  # (a retry attaches again)
-        except NoIndex as exc:
+        except (NoIndex, Damaged) as exc:
             raise Fail(str(exc))
         except Busy:
             raise Fail("the index is busy being written; try again in a moment")
         notes: list[str] = []
+
+        def attempt():
+            notes.clear()
+            return search(live, query, notes)
+
         try:
-            env = search(live, query, notes)
+            env = live.tolerant(attempt)  # a damaged part: answered from the rest, said once below
             break
-        except ValueError as exc:
+        except (ValueError, Damaged) as exc:
             raise Fail(str(exc))
         except duckdb.IOException:
             # a run committed between listing the live files and reading them, and
@@ -95,6 +117,8 @@ def _search_cmd(
             con = duckdb.connect()
         finally:
             live.close()
+    if live.damage_notice():
+        print(live.damage_notice(), file=sys.stderr)
     for n in notes:
         print(n, file=sys.stderr)
     if as_json:

@@ -31,22 +31,31 @@ def report(env: Mapping[str, str]) -> dict:
                 add_faults(con, health)
                 for path, h in con.execute("SELECT path, harness FROM manifest").fetchall():
                     files_by_harness.setdefault(h, set()).add(path)
+                parts = con.execute("SELECT dataset, file, rows, bytes FROM generation ORDER BY file").fetchall()
                 sess = store.live_files(con, "sessions")
                 gen = con.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
                 kept, waiting = con.execute("SELECT count(*), count(*) FILTER (WHERE NOT delivered) FROM packets").fetchone()
             finally:
                 con.close()
-            if sess:
-                import duckdb
+            import duckdb
 
-                q = duckdb.connect()
+            q = duckdb.connect()
+            # every live part against the catalog: it exists, its footer reads, its rows are
+            # the rows written (footers only: cheap on any store)
+            damaged, _ = store.damaged_parts(q, parts, footers=True)
+            sess = [f for f in sess if f[len(str(store.root)) + 1:] not in damaged]
+            if sess:
                 for h, n, m in q.execute(
                     "SELECT harness, count(*), sum(messages) FROM read_parquet(?) GROUP BY harness", [sess]
                 ).fetchall():
                     indexed[h] = {"sessions": int(n), "messages": int(m or 0)}
-                q.close()
-            index = {"state": "ok", "path": str(store.root), "generation": int(gen[0]) if gen else 0,
+            q.close()
+            index = {"state": "damaged" if damaged else "ok", "path": str(store.root),
+                     "generation": int(gen[0]) if gen else 0,
                      "size_bytes": store.size_bytes(), "recovery_packets": {"kept": int(kept), "waiting": int(waiting)}}
+            if damaged:
+                index["damaged_parts"] = [{"dataset": d, "file": f, "problem": why}
+                                          for f, (d, why) in sorted(damaged.items())]
         except Busy:
             index = {"state": "busy", "path": str(store.root)}
     stores = []
@@ -65,10 +74,10 @@ def report(env: Mapping[str, str]) -> dict:
                  "indexed_messages": indexed.get(h, {}).get("messages", 0)}
         if err:
             entry["error"] = err
-        if index["state"] == "ok" and set(found) != files_by_harness.get(h, set()):
+        if index["state"] in ("ok", "damaged") and set(found) != files_by_harness.get(h, set()):
             stale.append(h)
         stores.append(entry)
-    if index["state"] == "ok":
+    if index["state"] in ("ok", "damaged"):
         index["stale_stores"] = stale
     rep = {"schema_version": 2, "stores": stores, "index": index}
     add_skipped(rep, env)
@@ -96,8 +105,14 @@ def render(rep: dict) -> str:
             lines.append(f"           error: {s['error']}")
     lines += render_skipped(rep)
     idx = rep["index"]
-    if idx["state"] == "ok":
-        lines.append(f"index: ok, {idx['path']}, {_size(idx['size_bytes'])}")
+    if idx["state"] in ("ok", "damaged"):
+        lines.append(f"index: {idx['state']}, {idx['path']}, {_size(idx['size_bytes'])}")
+        for d in idx.get("damaged_parts", [])[:10]:
+            lines.append(f"  damaged {d['dataset']} part: {d['file']}: {d['problem']}")
+        if idx.get("damaged_parts"):
+            more = len(idx["damaged_parts"]) - 10
+            lines.append((f"  … and {more} more; " if more > 0 else "  ")
+                         + "searches answer from the rest; run `deja index` to repair (it re-reads only what they held)")
         pk = idx.get("recovery_packets") or {}
         if pk.get("kept"):
             lines.append(f"  compaction-recovery packets: {pk['kept']} kept, {pk['waiting']} waiting for delivery")

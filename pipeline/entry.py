@@ -135,13 +135,15 @@ def main(argv: list[str] | None = None) -> None:
                 _quick_exit()
         except Fail as exc:
             print(f"deja: {exc}", file=sys.stderr)
-            sys.exit(1)
+            sys.exit(exc.status)
         except KeyboardInterrupt:
             sys.exit(130)
         except BrokenPipeError:  # the reader closed the pipe (`| head`): it has what it wanted
             os._exit(0)
         except Exception as exc:  # never a traceback
-            print(f"deja: {type(exc).__name__}: {exc}", file=sys.stderr)
+            from .console import error_line
+
+            print(f"deja: {error_line(exc)}", file=sys.stderr)
             if os.environ.get("DEJA_DEBUG"):
                 raise
             sys.exit(1)

@@ -27,8 +27,9 @@ INLINE_MAX_FILES = 8
 def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
             keep_attached: bool = False, problems: list[str] | None = None) -> tuple[list[mf.Action], int, bool] | None:
     """The work the stores hold for the index, how many sessions it has, and
-    whether the files on disk are exactly the live ones (a killed run leaves
-    parts for the next writer to clean) and the catalog is of this version.
+    whether the files on disk are exactly the live ones, each of the size it
+    was written with (a killed run leaves parts for the next writer to clean; a
+    torn or missing part is for it to repair) and the catalog is of this version.
 
     None when there is no index yet or the catalog is busy. Light: a directory
     walk, a stat per file, and the manifest read through DuckDB's core.
@@ -57,7 +58,8 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
         rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
         sessions = (con.execute("SELECT count(DISTINCT session_key) FROM cat.file_sessions").fetchone()[0]
                     if check_disk else 0)  # only `deja index` says how many
-        live = {r[0] for r in con.execute("SELECT file FROM cat.generation").fetchall()} if check_disk else set()
+        # with the sizes written: a part torn since (a crash, a full disk) has another
+        live = dict(con.execute("SELECT file, bytes FROM cat.generation").fetchall()) if check_disk else {}
         current = not check_disk or _catalog_current(con)
         manifest = {r[0]: dict(zip(cols, r)) for r in rows}
         actions = [a for a in mf.plan(sources, manifest, verify=check_disk) if a.kind != mf.SKIP]

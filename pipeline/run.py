@@ -30,6 +30,7 @@ from .batch import ArrowBatch, ListBatch
 from .compact import MAX_PARTS, compact, needs_compaction
 from .limits import WORKERS, bound_memory
 from .config import CONTENT_VERSION
+from .heal import Repair
 from .ingest import FileOutput, process_file
 from .store import Store
 
@@ -64,6 +65,7 @@ class Summary:
     seconds: float = 0.0
     harnesses: dict[str, HarnessSummary] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)  # damaged parts this run replaced (deja/heal.py)
 
     def as_json(self) -> dict:
         return {
@@ -72,6 +74,7 @@ class Summary:
             "seconds": round(self.seconds, 3),
             "harnesses": [vars(h) for h in self.harnesses.values()],
             "errors": self.errors,
+            "repaired": self.repaired,
         }
 
 
@@ -95,6 +98,11 @@ class Run:
         self.batch: ArrowBatch | ListBatch | None = None
         # the sessions this run changed, when that is all that did (see write_sessions)
         self.touched_sessions: set[str] | None = None
+        self.repair: Repair | None = None
+        self.sizes: dict[str, int] = {}  # sound live parts whose size the catalog learns now
+        self.purged: list[str] = []  # live records parts the purge rewrote
+        self.committed = False  # the catalog holds this run (a failure after it costs only cleanup)
+        self.parts: dict[str, tuple] | None = None  # the live generation the run started from (load_state)
 
     # -- state ------------------------------------------------------------
     def load_state(self) -> None:
@@ -117,20 +125,36 @@ class Run:
             self.next_record_id = int(meta.get("next_record_id", 0))
             self.gen = int(meta.get("generation", 0)) + 1
             self.live = self.store.live_by_dataset(con)
+            self.parts = {r[1]: r for r in con.execute(
+                "SELECT dataset, file, rows, bytes, session_keys, min_record_id, max_record_id FROM generation").fetchall()}
+
+    def find_damage(self) -> None:
+        """The cheap check of every run: a stat per live part (deja/heal.py)."""
+        damaged, self.sizes = self.store.damaged_parts(self.con, [r[:4] for r in self.parts.values()])
+        if not damaged:
+            return
+        self.repair = Repair(damaged)
+        for rel, (dataset, _) in damaged.items():
+            self.live[dataset].remove(str(self.store.root / rel))
 
     # -- main -------------------------------------------------------------
     def execute(self) -> Summary:
         t0 = time.monotonic()
         self.load_state()
+        if not self.rebuild:
+            self.find_damage()
         sources = self.discover()
         actions = mf.plan(sources, self.manifest, self.rebuild, verify=True)
+        if self.repair:
+            actions = self.repair.plan(self, actions, {f: r[4:] for f, r in self.parts.items()})
         work = [a for a in actions if a.kind != mf.SKIP]
         for a in actions:
             self._hs(a.harness).files += a.kind != mf.REMOVE
-        if not work and not self.rebuild:
+        if not work and not self.rebuild and not self.repair:
             # parts a killed run wrote but never committed, or committed but never
             # cleaned (a run with work cleans them at its commit)
             with self.store.catalog(self.con, retries=40) as con:
+                self.record_sizes(con)
                 self.store.collect_garbage(con)
             self.summary.up_to_date = True
             self.summary.sessions = len(self.ords_live())
@@ -301,8 +325,22 @@ class Run:
         finally:
             con.execute("DROP TABLE purge")
 
+    def drop_new(self, dataset: str) -> None:
+        """Forget this run's new parts of ``dataset`` (a repair writes them whole)."""
+        for d, rel, _ in [p for p in self.new_parts if p[0] == dataset]:
+            self.new_parts.remove((d, rel, _))
+            (self.store.root / rel).unlink(missing_ok=True)
+
+    def record_sizes(self, con) -> None:
+        for rel, size in self.sizes.items():
+            con.execute("UPDATE generation SET bytes = ? WHERE file = ?", [size, rel])
+
     def commit(self, purge: set[str], removed: list[mf.Action]) -> None:
         dropped, _ = self.purge_records(purge) if not self.rebuild else (None, None)
+        if self.repair:
+            self.purged = dropped or []
+            dropped = list(dropped or []) + list(self.repair.damaged) + self.repair.rebuild_derived(self)
+            self.summary.repaired = self.repair.notes
         # file_sessions and manifest after this run
         for p in purge:
             self.file_sessions.pop(p, None)
@@ -326,7 +364,7 @@ class Run:
                  kept_faults(old, out), out.edge_hash or None]
             )
         self.write_sessions()
-        part_keys = self.store.part_sessions(self.con, [rel for d, rel, _ in self.new_parts if d == "records"])
+        facts = self.store.part_facts(self.con, self.new_parts)
         with self.store.catalog(self.con, retries=100) as con:
             con.execute("BEGIN TRANSACTION")
             if self.rebuild:
@@ -336,7 +374,8 @@ class Run:
             elif dropped:
                 con.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [dropped])
             con.execute("DELETE FROM generation WHERE dataset = 'sessions'")
-            self.store.add_parts(con, self.new_parts, self.gen, part_keys)
+            self.store.add_parts(con, self.new_parts, self.gen, facts)
+            self.record_sizes(con)
             for a in removed:
                 con.execute("DELETE FROM manifest WHERE path = ?", [a.path])
             touched_paths = set(purge) | {o.action.path for o in self.done}
@@ -353,6 +392,7 @@ class Run:
                         [str(self.next_record_id), str(self.gen)])
             _fault("before-commit")
             con.execute("COMMIT")
+            self.committed = True
             _fault("after-commit")
             self.store.collect_garbage(con)
             self.compact_due = needs_compaction(con, self.vocab_parts())
@@ -444,11 +484,17 @@ def _add(total: dict[str, int], more: dict[str, int]) -> None:
 
 
 def _fault(point: str) -> None:
-    """Crash tests kill the run at a named point, as kill -9 would."""
-    if os.environ.get("DEJA_FAULT") == point:
+    """Crash tests kill the run at a named point, as kill -9 would, or fill
+    the disk there (``<point>:enospc``)."""
+    fault = os.environ.get("DEJA_FAULT")
+    if fault == point:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
+    if fault == point + ":enospc":
+        import errno
+
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
 def _many(con, sql: str, rows: list) -> None:
@@ -479,5 +525,46 @@ def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progr
     wait = config.lock_wait_seconds(env) if lock_wait is None else lock_wait
     con = con if con is not None else duck.connect()
     with store.writer_lock(wait, notice=notice):
-        store.init(con)
-        return Run(store, env, rebuild, progress, con).execute()
+        run = None
+        try:
+            store.init(con)
+            run = Run(store, env, rebuild, progress, con)
+            return run.execute()
+        except Exception as exc:
+            if not disk_full(exc):
+                raise
+            committed = run is not None and run.committed
+            if not committed and getattr(run, "parts", None) is not None:
+                store.discard(set(run.parts))  # the live parts the run started from
+            raise DiskFull(store.root, committed) from exc
+
+
+class DiskFull(Exception):
+    """The disk filled during a run. ``committed``: the catalog already holds
+    the run (what failed was the cleanup or compaction after it)."""
+
+    def __init__(self, root: Path, committed: bool):
+        self.committed = committed
+        if committed:
+            super().__init__(f"no space left on the device of {root} after the index was updated: the new "
+                             "sessions are searchable, the cleanup after them is not done (free some space and "
+                             "run `deja index` to finish it)")
+        else:
+            super().__init__(f"no space left on the device of {root}: nothing was indexed and the previous "
+                             "index is intact (free some space and run `deja index` again)")
+
+
+def disk_full(exc: BaseException | None) -> bool:
+    """ENOSPC anywhere in the chain: pyarrow's OSError, DuckDB's IOException
+    (which may surface as the catalog's failed checkpoint, with the cause in its text)."""
+    import errno
+
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False

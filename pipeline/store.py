@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import sys
 import time
 import zlib
@@ -36,6 +37,15 @@ UNNAMED_PARTS = "dataset = 'records' AND session_keys IS NULL"
 
 class Busy(Exception):
     """Another process holds the store (writer lock or catalog)."""
+
+
+class StoreError(Exception):
+    """The store's path cannot hold an index (a file, not writable): one line naming it."""
+
+
+def first_line(exc: BaseException) -> str:
+    """An error's first line: DuckDB's messages go on with the query they came from."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 class Store:
@@ -108,6 +118,20 @@ class Store:
             con.execute(f"USE {home}")
             con.execute("DETACH deja_catalog")  # releases the file for readers and other writers
 
+    def ensure_writable(self) -> None:
+        """The store's directory exists (made if need be) and can be written;
+        otherwise StoreError names the path."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise StoreError(f"the index path {self.root} is a file, not a directory (set DEJA_INDEX_DIR to a directory)")
+        except OSError as exc:
+            raise StoreError(f"cannot create the index directory {self.root}: {exc.strerror}")
+        if not self.root.is_dir():
+            raise StoreError(f"the index path {self.root} is not a directory (set DEJA_INDEX_DIR to a directory)")
+        if not os.access(self.root, os.W_OK):  # (also true for root on a read-only file system)
+            raise StoreError(f"the index directory {self.root} is not writable")
+
     def init(self, con: duckdb.DuckDBPyConnection | None = None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         for name in DATASETS:
@@ -137,8 +161,11 @@ class Store:
     @contextmanager
     def writer_lock(self, wait: float = 120.0, notice=None):
         """Exclusive across processes; a second writer waits, then says busy."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        self.ensure_writable()
+        try:
+            fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot write to the index directory {self.root}: {exc.strerror}")
         try:
             deadline = time.monotonic() + wait
             told = False
@@ -178,16 +205,21 @@ class Store:
         ).fetchall()
         return [str(self.root / r[0]) for r in rows]
 
-    def parquet_files(self) -> set[str]:
-        """Every Parquet file of the datasets on disk, relative to the root.
+    def parquet_files(self) -> dict[str, int]:
+        """Every Parquet file of the datasets on disk, relative to the root, with its size.
 
         os.walk, not Path.rglob: it runs on every index run and the store holds
         hundreds of parts."""
-        found = set()
+        found = {}
         for name in DATASETS:
             for folder, _, files in os.walk(self.dataset_dir(name)):
                 rel = os.path.relpath(folder, self.root).replace(os.sep, "/")
-                found.update(f"{rel}/{f}" for f in files if f.endswith(".parquet"))
+                for f in files:
+                    if f.endswith(".parquet"):
+                        try:
+                            found[f"{rel}/{f}"] = os.stat(os.path.join(folder, f)).st_size
+                        except OSError:
+                            pass
         return found
 
     def live_by_dataset(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
@@ -210,25 +242,90 @@ class Store:
         ).fetchall()
         return {paths[f]: keys for f, keys in rows}
 
+    def part_facts(self, con: duckdb.DuckDBPyConnection, parts: list[tuple[str, str, int]]) -> dict[str, tuple]:
+        """What ``generation`` keeps of each new part, read before the catalog is
+        opened for writing: (session_keys, bytes, min_record_id, max_record_id).
+        Sizes let every run notice a torn part with a stat. A postings part
+        names the record ids it covers, so a damaged one says what to re-read:
+        a flush writes its records and postings parts under one file name, and
+        the records parts of that name give the range (a merged postings part
+        has none of its name, and no range: it may cover any record)."""
+        records = {str(self.root / rel): rel for d, rel, _ in parts if d == "records"}
+        keys: dict[str, list[str]] = {}
+        ranges: dict[str, tuple[int, int]] = {}  # file name → record ids of its flush
+        if records:
+            for f, held, lo, hi in con.execute(
+                "SELECT filename, list(DISTINCT session_key ORDER BY session_key), min(record_id), max(record_id) "
+                "FROM read_parquet(?, filename=true, hive_partitioning=false) GROUP BY filename", [list(records)]
+            ).fetchall():
+                keys[records[f]] = held
+                name = os.path.basename(f)
+                old = ranges.get(name, (lo, hi))
+                ranges[name] = (min(lo, old[0]), max(hi, old[1]))
+        out = {}
+        for dataset, rel, _ in parts:
+            lo, hi = ranges.get(os.path.basename(rel), (None, None)) if dataset == "postings" else (None, None)
+            out[rel] = (keys.get(rel), os.stat(self.root / rel).st_size, lo, hi)
+        return out
+
     @staticmethod
     def add_parts(con: duckdb.DuckDBPyConnection, parts: list[tuple[str, str, int]], gen: int,
-                  keys: dict[str, list[str]]) -> None:
+                  facts: dict[str, tuple]) -> None:
         """Insert new parts into ``generation`` (the catalog is the default
-        database of ``con``), records parts with the sessions they hold
-        (``part_sessions``, read before the catalog is opened for writing)."""
+        database of ``con``) with their ``part_facts``."""
         if not parts:
             return
+        cols = [[facts[p[1]][i] for p in parts] for i in range(4)]
         con.execute(
-            "INSERT INTO generation (dataset, file, gen, rows, session_keys) "
-            "SELECT unnest(?), unnest(?), ?, unnest(?), unnest(?)",
-            [[p[0] for p in parts], [p[1] for p in parts], gen, [p[2] for p in parts],
-             [keys.get(p[1]) for p in parts]],
+            "INSERT INTO generation (dataset, file, gen, rows, session_keys, bytes, min_record_id, max_record_id) "
+            "SELECT unnest(?), unnest(?), ?, unnest(?), unnest(?), unnest(?), unnest(?), unnest(?)",
+            [[p[0] for p in parts], [p[1] for p in parts], gen, [p[2] for p in parts], *cols],
         )
+
+    # ---- damage -------------------------------------------------------
+    def damaged_parts(self, con: duckdb.DuckDBPyConnection, rows, footers: bool = False) -> tuple[dict, dict]:
+        """Which live parts are damaged: ``rows`` are generation's (dataset, file,
+        rows, bytes). Every part gets a stat; its footer is read when its size
+        is not the one recorded (or none was), or always with ``footers``
+        (doctor). Returns ({file: (dataset, what is wrong)}, {file: size} of
+        sound parts whose size was not recorded yet)."""
+        damaged, sizes = {}, {}
+        for dataset, rel, n, size in rows:
+            try:
+                actual = os.stat(self.root / rel).st_size
+            except FileNotFoundError:
+                damaged[rel] = (dataset, "missing")
+                continue
+            except OSError as exc:
+                damaged[rel] = (dataset, f"unreadable ({exc.strerror})")
+                continue
+            if not footers and actual == size:
+                continue
+            problem = self.check_footer(con, rel, n)
+            if problem:
+                damaged[rel] = (dataset, problem)
+            elif actual != size:
+                sizes[rel] = actual  # sound: a catalog from before sizes were kept
+        return damaged, sizes
+
+    def check_footer(self, con: duckdb.DuckDBPyConnection, rel: str, rows: int | None) -> str | None:
+        """What is wrong with one part's footer, or None: only the footer is read."""
+        try:
+            n = con.execute("SELECT num_rows FROM parquet_file_metadata(?)", [str(self.root / rel)]).fetchone()[0]
+        except duckdb.Error as exc:  # (its text names the file, which the report names already)
+            why = first_line(exc).split(": ", 1)[-1].replace(f" '{self.root / rel}'", "").replace(f' "{self.root / rel}"', "")
+            return f"unreadable ({why})"
+        if rows is not None and n != rows:
+            return f"holds {n} rows where the catalog says {rows}"
+        return None
 
     def collect_garbage(self, con: duckdb.DuckDBPyConnection) -> int:
         """Delete Parquet files the live generation does not list, and the
         temp files of writes a killed run left. Writer only."""
-        live = {r[0] for r in con.execute("SELECT file FROM generation").fetchall()}
+        return self.sweep({r[0] for r in con.execute("SELECT file FROM generation").fetchall()})
+
+    def sweep(self, live: set[str]) -> int:
+        """Delete every Parquet file but the ``live`` ones, and every temp file."""
         removed = 0
         for name in DATASETS:
             for folder, dirs, files in os.walk(self.dataset_dir(name), topdown=False):
@@ -246,6 +343,13 @@ class Store:
                     except OSError:
                         pass
         return removed
+
+    def discard(self, live: set[str]) -> None:
+        """After a failed run (a full disk): every part it wrote and every temp
+        file go, the ``live`` parts it started from stay (``sweep``), and so do
+        DuckDB's spill files."""
+        self.sweep(live)
+        shutil.rmtree(self.root / ".tmp", ignore_errors=True)
 
     def size_bytes(self) -> int:
         total = 0

@@ -4,10 +4,16 @@ Opens the catalog read-only just long enough to learn which Parquet files are
 live, then queries them from an in-memory DuckDB connection. A writer holding
 the catalog at that instant makes this raise ``Busy``: the CLI retries, hooks
 treat it as a miss.
+
+A damaged part (torn, missing, unreadable) is met only when a query reads it:
+no search pays to verify every part. The DuckDB error names the file; the
+part leaves this store's views and the query runs again on the rest
+(``LiveStore.tolerant``), and the command says once what repairs it.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from deja import duck as duckdb  # the compiled core: see deja/duck.py
@@ -28,6 +34,50 @@ class LiveStore:
         self.any_lifecycle = states is None or bool(states)
         self.any_rejected = states is None or "rejected" in states
         self.records_view = records_view  # the `records` view exists (see records_source)
+        self.damaged: list[str] = []  # parts left out: a query met them torn, missing or unreadable
+
+    def tolerant(self, fn):
+        """``fn()``, run again without each damaged part it meets."""
+        while True:
+            try:
+                return fn()
+            except duckdb.Error as exc:
+                part = self.damaged_part(exc)
+                if part is None:
+                    raise
+                self.leave_out(part)
+
+    def damaged_part(self, exc: BaseException) -> str | None:
+        """The live part a DuckDB error names, when it is damaged; None when the
+        error is another, or the part was replaced by a run that committed after
+        this store was opened (the caller lists the live files again)."""
+        msg = str(exc)
+        for paths in self.files.values():
+            for path in paths:
+                if path in msg:
+                    return path if os.path.exists(path) or _still_live(self.root, path) else None
+        return None
+
+    def leave_out(self, part: str) -> None:
+        if part in self.files.get("sessions", []):
+            # every answer names its sessions: there is no rest to answer from
+            raise Damaged(f"part {part[len(str(self.root)) + 1:]} is damaged; run `deja index` to repair it")
+        for paths in self.files.values():
+            if part in paths:
+                paths.remove(part)
+        self.part_keys.pop(part, None)
+        self.damaged.append(part)
+        _views(self.con, self.files, self.records_view)
+
+    def damage_notice(self) -> str | None:
+        """One line for stderr naming the damaged parts met, and what repairs them."""
+        if not self.damaged:
+            return None
+        rels = [p[len(str(self.root)) + 1:] for p in self.damaged]
+        if len(rels) == 1:
+            return f"deja: part {rels[0]} is damaged; run `deja index` to repair it (answering from the rest)"
+        return (f"deja: {len(rels)} parts are damaged ({', '.join(rels[:3])}{' …' if len(rels) > 3 else ''}); "
+                "run `deja index` to repair them (answering from the rest)")
 
     def has(self, dataset: str) -> bool:
         return bool(self.files.get(dataset))
@@ -66,6 +116,10 @@ class LiveStore:
 
 class NoIndex(Exception):
     pass
+
+
+class Damaged(Exception):
+    """A part no query can do without (sessions) is damaged: one line, what repairs it."""
 
 
 def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | None = None,
@@ -109,6 +163,13 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
                 '"at" TIMESTAMP)')
     if lifecycle:
         con.executemany("INSERT INTO lifecycle VALUES (?, ?, ?, ?)", lifecycle)
+    live = LiveStore(store.root, files, con, part_keys, {r[1] for r in lifecycle}, records_view)
+    live.tolerant(lambda: _views(con, files, records_view))  # a view binds its parts' footers now
+    return live
+
+
+def _views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool) -> None:
+    """The views of the live parts: sessions, deletes, vocab and (``records_view``) records."""
     sessions = files.get("sessions", [])
     if sessions:
         con.execute(f"CREATE OR REPLACE VIEW sessions AS SELECT * FROM read_parquet({_list(sessions)})")
@@ -129,7 +190,20 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
         con.execute(f"CREATE OR REPLACE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")
     else:
         con.execute("DROP VIEW IF EXISTS records")
-    return LiveStore(store.root, files, con, part_keys, {r[1] for r in lifecycle}, records_view)
+
+
+def _still_live(root: Path, path: str) -> bool:
+    """The catalog still lists this missing part (it is damaged, not replaced)."""
+    store = Store(root)
+    con = duckdb.connect()
+    try:
+        attach_catalog(con, store, retries=3)
+        rel = path[len(str(store.root)) + 1:]
+        return con.execute("SELECT count(*) FROM cat.generation WHERE file = ?", [rel]).fetchone()[0] > 0
+    except (Busy, duckdb.Error):
+        return False
+    finally:
+        con.close()
 
 
 def attach_catalog(con: duckdb.DuckDBPyConnection, store: Store, retries: int = 20) -> None:
@@ -150,4 +224,4 @@ def _list(paths: list[str]) -> str:
     return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
 
 
-__all__ = ["Busy", "LiveStore", "NoIndex", "open_live"]
+__all__ = ["Busy", "Damaged", "LiveStore", "NoIndex", "open_live"]

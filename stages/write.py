@@ -74,6 +74,7 @@ def copy_query(con, sql: str, params: list | dict | None, root: Path, rel: str, 
     path = Path(root) / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
+    _disk_fault(tmp)
     rows = con.execute(
         f"COPY ({sql}) TO '{_quote(tmp)}' (FORMAT parquet, COMPRESSION {COMPRESSION}, ROW_GROUP_SIZE {row_group})",
         params or [],
@@ -99,6 +100,22 @@ def load_lists(con, table: str, types, columns: dict[str, list]) -> None:
             selects.append(f"unnest(${i}::{sqltype}[]) AS {name}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {', '.join(selects)}",
                 [columns[name] for name, _ in types])
+
+
+_WRITES = [0]
+
+
+def _disk_fault(tmp: Path) -> None:
+    """Tests fill the disk at the Nth part written (DEJA_FAULT_ENOSPC=N): a
+    half-written temp file, then ENOSPC, as a full device leaves them."""
+    n = os.environ.get("DEJA_FAULT_ENOSPC")
+    if n:
+        _WRITES[0] += 1
+        if _WRITES[0] >= int(n):
+            import errno
+
+            tmp.write_bytes(b"PAR1")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp))
 
 
 def _quote(path: Path) -> str:
@@ -183,6 +200,7 @@ def _write(table, path: Path, row_group: int, runs_of: str | None = None) -> Non
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
+    _disk_fault(tmp)
     with pq.ParquetWriter(tmp, table.schema, compression=COMPRESSION, use_dictionary=True,
                           write_statistics=True) as w:
         for lo, hi in _runs(table, runs_of):

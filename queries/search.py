@@ -608,11 +608,11 @@ class Searcher:
             # leftmost match): the line around it is cut here without a second,
             # backtracking engine. A few records a session are enough for 3 lines.
             rows = self.store.con.execute(
-                f"SELECT s.ord, r.text, regexp_extract(r.text, ?, ['pre', 'hit']) "
-                f"FROM {source} r JOIN sessions s ON r.session_key = s.session_key "
+                "SELECT ord, text, regexp_extract(text, ?, ['pre', 'hit']) FROM ("
+                f"SELECT s.ord, r.record_id, r.text FROM {source} r JOIN sessions s ON r.session_key = s.session_key "
                 "WHERE s.ord IN (SELECT unnest(?)) AND regexp_matches(r.text, ?) "
-                "QUALIFY row_number() OVER (PARTITION BY s.ord ORDER BY r.record_id DESC) <= 8 "
-                "ORDER BY r.record_id DESC",
+                "QUALIFY row_number() OVER (PARTITION BY s.ord ORDER BY r.record_id DESC) <= 8) "
+                "ORDER BY record_id DESC",
                 ["^((?s:.*?))(" + regex + ")", ords, regex],
             ).fetchall()
             return _collect([(o, (text, m)) for o, text, m in rows], lambda tm: _line_of_match(*tm))

@@ -199,27 +199,10 @@ class Run:
             for a, prior in zip(reads, priors):
                 yield process_file(a, prior, light)
             return
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+        from .readers import read_in_processes
 
-        # forkserver: workers start from a small process, not a copy of this one
-        # (which holds pyarrow, polars and duckdb, and polars' threads)
-        ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["deja.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())])
-        with ProcessPoolExecutor(WORKERS, mp_context=ctx) as pool:
-            window = WORKERS * 2  # bounded in flight: memory stays per-file, not per-corpus
-            futures = []
-            it = iter(zip(reads, priors))
-            for a, prior in it:
-                futures.append(pool.submit(process_file, a, prior, True))
-                if len(futures) >= window:
-                    break
-            while futures:
-                out = futures.pop(0).result()
-                nxt = next(it, None)
-                if nxt is not None:
-                    futures.append(pool.submit(process_file, *nxt, True))
-                yield out
+        yield from read_in_processes([(a, prior) for a, prior in zip(reads, priors)], WORKERS, WORKERS * 2,
+                                     ["deja.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())])
 
     def ords_live(self) -> set[str]:
         keys = set()

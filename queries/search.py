@@ -540,10 +540,7 @@ class Searcher:
     def regex_scan(self) -> dict:
         if not self.store.has("records"):
             return {"schema_version": 2, "tier": "exact", "total": 0, "hits": []}
-        try:
-            re.compile(self.q.text)
-        except re.error as exc:
-            raise ValueError(f"--re: not a regular expression: {exc}")
+        check_regex(self.store.con, self.q.text)
         rows = self.store.con.execute(
             f"SELECT s.ord, count(*) AS n, max(epoch_ms(s.updated)) AS updated FROM {self.store.records_source()} r "
             "JOIN sessions s ON r.session_key = s.session_key "
@@ -607,13 +604,18 @@ class Searcher:
         needles = [p.lower() for p in phrases] or sorted({t for g in groups for t in g})
         source = self.store.records_of(keys)
         if regex:
+            # RE2 finds the match and the text before it (a lazy prefix, so the
+            # leftmost match): the line around it is cut here without a second,
+            # backtracking engine. A few records a session are enough for 3 lines.
             rows = self.store.con.execute(
-                f"SELECT s.ord, r.text FROM {source} r JOIN sessions s ON r.session_key = s.session_key "
-                "WHERE s.ord IN (SELECT unnest(?)) AND regexp_matches(r.text, ?) ORDER BY r.record_id DESC",
-                [ords, regex],
+                "SELECT ord, text, regexp_extract(text, ?, ['pre', 'hit']) FROM ("
+                f"SELECT s.ord, r.record_id, r.text FROM {source} r JOIN sessions s ON r.session_key = s.session_key "
+                "WHERE s.ord IN (SELECT unnest(?)) AND regexp_matches(r.text, ?) "
+                "QUALIFY row_number() OVER (PARTITION BY s.ord ORDER BY r.record_id DESC) <= 8) "
+                "ORDER BY record_id DESC",
+                ["^((?s:.*?))(" + regex + ")", ords, regex],
             ).fetchall()
-            pat = re.compile(regex)
-            return _collect(rows, lambda text: _best_line_re(text, pat))
+            return _collect([(o, (text, m)) for o, text, m in rows], lambda tm: _line_of_match(*tm))
         if best is None:
             tokens, gids = [], []
             for gid, g in enumerate(groups):
@@ -902,12 +904,25 @@ def best_line(text: str, needles: list[str], width: int = 220) -> str:
     return _elide_around(" ".join(best.split()), needles, width)
 
 
-def _best_line_re(text: str, pat: re.Pattern) -> str:
-    for line in text.splitlines():
-        m = pat.search(line)
-        if m:
-            return _elide_around(" ".join(line.split()), [m.group(0).lower()], 220)
-    return ""
+def check_regex(con, pattern: str) -> None:
+    """A --re pattern DuckDB's RE2 compiles (linear time, so no pattern can
+    hang a search), else a one-line error: RE2 has no backreferences or
+    lookarounds, which is what makes it linear."""
+    try:
+        con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchone()
+    except duck.Error as exc:
+        why = " ".join(str(exc).split()).removeprefix("Invalid Input Error: ")
+        raise ValueError(f"--re: {why} (RE2 syntax: no backreferences or lookarounds)") from None
+
+
+def _line_of_match(text: str, found: dict) -> str:
+    """The line where RE2's leftmost match starts (``found``: the text before
+    it, and the match), elided around the match."""
+    pre, hit = found["pre"], found["hit"]
+    start = pre.rfind("\n") + 1
+    end = text.find("\n", len(pre))
+    line = text[start: end if end >= 0 else len(text)]
+    return _elide_around(" ".join(line.split()), [" ".join(hit.split()).lower()], 220)
 
 
 def _elide_around(line: str, needles: list[str], width: int) -> str:

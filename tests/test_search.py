@@ -4,6 +4,7 @@ filters, the schema_version 2 envelope, identifiers and non-Latin text."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -181,6 +182,51 @@ def test_relevance_tier_for_a_natural_question(corpus):
 def test_regex_scan(corpus):
     res = corpus.search("--re", r"pool_size=\d+")
     assert ids(res) == [sid(1)] and "pool_size=5" in res["hits"][0]["snippets"][0]
+
+
+# Lines of 40 characters on which a backtracking engine takes exponential time
+# (25 already take seconds in Python's `re`): RE2 answers in linear time.
+_XS = "\n".join("x" * 40 for _ in range(100))
+_AS = "\n".join("a" * 40 + "!" for _ in range(100))
+
+
+@pytest.fixture(scope="module")
+def long_lines(tmp_path_factory):
+    home = Home(tmp_path_factory.mktemp("regex"))
+    claude_session(home, 21, [("user", "the build log"), ("assistant", _XS + "\nthe tail: xxy")])
+    claude_session(home, 22, [("user", "the test log"), ("assistant", _AS + "\n" + "a" * 50)])
+    claude_session(home, 23, [("user", "the lint log"), ("assistant", _XS)])
+    home.run("index")
+    return home
+
+
+@pytest.mark.parametrize("pattern,plain", [("(.*)*y", "y"), ("(a+)+$", "a$"), ("(x+x+)+y", "xxy")])
+def test_pathological_regex_answers_within_a_second_with_the_plain_regexs_hits(long_lines, pattern, plain):
+    # the issue asks for "within a second"; 3 s (a whole `deja` process on a
+    # shared CI machine) keeps it from flaking while a backtracking engine
+    # would take minutes on these lines
+    t0 = time.monotonic()
+    res = long_lines.search("--re", pattern, timeout=10)
+    assert time.monotonic() - t0 < 3
+    want = long_lines.search("--re", plain)
+    assert ids(res) == ids(want) and ids(res)
+    assert [h["snippets"] for h in res["hits"]] == [h["snippets"] for h in want["hits"]]
+
+
+def test_regex_snippet_is_the_line_of_the_match(long_lines):
+    res = long_lines.search("--re", r"tail: x+y")
+    assert ids(res) == [sid(21)] and res["hits"][0]["snippets"] == ["the tail: xxy"]
+    res = long_lines.search("--re", r"(?i)THE (?:BUILD|LINT) LOG")
+    assert sorted(ids(res)) == [sid(21), sid(23)]
+    assert all(h["snippets"][0].startswith("the ") for h in res["hits"])
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", "(?=x)", "(?<!x)a", "(unclosed"])
+def test_regex_re2_rejects_is_one_line_error(corpus, pattern):
+    for fmt in ([], ["--json"]):
+        proc = corpus.run("search", *fmt, "--re", pattern, check=False)
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert proc.stderr.startswith("deja: --re: ") and proc.stderr.count("\n") == 1, proc.stderr
 
 
 def test_empty_result_and_bad_flags(corpus):

@@ -62,7 +62,8 @@ def big(tmp_path):
     read: more than POOL_MIN_BYTES, so the next run reads in worker processes."""
     home = Home(tmp_path)
     root = tmp_path / "corpus"
-    home.env.update(DEJA_CLAUDE_ROOT=str(root / "claude" / "projects"), DEJA_CODEX_ROOT=str(root / "codex"))
+    home.env.update(DEJA_CLAUDE_ROOT=str(root / "claude" / "projects"), DEJA_CODEX_ROOT=str(root / "codex"),
+                    DEJA_WORKERS="2")  # reader processes: in-process reading is the default
     p = root / "claude" / "projects" / "-home-dev-src-shop" / f"{S1}.jsonl"
     p.parent.mkdir(parents=True)
     write_jsonl(p, [

@@ -65,7 +65,7 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
     """Merge parts; returns the number of files merged away. Caller holds the writer lock.
     ``checked``: the caller already found compaction due (needs_compaction).
     ``con``: the process's in-memory DuckDB (the catalog is attached to it),
-    bounded by run.bound_memory, which said how big a ``chunk`` merges sort at a time."""
+    bounded by limits.bound_memory, which said how big a ``chunk`` merges sort at a time."""
     if con is None or chunk is None:
         con = con or duck.connect()
         chunk = bound_memory(con, store.root)
@@ -139,7 +139,7 @@ class Merge:
         self.chunk_bytes = chunk_bytes
         self.new_parts: list[tuple[str, str, int]] = []
         self.dropped: list[str] = []
-        # the run's memory limit and spill folder (run.bound_memory) hold here too
+        # the run's memory limit and spill folder (limits.bound_memory) hold here too
         if deletes:
             con.execute("CREATE OR REPLACE TEMP TABLE dead AS SELECT DISTINCT record_id FROM read_parquet(?)", [deletes])
         else:

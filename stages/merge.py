@@ -139,26 +139,16 @@ def _row_groups(reader, size: int, runs_of: str | None):
     n = 0
     last = None
     for batch in reader:
-        if not batch.num_rows:
-            continue
-        if runs_of is not None:
-            for piece in _split_runs(batch, runs_of):
-                value = piece.column(runs_of)[0].as_py()
-                if pending and value != last:
-                    yield pa.Table.from_batches(pending).combine_chunks()
-                    pending, n = [], 0
-                last = value
-                pending.append(piece)
-                n += piece.num_rows
-                if n >= size:
-                    yield pa.Table.from_batches(pending).combine_chunks()
-                    pending, n = [], 0
-            continue
-        pending.append(batch)
-        n += batch.num_rows
-        if n >= size:
-            yield pa.Table.from_batches(pending).combine_chunks()
-            pending, n = [], 0
+        for piece in _split_runs(batch, runs_of) if runs_of else [batch]:
+            if not piece.num_rows:
+                continue
+            value = piece.column(runs_of)[0].as_py() if runs_of else None
+            if pending and (value != last or n >= size):
+                yield pa.Table.from_batches(pending).combine_chunks()
+                pending, n = [], 0
+            last = value
+            pending.append(piece)
+            n += piece.num_rows
     if pending:
         yield pa.Table.from_batches(pending).combine_chunks()
 

@@ -132,15 +132,21 @@ def assert_tolerated(home, env: dict, rel: str, words: list[str]) -> dict:
     return json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("extra", [{}, BIG], ids=["small", "big"])
-def test_truncated_records_part_is_reported_tolerated_and_repaired(home, extra):
+def truncated_and_tolerated(home, extra: dict, dataset: str) -> tuple[dict, str]:
+    """A store with a truncated ``dataset`` part that doctor reports and search
+    answers around; the second run's session, in another part, still answers."""
     env = build(home, extra)
-    rel = damage(home, "records", "truncate")
-    assert_reported(home, env, rel, "records")
+    rel = damage(home, dataset, "truncate")
+    assert_reported(home, env, rel, dataset)
     assert_tolerated(home, env, rel, ["connection", "pool"])
-    # the second run's session is in another part: it still answers
     res = home.search("zebra", "cache", extra_env=env)
     assert [h["session"]["id"] for h in res["hits"]] == [SESSION]
+    return env, rel
+
+
+@pytest.mark.parametrize("extra", [{}, BIG], ids=["small", "big"])
+def test_truncated_records_part_is_reported_tolerated_and_repaired(home, extra):
+    env, rel = truncated_and_tolerated(home, extra, "records")
     for q in QUERIES:  # no query prints DuckDB's error, whatever part it needs
         proc = home.run("search", *q, check=False, extra_env=env)
         assert proc.returncode == 0 and "Exception" not in proc.stderr and "Error" not in proc.stderr
@@ -156,12 +162,7 @@ def test_truncated_records_part_is_reported_tolerated_and_repaired(home, extra):
 
 @pytest.mark.parametrize("extra", [{}, BIG], ids=["small", "big"])
 def test_truncated_postings_part_is_reported_tolerated_and_repaired(home, extra):
-    env = build(home, extra)
-    rel = damage(home, "postings", "truncate")
-    assert_reported(home, env, rel, "postings")
-    assert_tolerated(home, env, rel, ["connection", "pool"])
-    res = home.search("zebra", "cache", extra_env=env)
-    assert [h["session"]["id"] for h in res["hits"]] == [SESSION]
+    env, _ = truncated_and_tolerated(home, extra, "postings")
     assert_healed(home, env)
 
 

@@ -152,9 +152,12 @@ def write_records(table, harness: str, root: Path, name: str) -> list[tuple[str,
 def write_postings(table, root: Path, name: str) -> list[tuple[str, int]]:
     """One part per bucket present; ``table`` must carry a ``bucket`` column."""
     import numpy as np
+    import polars as pl
 
     out = []
-    table = table.sort_by([("bucket", "ascending"), ("token", "ascending"), ("record_id", "ascending")])
+    # polars sorts strings on both cores: 1.3 s for 2M postings where pyarrow's sort_by took 3.4 s
+    schema = table.schema
+    table = pl.from_arrow(table).sort(["bucket", "token", "record_id"]).to_arrow().cast(schema)
     # rows are sorted by bucket: slice contiguous runs instead of filtering per bucket
     b = table.column("bucket").to_numpy()
     edges = [0, *(np.flatnonzero(np.diff(b)) + 1).tolist(), len(b)]

@@ -244,9 +244,9 @@ class Run:
         hs.malformed += out.malformed
         if out.changed:
             hs.changed_while_read += 1
-            self.summary.errors.append(f"{out.action.path}: {out.error}")
         elif out.error:
             hs.failed += 1
+        if out.error:
             self.summary.errors.append(f"{out.action.path}: {out.error}")
         if out.rows and self.drop:  # tombstones and exclusions (see load_state)
             out.rows = self.drop.apply(out.cols, out.meta)
@@ -317,9 +317,9 @@ class Run:
 
     def drop_new(self, dataset: str) -> None:
         """Forget this run's new parts of ``dataset`` (a repair writes them whole)."""
-        for d, rel, _ in [p for p in self.new_parts if p[0] == dataset]:
-            self.new_parts.remove((d, rel, _))
+        for _, rel, _ in [p for p in self.new_parts if p[0] == dataset]:
             (self.store.root / rel).unlink(missing_ok=True)
+        self.new_parts = [p for p in self.new_parts if p[0] != dataset]
 
     def record_sizes(self, con) -> None:
         for rel, size in self.sizes.items():

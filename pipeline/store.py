@@ -233,14 +233,7 @@ class Store:
         """The sessions each records part holds, read from the parts themselves
         (one small dictionary-encoded column): the catalog keeps them so a query
         for a few sessions' records opens only their parts."""
-        if not rels:
-            return {}
-        paths = {str(self.root / r): r for r in rels}
-        rows = con.execute(
-            "SELECT filename, list(DISTINCT session_key ORDER BY session_key) FROM "
-            "read_parquet(?, filename=true, hive_partitioning=false) GROUP BY filename", [list(paths)]
-        ).fetchall()
-        return {paths[f]: keys for f, keys in rows}
+        return {rel: facts[0] for rel, facts in self.part_facts(con, [("records", r, 0) for r in rels]).items()}
 
     def part_facts(self, con: duckdb.DuckDBPyConnection, parts: list[tuple[str, str, int]]) -> dict[str, tuple]:
         """What ``generation`` keeps of each new part, read before the catalog is

@@ -34,7 +34,7 @@ def pick_cwd(index: Path) -> tuple[str, str, str]:
     directory, the file its sessions touched most, the command they ran in
     most sessions. The hooks then do their full work (the worst case), and
     the pick does not move when the bench appends turns to the corpus."""
-    from deja.queries.store_read import open_live
+    from deja.stages.store.read import open_live
 
     live = open_live(index)
     try:

@@ -135,7 +135,7 @@ def recall_mode(env: Mapping[str, str] | None = None) -> str:
 
 
 def index_root(env: Mapping[str, str] | None = None) -> Path:
-    from deja.config import index_dir
+    from deja.stages.store.config import index_dir
 
     return index_dir(env)
 
@@ -169,8 +169,8 @@ def open_warm(env: Mapping[str, str] | None = None):
         raise Silent("no index")
     if writer_running(root):
         raise Silent("busy")
-    from deja import duck
-    from deja.queries.store_read import open_live
+    from deja.stages.store import duck
+    from deja.stages.store.read import open_live
 
     try:  # the process's shared connection: closing the store leaves it to the exit
         live = open_live(root, retries=0, con=duck.shared())

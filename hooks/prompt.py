@@ -197,7 +197,7 @@ def _dejavu(live, keys: list[str], ask: str, sid: str):
     user turns of the recalled sessions are read, from the parts that hold them
     (a scan of every record, or of the postings of every word, cost a third of
     the hook)."""
-    from deja.duck import sql_list
+    from deja.stages.store.duck import sql_list
     from deja.stages.tokenize import tokenize
 
     q = norm_question(ask)

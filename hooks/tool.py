@@ -170,7 +170,7 @@ def past_runs(live, norm: str) -> list[tuple]:
     from deja.stages.roles import ROLE_CODES
     from deja.stages.tokenize import bucket_of, query_terms, tokenize
 
-    from deja.duck import inline, sql_list
+    from deja.stages.store.duck import inline, sql_list
 
     exact, failed = "$ " + norm, "$ " + norm + "  → exit"
     cols = "SELECT session_key, seq, text, epoch_ms(ts) AS ts, project, record_id FROM {} WHERE role = 'command'"
@@ -215,7 +215,7 @@ def command_history(live, norm: str, runs: list[tuple]) -> str:
     n = len(rows)
     if n < DECISION_NEEDS:
         return ""
-    from deja.duck import sql_list
+    from deja.stages.store.duck import sql_list
 
     keys = [r[0] for r in rows]
     decided = live.con.execute(

@@ -1,2 +1,1 @@
-"""deja: a local memory for AI coding agents."""
-__version__ = "0.1.0"
+"""The index pipeline and the command line: the top floor (see docs/architecture.md)."""

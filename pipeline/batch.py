@@ -23,11 +23,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from deja.stages import tokenize, write
+from deja.stages import tokenize
+
+from deja.stages.store import write
 from deja.stages.sources.base import ROLE_CODES, WORK_CODE_MIN
 from deja.stages.stems import stem_many
 
-from .ingest import FileOutput
+from deja.pipeline.ingest import FileOutput
 
 Part = tuple[str, str, int]  # (dataset, path relative to the store root, rows)
 

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from . import config
+from deja.stages.store import config
 
 app = typer.Typer(
     add_completion=False,
@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 
-from .console import (  # noqa: F401  (shared with the fast entry point)
+from deja.pipeline.console import (  # noqa: F401  (shared with the fast entry point)
     Fail,
     _elide,
     _err,
@@ -39,7 +39,7 @@ from .console import (  # noqa: F401  (shared with the fast entry point)
 # ---------------------------------------------------------------------------
 # index
 
-from .cli_index import _print_summary, _run_index, index_command  # noqa: E402,F401  (demo uses both)
+from deja.pipeline.cli_index import _print_summary, _run_index, index_command  # noqa: E402,F401  (demo uses both)
 
 
 @app.command()
@@ -58,7 +58,7 @@ def index(
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Report each agent store, what the index holds, unreadable files, and the store's size."""
-    from .doctor import report, render
+    from deja.pipeline.doctor import report, render
 
     rep = report(os.environ)
     if as_json:
@@ -97,7 +97,7 @@ def search_cmd(
 @app.command()
 def demo() -> None:
     """Index the bundled sample transcripts into a temporary store and search them."""
-    from .demo import run_demo
+    from deja.pipeline.demo import run_demo
 
     run_demo(_run_index, _search_cmd)
 
@@ -185,7 +185,7 @@ def recover_cmd(
 
 
 def _live_or_fail():
-    from deja.queries.store_read import Busy, Damaged, NoIndex, open_live
+    from deja.stages.store.read import Busy, Damaged, NoIndex, open_live
 
     _refresh()  # reading commands answer from a fresh store (cli-contract §1)
     try:
@@ -339,7 +339,7 @@ def ctx_cmd(
 
 # Command groups that live in their own modules register themselves on `app`.
 # Each module holds `from .cli import app, Fail, ...` and decorates its commands.
-for _mod in ("deja.cli_work", "deja.cli_memory", "deja.cli_hooks"):
+for _mod in ("deja.pipeline.cli_work", "deja.pipeline.cli_memory", "deja.pipeline.cli_hooks"):
     try:
         __import__(_mod)
     except ModuleNotFoundError as _exc:
@@ -368,8 +368,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(1)
         if type(exc).__name__ == "Abort":
             sys.exit(1)
-        from .console import error_line
-        from .store import StoreError
+        from deja.pipeline.console import error_line
+        from deja.stages.store.catalog import StoreError
 
         _err(str(exc) if isinstance(exc, StoreError) else error_line(exc))
         if os.environ.get("DEJA_DEBUG"):

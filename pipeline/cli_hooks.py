@@ -1,6 +1,6 @@
 """Agent hooks and their wiring: `deja hook-*` (hidden) and `deja install/uninstall`.
 
-The hooks normally run through the fast path in deja.entry (no typer import);
+The hooks normally run through the fast path in deja.pipeline.entry (no typer import);
 these typer commands exist so `python -m deja hook-…` and the command list
 stay whole. Both call deja.hooks.common.run_hook.
 """
@@ -13,8 +13,8 @@ from typing import Optional
 
 import typer
 
-from . import config
-from .cli import Fail, _out_json, app
+from deja.stages.store import config
+from deja.pipeline.cli import Fail, _out_json, app
 
 
 def _hook(name: str, plain: bool = False, once: bool = False) -> None:

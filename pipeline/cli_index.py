@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
-from . import config
-from .console import Fail, _err, _out_json
+from deja.stages.store import config
+from deja.pipeline.console import Fail, _err, _out_json
 
 
 # The exit status of a run whose commit landed but whose cleanup or compaction
@@ -16,13 +16,13 @@ COMMITTED_BUT_UNFINISHED = 3
 
 
 def index_command(rebuild: bool, as_json: bool) -> None:
-    from . import duck
+    from deja.stages.store import duck
 
     con = duck.connect()  # one DuckDB instance for the check and the run (~20 ms each)
     if not rebuild:
         # nothing to do is the common case: answer it without loading the pipeline
-        from .fresh import pending
-        from .store import Store
+        from deja.pipeline.fresh import pending
+        from deja.stages.store.catalog import Store
 
         skipped: list[str] = []  # unreadable folders, dangling links: said on every run, not only busy ones
         try:
@@ -45,8 +45,8 @@ def index_command(rebuild: bool, as_json: bool) -> None:
 
 
 def _run_index(rebuild: bool = False, env=None, show_progress: bool = True, con=None):
-    from .run import run_index
-    from .store import Busy
+    from deja.pipeline.run import run_index
+    from deja.stages.store.catalog import Busy
 
     env = os.environ if env is None else env
     progress = None
@@ -67,8 +67,8 @@ def _run_index(rebuild: bool = False, env=None, show_progress: bool = True, con=
                 task = bar.add_task("index", total=total)
             bar.update(task, completed=done)
 
-    from .run import DiskFull
-    from .store import StoreError
+    from deja.pipeline.run import DiskFull
+    from deja.stages.store.catalog import StoreError
 
     try:
         return run_index(env, rebuild=rebuild, progress=progress, notice=_err, con=con)

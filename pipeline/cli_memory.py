@@ -27,9 +27,9 @@ from typing import Optional
 
 import typer
 
-from . import config
-from .cli import _check_harness, _elide, _live_or_fail, _since_ms, _term_width, app
-from .console import Fail, _err, _out_json
+from deja.stages.store import config
+from deja.pipeline.cli import _check_harness, _elide, _live_or_fail, _since_ms, _term_width, app
+from deja.pipeline.console import Fail, _err, _out_json
 
 STATES = ("accepted", "rejected", "superseded", "stale")
 MAX_TAGS = 8
@@ -90,8 +90,8 @@ def append_note(rec: dict) -> Path:
 
 def _refresh_index(what: str) -> None:
     """Bring the index up to date in the foreground; a busy writer only defers it."""
-    from .run import run_index
-    from .store import Busy
+    from deja.pipeline.run import run_index
+    from deja.stages.store.catalog import Busy
 
     try:
         run_index(notice=_err, lock_wait=min(config.lock_wait_seconds(), 30.0))
@@ -100,14 +100,14 @@ def _refresh_index(what: str) -> None:
 
 
 def _store():
-    from .store import Store
+    from deja.stages.store.catalog import Store
 
     return Store(config.index_dir())
 
 
 def _catalog_write(fn):
     """Run ``fn(con)`` on the catalog under the writer lock (no index run in between)."""
-    from .store import Busy
+    from deja.stages.store.catalog import Busy
 
     store = _store()
     try:
@@ -287,7 +287,7 @@ class _Forget:
 
     @staticmethod
     def run(keys: set[str]) -> None:
-        from .run import Run
+        from deja.pipeline.run import Run
 
         class ForgetRun(Run):
             def execute(self):
@@ -366,7 +366,7 @@ def forget_cmd(
     try:
         _Forget.run(keys)
     except Exception as exc:
-        from .store import Busy
+        from deja.stages.store.catalog import Busy
 
         if isinstance(exc, Busy):
             raise Fail(f"tombstones written; {exc}: the sessions leave the index on its next run")

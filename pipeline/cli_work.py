@@ -1,6 +1,6 @@
 """Commands that answer from the work itself: blame, files, how, fix, friction.
 
-Registered on the typer app by deja.cli (the loop before ``main``); the logic
+Registered on the typer app by deja.pipeline.cli (the loop before ``main``); the logic
 lives in deja.queries.work and deja.stages.failures.
 """
 
@@ -12,8 +12,8 @@ from typing import Optional
 
 import typer
 
-from .cli import _check_harness, _elide, _live_or_fail, _since_ms, _term_width, app
-from .console import Fail, _err, _out_json
+from deja.pipeline.cli import _check_harness, _elide, _live_or_fail, _since_ms, _term_width, app
+from deja.pipeline.console import Fail, _err, _out_json
 
 
 def _safe(text: str) -> str:

@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from deja.stages import merge, write
+from deja.stages.store import merge, write
 from deja.stages.tokenize import N_BUCKETS, bucket_of
 
-from . import duck
-from .limits import bound_memory
-from .store import Store
+from deja.stages.store import duck
+from deja.pipeline.limits import bound_memory
+from deja.stages.store.catalog import Store
 
 MAX_PARTS = 8  # per folder: a postings bucket, a records partition, vocab
 DEAD_SHARE = 0.05

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import config
+from deja.stages.store import config
 
 
 class Fail(Exception):
@@ -54,7 +54,7 @@ def _search_cmd(
     rebuild: bool = False,
 ) -> None:
     from deja.queries.search import ROLE_ALIASES, ROLE_CODE, Query, search
-    from deja.queries.store_read import Busy, Damaged, NoIndex, open_live
+    from deja.stages.store.read import Busy, Damaged, NoIndex, open_live
     from deja.stages.sources import harnesses
 
     text = " ".join(query).strip()
@@ -68,14 +68,14 @@ def _search_cmd(
         raise Fail("--limit takes a number from 1 to 100")
     since_ms = _since_ms(since) if since else None
     if rebuild:  # the work in front of you, like `deja index --rebuild`
-        from .run import run_index
-        from .store import Busy as WriterBusy
+        from deja.pipeline.run import run_index
+        from deja.stages.store.catalog import Busy as WriterBusy
 
         try:
             run_index(rebuild=True, notice=_err)
         except WriterBusy as exc:
             raise Fail(f"{exc}; try again when it finishes")
-    from . import duck as duckdb
+    from deja.stages.store import duck as duckdb
 
     if duckdb.warming():
         # DuckDB is still starting on its thread (which releases the GIL): load
@@ -132,7 +132,7 @@ def _search_cmd(
 def _refresh(keep_attached: bool = False) -> str | None:
     """Appended turns are searchable at once; heavier refreshes run in the background.
     Returns what ensure_fresh said (None on an error)."""
-    from .fresh import ensure_fresh
+    from deja.pipeline.fresh import ensure_fresh
 
     try:
         state = ensure_fresh(keep_attached=keep_attached)

@@ -39,7 +39,7 @@ def run_demo(run_index, search) -> None:
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)
         summary = run_index(env=env, show_progress=False)
-        from .cli_index import _print_summary
+        from deja.pipeline.cli_index import _print_summary
 
         _print_summary(summary)
         # the searches must see the demo's stores and store, never this machine's:

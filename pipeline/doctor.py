@@ -7,8 +7,8 @@ from typing import Mapping
 
 from deja.stages.sources import harnesses, reader
 
-from . import config
-from .store import Busy, Store
+from deja.stages.store import config
+from deja.stages.store.catalog import Busy, Store
 
 
 def report(env: Mapping[str, str]) -> dict:
@@ -164,7 +164,7 @@ def add_skipped(rep: dict, env: Mapping[str, str]) -> None:
 
 def add_background_failure(rep: dict, env: Mapping[str, str]) -> None:
     """The error of the last background `deja index` a query started, if it failed."""
-    from .fresh import background_failure
+    from deja.pipeline.fresh import background_failure
 
     failed = background_failure(env)
     if failed:

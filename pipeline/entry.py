@@ -3,7 +3,7 @@
 Search is what people and agents run most, and its budget is the whole
 process (design.md §5). Importing typer costs more than the query itself, so
 `deja search …` and bare words are parsed here with argparse; every other
-command, and any --help, goes to the typer app in deja.cli.
+command, and any --help, goes to the typer app in deja.pipeline.cli.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-# Every typer command name; tests/test_cli.py keeps this in step with deja.cli.
+# Every typer command name; tests/test_cli.py keeps this in step with deja.pipeline.cli.
 COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "show", "ctx",
                       "hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact",
                       "install", "uninstall", "blame", "files", "how", "fix", "friction",
@@ -30,7 +30,7 @@ def _parser(prog: str):
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line, exit 1, like every other deja error
-            from .console import Fail
+            from deja.pipeline.console import Fail
 
             raise Fail(message)
 
@@ -55,12 +55,12 @@ def _search_parser():
 
 
 def _fast_search(argv: list[str]) -> None:
-    from .console import _search_cmd
+    from deja.pipeline.console import _search_cmd
 
     ns, extra = _search_parser().parse_known_args(argv)
     unknown = [a for a in extra if a.startswith("-")]
     if unknown:
-        from .console import Fail
+        from deja.pipeline.console import Fail
 
         raise Fail(f"no such option: {unknown[0]}")
     _search_cmd(ns.query + extra, ns.as_json, ns.harness, ns.project, ns.since, ns.role, ns.limit,
@@ -70,7 +70,7 @@ def _fast_search(argv: list[str]) -> None:
 def _fast_index(argv: list[str]) -> None:
     """`deja index [--rebuild] [--json]`: run often (shell profiles, after every
     turn), so it skips typer like search does."""
-    from .cli_index import index_command
+    from deja.pipeline.cli_index import index_command
 
     p = _parser("deja index")
     p.add_argument("--rebuild", action="store_true")
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     wants_help = any(a in ("-h", "--help") for a in argv)
     if argv and argv[0] in HOOKS and not wants_help:
         if argv[0] in WARM_HOOKS:
-            from . import duck
+            from deja.stages.store import duck
 
             duck.warm_up()
         from deja.hooks.common import run_hook
@@ -122,10 +122,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(code)
     if argv and not wants_help and (argv[0] in ("search", "index") or argv[0] not in COMMANDS and not argv[0].startswith("-")):
         if argv[0] != "index":
-            from . import duck
+            from deja.stages.store import duck
 
             duck.warm_up()  # DuckDB starts on a thread while the search imports the rest
-        from .console import Fail
+        from deja.pipeline.console import Fail
 
         try:
             if argv[0] == "index":
@@ -141,13 +141,13 @@ def main(argv: list[str] | None = None) -> None:
         except BrokenPipeError:  # the reader closed the pipe (`| head`): it has what it wanted
             os._exit(0)
         except Exception as exc:  # never a traceback
-            from .console import error_line
+            from deja.pipeline.console import error_line
 
             print(f"deja: {error_line(exc)}", file=sys.stderr)
             if os.environ.get("DEJA_DEBUG"):
                 raise
             sys.exit(1)
         return
-    from .cli import main as full
+    from deja.pipeline.cli import main as full
 
     full(argv)

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 
 from deja.stages.sources import locate
 
-from . import config
-from . import manifest as mf
-from .store import UNNAMED_PARTS, Busy, Store
+from deja.stages.store import config
+from deja.pipeline import manifest as mf
+from deja.stages.store.catalog import UNNAMED_PARTS, Busy, Store
 
 INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
 INLINE_MAX_FILES = 8
@@ -41,9 +41,9 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
     if not store.exists():
         return None
     sources = locate.sources(env, problems)  # (first: no DuckDB needed, which may still be warming up)
-    from deja.queries.store_read import attach_catalog
+    from deja.stages.store.read import attach_catalog
 
-    from . import duck
+    from deja.stages.store import duck
 
     con = duck.shared() if con is None else con
     cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error"]
@@ -78,7 +78,7 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
 
 def _catalog_current(con) -> bool:
     """False for a catalog an older deja wrote: the next index run upgrades it."""
-    from . import duck
+    from deja.stages.store import duck
 
     try:
         return not con.execute(f"SELECT count(*) FROM cat.generation WHERE {UNNAMED_PARTS}").fetchone()[0]
@@ -107,9 +107,9 @@ def ensure_fresh(env: Mapping[str, str] | None = None, con=None, keep_attached: 
     small = all(a.kind == mf.APPEND for a in actions) and appended <= INLINE_MAX_BYTES and len(actions) <= INLINE_MAX_FILES
     if small:
         try:
-            from .run import run_index
+            from deja.pipeline.run import run_index
 
-            from . import duck
+            from deja.stages.store import duck
 
             run_index(env, store=store, lock_wait=0, con=duck.shared() if con is None else con)
             return "ingested"

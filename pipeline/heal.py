@@ -20,9 +20,9 @@ part held of it is lost, which the run says, and the rest is kept.
 
 from __future__ import annotations
 
-from deja.stages import write
+from deja.stages.store import write
 
-from . import manifest as mf
+from deja.pipeline import manifest as mf
 
 
 class Repair:

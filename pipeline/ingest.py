@@ -15,7 +15,7 @@ from deja.stages import normalize, redact
 from deja.stages.sources import reader
 from deja.stages.sources.values import Faults
 
-from . import manifest as mf
+from deja.pipeline import manifest as mf
 
 STORE_TEXT_CAP = 64 << 10  # bytes kept per message, cut after redaction
 # Redaction runs on the part of a message that can be stored, plus a margin so

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from . import config
+from deja.stages.store import config
 
 # reader processes of a big run, and DuckDB threads when memory allows: the machines have two cores
 WORKERS = max(1, min(2, os.cpu_count() or 1))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 
-from .config import CONTENT_VERSION
+from deja.stages.store.config import CONTENT_VERSION
 
 SKIP, NEW, APPEND, REPLACE, REMOVE = "skip", "new", "append", "replace", "remove"
 

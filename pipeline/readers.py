@@ -151,7 +151,7 @@ def _serve(conn, alive) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle; the worker ends with it
     threading.Thread(target=_exit_with_run, args=(alive,), daemon=True).start()
-    from .ingest import process_file
+    from deja.pipeline.ingest import process_file
 
     while True:
         try:

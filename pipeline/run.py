@@ -21,18 +21,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Mapping
 
-from deja.stages import merge, normalize, write
+from deja.stages import normalize
+
+from deja.stages.store import merge, write
 from deja.stages.sources import harnesses, locate
 from deja.stages.policy import drop_filter
 
-from . import config, duck, manifest as mf
-from .batch import ArrowBatch, ListBatch
-from .compact import MAX_PARTS, compact, needs_compaction
-from .limits import WORKERS, bound_memory
-from .config import CONTENT_VERSION
-from .heal import Repair
-from .ingest import FileOutput, process_file
-from .store import Store
+from deja.stages.store import config, duck
+
+from deja.pipeline import manifest as mf
+from deja.pipeline.batch import ArrowBatch, ListBatch
+from deja.pipeline.compact import MAX_PARTS, compact, needs_compaction
+from deja.pipeline.limits import WORKERS, bound_memory
+from deja.stages.store.config import CONTENT_VERSION
+from deja.pipeline.heal import Repair
+from deja.pipeline.ingest import FileOutput, process_file
+from deja.stages.store.catalog import Store
 
 # Reads bigger than this go to worker processes (both cores); smaller ones,
 # like an appended turn, stay in-process where a pool would cost more than it saves.
@@ -206,10 +210,10 @@ class Run:
             for a, prior in zip(reads, priors):
                 yield process_file(a, prior, light)
             return
-        from .readers import read_in_processes
+        from deja.pipeline.readers import read_in_processes
 
         yield from read_in_processes([(a, prior) for a, prior in zip(reads, priors)], workers, workers * 2,
-                                     ["deja.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())])
+                                     ["deja.pipeline.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())])
 
     def ords_live(self) -> set[str]:
         keys = set()
@@ -399,7 +403,7 @@ class Run:
         When the run knows which sessions it changed (``touched_sessions``: no
         file was replaced or removed), only those are rebuilt and the rest are
         copied from the live part; otherwise every session is."""
-        from .sessions import write_sessions
+        from deja.pipeline.sessions import write_sessions
 
         rel = f"sessions/{self.store.new_part_name(self.gen)}"
         old = self.live["sessions"]
@@ -424,7 +428,7 @@ class Run:
 
     def session_columns(self, keys: set[str] | None) -> dict[str, list]:
         """Sessions rows from what every file said about them: the ``keys`` sessions, or all."""
-        from .sessions import build_sessions
+        from deja.pipeline.sessions import build_sessions
 
         rows = [r for per_file in self.file_sessions.values() for r in per_file.values()
                 if keys is None or r["session_key"] in keys]

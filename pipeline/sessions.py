@@ -72,7 +72,7 @@ def write_sessions(con, cols: dict[str, list], root, rel: str, keep_from: str | 
     touched, not all of them. Raises duck.Error when the live part does not
     have today's columns; the caller then rebuilds the whole.
     """
-    from deja.stages.write import copy_query, load_lists
+    from deja.stages.store.write import copy_query, load_lists
 
     names = ", ".join(n for n, _ in TYPES)
     load_lists(con, "run_sessions", TYPES, cols)

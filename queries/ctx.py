@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from . import show
-from .store_read import LiveStore
+from deja.stages.store.read import LiveStore
 
 BUDGET = 8000  # bytes of UTF-8
 DECISION_PHRASES = (

@@ -30,14 +30,14 @@ import math
 import re
 import time
 
-from deja import duck
+from deja.stages.store import duck
 from deja.stages.roles import ROLE_CODES
 from deja.stages.stems import stem
 from deja.stages.tokenize import _BIGRAM_BLOCKS, bucket_of, query_terms
 
 from .session_obj import demote_rejected, session_rows, session_object
 from .sqlfiles import load as load_sql
-from .store_read import LiveStore
+from deja.stages.store.read import LiveStore
 
 # The contract's filler list (§5.1) drives the exact rung; relevance also drops
 # other function words, which otherwise decide natural-language questions: a

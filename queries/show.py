@@ -1,6 +1,6 @@
 """`deja last` and `deja show`: recent sessions, and one session's messages.
 
-Both read only the live store (``store_read.open_live``): ``last`` the sessions
+Both read only the live store (``store.read.open_live``): ``last`` the sessions
 dataset, ``show`` one session's records. The session object is the contract's
 (cli-contract §3.1), built by ``session_obj`` exactly as search builds it.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from deja.stages.roles import WORK_ROLES
 
 from .session_obj import COLUMNS, session_object
-from .store_read import LiveStore
+from deja.stages.store.read import LiveStore
 
 SPEECH_ROLES = ("user", "assistant", "tool-output", "summary", "note")
 # `last --role r`: sessions holding at least one record of that role (from the session's counts)

@@ -1,6 +1,6 @@
 """Answers from the work itself: blame, files, how, fix, friction (cli-contract §5.4–5.9).
 
-Each reads the live store (``store_read.open_live``): the ``command``,
+Each reads the live store (``store.read.open_live``): the ``command``,
 ``files``, ``edit`` and ``tool-output`` records agents left behind, and the
 sessions they belong to. ``blame_line`` also asks git, in the file's own
 repository, which commit last changed a line. Light imports only: re, os,
@@ -20,7 +20,7 @@ from deja.stages import failures as fl
 
 from .session_obj import session_object, session_rows
 from .sqlfiles import load as load_sql
-from .store_read import LiveStore
+from deja.stages.store.read import LiveStore
 
 DAY_MS = 86_400_000
 BLAME_LIMIT = 10

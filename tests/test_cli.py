@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deja import cli, entry
+from deja.pipeline import cli, entry
 
 
 def test_entry_knows_every_command():

@@ -28,7 +28,7 @@ BIG = {"DEJA_SMALL_RUN_BYTES": "0"}
 def corpus(home) -> dict:
     """The bundled samples and one more session, indexed in two runs (two
     generations of parts); the env that reads them into ``home.index``."""
-    from deja.demo import samples_dir
+    from deja.pipeline.demo import samples_dir
 
     root = home.root / "samples"
     shutil.copytree(samples_dir(), root, ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))

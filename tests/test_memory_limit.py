@@ -60,8 +60,8 @@ def test_a_compaction_holds_a_16mb_limit(tmp_path):
     before = store_digest(tmp_path / "index.db")
     code = (
         "import os\n"
-        "from deja.store import Store\n"
-        "from deja.compact import compact\n"
+        "from deja.stages.store.catalog import Store\n"
+        "from deja.pipeline.compact import compact\n"
         "store = Store(os.environ['DEJA_INDEX_DIR'])\n"
         "with store.writer_lock(10):\n"
         "    print(compact(store, 999_999, force=True))\n"
@@ -79,7 +79,7 @@ def test_a_merge_cut_into_key_ranges_writes_what_one_sort_writes(tmp_path):
     dataset's merge equals DuckDB's single ORDER BY, row for row."""
     import duckdb
 
-    from deja.stages import merge, write
+    from deja.stages.store import merge, write
 
     corpus = tmp_path / "corpus"
     subprocess.run([sys.executable, str(GEN), "--profile", "text", "--out", str(corpus), "--mb", "3", "--seed", "7"],

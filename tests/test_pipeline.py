@@ -218,7 +218,7 @@ BIG = {"DEJA_SMALL_RUN_BYTES": "0"}
 def samples_env(home, index) -> dict:
     import shutil
 
-    from deja.demo import samples_dir
+    from deja.pipeline.demo import samples_dir
 
     root = home.root / "samples"
     if not root.exists():
@@ -350,7 +350,7 @@ def test_a_small_run_writes_one_postings_part_and_never_loads_arrow(home):
     write_jsonl(p, [claude_user(S1, "the zebra migration stalls on the orders table", "2026-03-02T10:10:00Z", "z1")], "a")
     script = (
         "import json, sys\n"
-        "from deja.run import run_index\n"
+        "from deja.pipeline.run import run_index\n"
         "run_index()\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'polars', 'numpy', 'duckdb'))))\n"
     )
@@ -363,8 +363,8 @@ def test_a_small_run_writes_one_postings_part_and_never_loads_arrow(home):
 
 
 def test_small_run_postings_merge_then_go_to_their_buckets(home, monkeypatch):
-    from deja import compact
-    from deja.run import run_index
+    from deja.pipeline import compact
+    from deja.pipeline.run import run_index
 
     p = first_session(home)
     env = dict(home.env)
@@ -378,7 +378,7 @@ def test_small_run_postings_merge_then_go_to_their_buckets(home, monkeypatch):
     monkeypatch.setattr(compact, "SPLIT_ROWS", 1)
     write_jsonl(p, [claude_user(S1, "the last quokka step", "2026-03-02T10:30:00Z", "q-last")], "a")
     run_index(env)
-    from deja.store import Store
+    from deja.stages.store.catalog import Store
 
     compact.compact(Store(home.index), 99, force=True)
     assert catalog(home, "SELECT count(*) FROM generation WHERE file LIKE 'postings/bucket=all/%'") == [(0,)]
@@ -399,9 +399,9 @@ def test_replaced_file_dead_postings_are_ignored_then_cleared(home):
     assert catalog(home, "SELECT count(*) FROM generation WHERE dataset = 'deletes'") == [(1,)]
     assert ids(home.search("connection", "pool")) == []
     assert ids(home.search("wombat")) == [S1]
-    from deja import duck
-    from deja.compact import compact
-    from deja.store import Store
+    from deja.stages.store import duck
+    from deja.pipeline.compact import compact
+    from deja.stages.store.catalog import Store
 
     compact(Store(home.index), 99, force=True, con=duck.connect())
     assert catalog(home, "SELECT count(*) FROM generation WHERE dataset = 'deletes'") == [(0,)]
@@ -457,7 +457,7 @@ def test_sigkill_at_random_moments_never_corrupts(home):
 
 
 def test_second_writer_waits_then_says_busy(home):
-    from deja.store import Store
+    from deja.stages.store.catalog import Store
 
     first_session(home)
     home.run("index")

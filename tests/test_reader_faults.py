@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import Home, claude_user, deja_cmd, write_jsonl
-from deja import ingest
-from deja.run import run_index
+from deja.pipeline import ingest
+from deja.pipeline.run import run_index
 
 S = "7f1c0000-0000-4000-8000-0000000000{:02d}"
 
@@ -153,7 +153,7 @@ def _wait_for_background(home, timeout: float = 60.0) -> str:
     import time
 
     log = home.index.with_name(home.index.name + ".refresh")
-    from deja.store import Store
+    from deja.stages.store.catalog import Store
 
     store = Store(home.index)
     deadline = time.monotonic() + timeout

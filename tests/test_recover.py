@@ -676,7 +676,7 @@ def test_recovery_imports_nothing_heavy(home):
     log.write(home.home)
     script = (
         "import sys\n"
-        "from deja.cli import main\n"
+        "from deja.pipeline.cli import main\n"
         "for argv in (['recover', '--json', '--cwd', sys.argv[1]],\n"
         "             ['recover', '--cwd', sys.argv[1], '--session', sys.argv[2], '--digest']):\n"
         "    try:\n"

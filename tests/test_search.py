@@ -377,7 +377,7 @@ def test_a_pasted_page_of_words_ranks_without_overflow(corpus):
     """More query words than a 64-bit set holds: the ranking still counts a
     record's groups right (a bit set past 62 groups would overflow)."""
     from deja.queries.search import Query, Searcher
-    from deja.queries.store_read import open_live
+    from deja.stages.store.read import open_live
 
     live = open_live(corpus.index)
     try:

@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from conftest import Home, claude_assistant, claude_user, write_jsonl
-from deja.ingest import STORE_TEXT_CAP
+from deja.pipeline.ingest import STORE_TEXT_CAP
 from deja.stages import normalize
 from deja.stages.sources.base import Message, SessionPart
 from deja.stages.sources.jsonl import parse_ts

@@ -86,7 +86,7 @@ def connect(root: Path, create: bool = False):
     """The catalog read-write, or Busy. ``create`` makes an empty store first
     (a capture before the first index run): an empty generation table is not a
     ready index, so search and hooks still treat it as not built."""
-    from deja.store import Busy as StoreBusy, Store
+    from deja.stages.store.catalog import Busy as StoreBusy, Store
 
     store = Store(root)
     if not store.exists():

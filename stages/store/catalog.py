@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import duck as duckdb  # the core: store.py is on the search and hook paths
 
-from .config import CONTENT_VERSION, SCHEMA_VERSION  # noqa: F401  (re-exported)
+from deja.stages.store.config import CONTENT_VERSION, SCHEMA_VERSION  # noqa: F401  (re-exported)
 DATASETS = ("records", "postings", "sessions", "deletes", "vocab")
 
 
@@ -138,7 +138,7 @@ class Store:
             self.dataset_dir(name).mkdir(exist_ok=True)
         from importlib import resources  # writers only (~8 ms to import)
 
-        sql = resources.files("deja").joinpath("catalog.sql").read_text()
+        sql = resources.files("deja.stages.store").joinpath("catalog.sql").read_text()
         # catalog.sql only when it changed: ~5 ms of every index run otherwise
         digest = f"{zlib.crc32(sql.encode()):08x}"
         with self.catalog(con, retries=40) as cat:  # a hook may hold it a moment

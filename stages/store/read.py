@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from deja import duck as duckdb  # the compiled core: see deja/duck.py
+from . import duck as duckdb  # the compiled core: see duck.py
 
-from deja.stages.write import ALL_BUCKETS  # (imports nothing heavy)
-from deja.store import Busy, Store
+from deja.stages.store.write import ALL_BUCKETS  # (imports nothing heavy)
+from deja.stages.store.catalog import Busy, Store
 
 
 class LiveStore:

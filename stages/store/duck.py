@@ -38,7 +38,7 @@ def __getattr__(name: str):
         return _load()
     if name in _NAMES:
         return getattr(_load(), name)
-    raise AttributeError(f"module 'deja.duck' has no attribute {name!r}")
+    raise AttributeError(f"module 'deja.stages.store.duck' has no attribute {name!r}")
 
 
 def warm_up() -> None:

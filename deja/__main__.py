@@ -1,0 +1,3 @@
+from deja.pipeline.entry import main
+
+main()

@@ -1,3 +1,0 @@
-from deja.entry import main
-
-main()

@@ -64,7 +64,7 @@ def target_of(payload: dict) -> tuple[str, str]:
     low = tool.lower()
     ti = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
     if low == "apply_patch" or (low in COMMAND_TOOLS and command_of(payload).lstrip().startswith("*** Begin Patch")):
-        from deja.stages.work import parse_patch
+        from deja.stages.work_records import parse_patch
 
         files = parse_patch(command_of(payload) or str(ti.get("patch") or ""), payload.get("cwd") or "")
         return ("file", files[0][0]) if files else ("", "")

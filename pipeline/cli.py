@@ -181,7 +181,7 @@ def recover_cmd(
 # ---------------------------------------------------------------------------
 
 
-# last, show, ctx (logic in deja.queries.show and deja.queries.ctx)
+# last, show, ctx (logic in deja.queries.show and deja.queries.session_brief)
 
 
 def _live_or_fail():
@@ -307,7 +307,7 @@ def ctx_cmd(
     query: Optional[list[str]] = typer.Argument(None, metavar="QUERY|ID-PREFIX"),
 ) -> None:
     """Markdown digest of the best-matching session (problem, decisions, outcome) for a prompt."""
-    from deja.queries import ctx as cx
+    from deja.queries import session_brief as cx
     from deja.stages.sources import harnesses
 
     words = list(query or [])

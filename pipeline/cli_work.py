@@ -1,7 +1,7 @@
 """Commands that answer from the work itself: blame, files, how, fix, friction.
 
 Registered on the typer app by deja.pipeline.cli (the loop before ``main``); the logic
-lives in deja.queries.work and deja.stages.failures.
+lives in deja.queries.work_answers and deja.stages.failures.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def blame_cmd(
 ) -> None:
     """Sessions that discussed a file, most specific first, with what was decided; PATH:LINE
     first names the session that changed that line (git blame + the session's edit)."""
-    from deja.queries import work
+    from deja.queries import work_answers as work
 
     _check_harness(harness)
     since_ms = _since_ms(since) if since else None
@@ -100,7 +100,7 @@ def files_cmd(
     limit: int = typer.Option(10, "--limit", help="How many files (default 10)."),
 ) -> None:
     """The files touched while a topic was being worked on."""
-    from deja.queries import work
+    from deja.queries import work_answers as work
 
     text = " ".join(topic).strip()
     if not text:
@@ -130,7 +130,7 @@ def how_cmd(
     limit: int = typer.Option(8, "--limit", help="How many commands (default 8)."),
 ) -> None:
     """Real invocations of a tool on this machine, most used and successful first."""
-    from deja.queries import work
+    from deja.queries import work_answers as work
 
     words = work.how_words(what)
     if not words:
@@ -158,7 +158,7 @@ def fix_cmd(
     limit: int = typer.Option(3, "--limit", help="How many answers (default 3)."),
 ) -> None:
     """What was run after the same error before, where it did not come back."""
-    from deja.queries import work
+    from deja.queries import work_answers as work
 
     if error is None or error == "-":
         if sys.stdin is None or sys.stdin.isatty():
@@ -188,7 +188,7 @@ def friction_cmd(
     limit: int = typer.Option(10, "--limit", help="How many errors (default 10)."),
 ) -> None:
     """Errors that recur across 3 or more sessions, with the harnesses they hit."""
-    from deja.queries import work
+    from deja.queries import work_answers as work
 
     if limit < 1:
         raise Fail("--limit takes a number ≥ 1")

@@ -75,9 +75,9 @@ def _search_cmd(
             run_index(rebuild=True, notice=_err)
         except WriterBusy as exc:
             raise Fail(f"{exc}; try again when it finishes")
-    from deja.stages.store import duck as duckdb
+    from deja.stages.store import duck
 
-    if duckdb.warming():
+    if duck.warming():
         # DuckDB is still starting on its thread (which releases the GIL): load
         # what the ladder's spelling rung and the output need in time that would
         # otherwise be spent waiting
@@ -87,7 +87,7 @@ def _search_cmd(
     # may still be warming up), and on a fresh store leaves the catalog
     # attached for the query
     attached = not rebuild and _refresh(keep_attached=True) == "fresh"
-    con = duckdb.shared()  # one DuckDB instance for the freshness check and the query
+    con = duck.shared()  # one DuckDB instance for the freshness check and the query
     session = session.strip().strip("'\"`‘’“”") if session else None
     query = Query(text, limit, show_all, harness, project, since_ms, role, session, regex)
     for attempt in range(3):
@@ -109,12 +109,12 @@ def _search_cmd(
             break
         except (ValueError, Damaged) as exc:
             raise Fail(str(exc))
-        except duckdb.IOException:
+        except duck.IOException:
             # a run committed between listing the live files and reading them, and
             # cleaned up what it replaced: list them again
             if attempt == 2:
                 raise
-            con = duckdb.connect()
+            con = duck.connect()
         finally:
             live.close()
     if live.damage_notice():

@@ -20,7 +20,7 @@ COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "s
 # ≤150 ms whole process): they bypass typer too and import only what they read.
 HOOKS = frozenset({"hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact"})
 # Hooks that nearly always query the store: DuckDB warms up on a thread while
-# they import (deja/duck.py). hook-context answers from its digest cache.
+# they import (stages/store/duck.py). hook-context answers from its digest cache.
 WARM_HOOKS = frozenset({"hook-prompt", "hook-tool"})
 
 

@@ -3,7 +3,7 @@
 This is what reader worker processes run, so it imports nothing heavy: no
 pyarrow, polars or duckdb. It returns plain column lists; in the main process
 a big run turns them into Arrow, a small one writes them as they are
-(deja/batch.py).
+(pipeline/batch.py).
 """
 
 from __future__ import annotations

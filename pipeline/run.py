@@ -1,7 +1,7 @@
 """One index run: discover → plan → read → normalize → redact → tokenize → write → commit.
 
 The run owns order, incrementality and the commit; the stages it calls are
-plain functions, and a batch (deja/batch.py) turns records into parts: a big
+plain functions, and a batch (pipeline/batch.py) turns records into parts: a big
 run streams Arrow through pyarrow and polars, bounded by the flush size; a
 small one (an appended turn) keeps plain lists and writes through DuckDB's
 core, so it never imports pyarrow or polars. Only file-level metadata is kept
@@ -69,7 +69,7 @@ class Summary:
     seconds: float = 0.0
     harnesses: dict[str, HarnessSummary] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
-    repaired: list[str] = field(default_factory=list)  # damaged parts this run replaced (deja/heal.py)
+    repaired: list[str] = field(default_factory=list)  # damaged parts this run replaced (pipeline/heal.py)
 
     def as_json(self) -> dict:
         return {
@@ -133,7 +133,7 @@ class Run:
                 "SELECT dataset, file, rows, bytes, session_keys, min_record_id, max_record_id FROM generation").fetchall()}
 
     def find_damage(self) -> None:
-        """The cheap check of every run: a stat per live part (deja/heal.py)."""
+        """The cheap check of every run: a stat per live part (pipeline/heal.py)."""
         damaged, self.sizes = self.store.damaged_parts(self.con, [r[:4] for r in self.parts.values()])
         if not damaged:
             return

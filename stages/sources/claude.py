@@ -21,7 +21,7 @@ import re
 from functools import lru_cache
 from typing import Mapping
 
-from .. import work
+from .. import work_records as work
 from .base import Message, ReadResult, SessionPart, SourceFile
 from .jsonl import Lines, clip, is_regular_file, parse_ts  # noqa: F401
 from .locate import claude_files, claude_root

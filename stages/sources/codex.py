@@ -27,7 +27,7 @@ from typing import Mapping
 
 import orjson
 
-from deja.stages import work
+from deja.stages import work_records as work
 from deja.stages.normalize import strip_plumbing
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts, read_head

@@ -38,7 +38,7 @@ from deja.hooks.recover import (
     read_window,
     same_dir,
 )
-from deja.stages import work
+from deja.stages import work_records as work
 from deja.stages.normalize import one_line, strip_plumbing
 from deja.stages.sources import codex
 from deja.stages.sources.jsonl import is_regular_file, parse_ts, read_head

@@ -23,7 +23,7 @@ import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import duck as duckdb  # the core: store.py is on the search and hook paths
+from . import duck  # DuckDB's core: the catalog is on the search and hook paths
 
 from deja.stages.store.config import CONTENT_VERSION, SCHEMA_VERSION  # noqa: F401  (re-exported)
 DATASETS = ("records", "postings", "sessions", "deletes", "vocab")
@@ -66,19 +66,19 @@ class Store:
         return f"part-{gen:06d}-{uuid.uuid4().hex[:10]}.parquet"
 
     # ---- catalog ------------------------------------------------------
-    def connect(self, read_only: bool = False, retries: int = 0) -> duckdb.DuckDBPyConnection:
+    def connect(self, read_only: bool = False, retries: int = 0) -> duck.DuckDBPyConnection:
         """Open the catalog; busy (another writer) raises Busy after retries."""
         last: Exception | None = None
         for attempt in range(retries + 1):
             try:
-                return duckdb.connect(str(self.catalog_path), read_only=read_only)
-            except (duckdb.IOException, duckdb.ConnectionException) as exc:
+                return duck.connect(str(self.catalog_path), read_only=read_only)
+            except (duck.IOException, duck.ConnectionException) as exc:
                 last = exc
                 if attempt < retries:
                     time.sleep(0.05 * (attempt + 1))
         raise Busy(str(last))
 
-    def attach(self, con: duckdb.DuckDBPyConnection, alias: str, read_only: bool, retries: int = 0) -> None:
+    def attach(self, con: duck.DuckDBPyConnection, alias: str, read_only: bool, retries: int = 0) -> None:
         """ATTACH the catalog to ``con`` as ``alias``; another writer holding it raises Busy after retries."""
         path = str(self.catalog_path).replace("'", "''")
         mode = " (READ_ONLY)" if read_only else ""
@@ -86,13 +86,13 @@ class Store:
             try:
                 con.execute(f"ATTACH '{path}' AS {alias}{mode}")
                 return
-            except (duckdb.IOException, duckdb.ConnectionException, duckdb.BinderException) as exc:
+            except (duck.IOException, duck.ConnectionException, duck.BinderException) as exc:
                 if attempt == retries:
                     raise Busy(str(exc))
                 time.sleep(0.05 * (attempt + 1))
 
     @contextmanager
-    def catalog(self, con: duckdb.DuckDBPyConnection | None = None, retries: int = 0):
+    def catalog(self, con: duck.DuckDBPyConnection | None = None, retries: int = 0):
         """The catalog, read-write, for the length of the block, as the default
         database of the connection yielded: ``con`` (the process's in-memory
         DuckDB) with the catalog attached, or a connection of its own."""
@@ -111,7 +111,7 @@ class Store:
         except BaseException:
             try:
                 con.execute("ROLLBACK")  # a transaction the block left open would pin the file
-            except duckdb.Error:
+            except duck.Error:
                 pass
             raise
         finally:
@@ -132,7 +132,7 @@ class Store:
         if not os.access(self.root, os.W_OK):  # (also true for root on a read-only file system)
             raise StoreError(f"the index directory {self.root} is not writable")
 
-    def init(self, con: duckdb.DuckDBPyConnection | None = None) -> None:
+    def init(self, con: duck.DuckDBPyConnection | None = None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         for name in DATASETS:
             self.dataset_dir(name).mkdir(exist_ok=True)
@@ -144,7 +144,7 @@ class Store:
         with self.catalog(con, retries=40) as cat:  # a hook may hold it a moment
             try:
                 current = cat.execute("SELECT value FROM meta WHERE key = 'catalog_sql'").fetchone() == (digest,)
-            except duckdb.CatalogException:  # a new catalog
+            except duck.CatalogException:  # a new catalog
                 current = False
             if not current:
                 cat.execute(sql)
@@ -199,7 +199,7 @@ class Store:
             os.close(fd)
 
     # ---- generations --------------------------------------------------
-    def live_files(self, con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    def live_files(self, con: duck.DuckDBPyConnection, dataset: str) -> list[str]:
         rows = con.execute(
             "SELECT file FROM generation WHERE dataset = ? ORDER BY file", [dataset]
         ).fetchall()
@@ -222,20 +222,20 @@ class Store:
                             pass
         return found
 
-    def live_by_dataset(self, con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    def live_by_dataset(self, con: duck.DuckDBPyConnection) -> dict[str, list[str]]:
         """``live_files`` of every dataset, in one query."""
         live: dict[str, list[str]] = {d: [] for d in DATASETS}
         for dataset, rel in con.execute("SELECT dataset, file FROM generation ORDER BY file").fetchall():
             live.setdefault(dataset, []).append(str(self.root / rel))
         return live
 
-    def part_sessions(self, con: duckdb.DuckDBPyConnection, rels: list[str]) -> dict[str, list[str]]:
+    def part_sessions(self, con: duck.DuckDBPyConnection, rels: list[str]) -> dict[str, list[str]]:
         """The sessions each records part holds, read from the parts themselves
         (one small dictionary-encoded column): the catalog keeps them so a query
         for a few sessions' records opens only their parts."""
         return {rel: facts[0] for rel, facts in self.part_facts(con, [("records", r, 0) for r in rels]).items()}
 
-    def part_facts(self, con: duckdb.DuckDBPyConnection, parts: list[tuple[str, str, int]]) -> dict[str, tuple]:
+    def part_facts(self, con: duck.DuckDBPyConnection, parts: list[tuple[str, str, int]]) -> dict[str, tuple]:
         """What ``generation`` keeps of each new part, read before the catalog is
         opened for writing: (session_keys, bytes, min_record_id, max_record_id).
         Sizes let every run notice a torn part with a stat. A postings part
@@ -262,7 +262,7 @@ class Store:
         return out
 
     @staticmethod
-    def add_parts(con: duckdb.DuckDBPyConnection, parts: list[tuple[str, str, int]], gen: int,
+    def add_parts(con: duck.DuckDBPyConnection, parts: list[tuple[str, str, int]], gen: int,
                   facts: dict[str, tuple]) -> None:
         """Insert new parts into ``generation`` (the catalog is the default
         database of ``con``) with their ``part_facts``."""
@@ -276,7 +276,7 @@ class Store:
         )
 
     # ---- damage -------------------------------------------------------
-    def damaged_parts(self, con: duckdb.DuckDBPyConnection, rows, footers: bool = False) -> tuple[dict, dict]:
+    def damaged_parts(self, con: duck.DuckDBPyConnection, rows, footers: bool = False) -> tuple[dict, dict]:
         """Which live parts are damaged: ``rows`` are generation's (dataset, file,
         rows, bytes). Every part gets a stat; its footer is read when its size
         is not the one recorded (or none was), or always with ``footers``
@@ -301,18 +301,18 @@ class Store:
                 sizes[rel] = actual  # sound: a catalog from before sizes were kept
         return damaged, sizes
 
-    def check_footer(self, con: duckdb.DuckDBPyConnection, rel: str, rows: int | None) -> str | None:
+    def check_footer(self, con: duck.DuckDBPyConnection, rel: str, rows: int | None) -> str | None:
         """What is wrong with one part's footer, or None: only the footer is read."""
         try:
             n = con.execute("SELECT num_rows FROM parquet_file_metadata(?)", [str(self.root / rel)]).fetchone()[0]
-        except duckdb.Error as exc:  # (its text names the file, which the report names already)
+        except duck.Error as exc:  # (its text names the file, which the report names already)
             why = first_line(exc).split(": ", 1)[-1].replace(f" '{self.root / rel}'", "").replace(f' "{self.root / rel}"', "")
             return f"unreadable ({why})"
         if rows is not None and n != rows:
             return f"holds {n} rows where the catalog says {rows}"
         return None
 
-    def collect_garbage(self, con: duckdb.DuckDBPyConnection) -> int:
+    def collect_garbage(self, con: duck.DuckDBPyConnection) -> int:
         """Delete Parquet files the live generation does not list, and the
         temp files of writes a killed run left. Writer only."""
         return self.sweep({r[0] for r in con.execute("SELECT file FROM generation").fetchall()})

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import duck as duckdb  # the compiled core: see duck.py
+from . import duck  # DuckDB's compiled core (duck.py)
 
 from deja.stages.store.write import ALL_BUCKETS  # (imports nothing heavy)
 from deja.stages.store.catalog import Busy, Store
@@ -25,7 +25,7 @@ from deja.stages.store.catalog import Busy, Store
 class LiveStore:
     """The live Parquet files and the in-memory connection whose views read them."""
 
-    def __init__(self, root: Path, files: dict[str, list[str]], con: duckdb.DuckDBPyConnection,
+    def __init__(self, root: Path, files: dict[str, list[str]], con: duck.DuckDBPyConnection,
                  part_keys: dict[str, list[str] | None] | None = None, states: set[str] | None = None,
                  records_view: bool = True):
         self.root, self.files, self.con = root, files, con
@@ -41,7 +41,7 @@ class LiveStore:
         while True:
             try:
                 return fn()
-            except duckdb.Error as exc:
+            except duck.Error as exc:
                 part = self.damaged_part(exc)
                 if part is None:
                     raise
@@ -110,7 +110,7 @@ class LiveStore:
         return f"read_parquet({_list(self.files.get('records', []))}, hive_partitioning=true)"
 
     def close(self) -> None:
-        if not duckdb.is_shared(self.con):  # the process's own connection outlives this store
+        if not duck.is_shared(self.con):  # the process's own connection outlives this store
             self.con.close()
 
 
@@ -122,7 +122,7 @@ class Damaged(Exception):
     """A part no query can do without (sessions) is damaged: one line, what repairs it."""
 
 
-def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | None = None,
+def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None = None,
               attached: bool = False, records_view: bool = True) -> LiveStore:
     """The live store as views on one in-memory DuckDB connection.
 
@@ -138,7 +138,7 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
     store = Store(root)
     if not store.exists():
         raise NoIndex(f"no index at {root}; run `deja index` first")
-    con = con or duckdb.connect()
+    con = con or duck.connect()
     if not attached:
         attach_catalog(con, store, retries)
     root = str(store.root)
@@ -147,7 +147,7 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
         part_keys: dict[str, list[str] | None] = {}
         try:
             rows = con.execute("SELECT dataset, file, session_keys FROM cat.generation ORDER BY file").fetchall()
-        except duckdb.BinderException:  # a catalog from before session_keys
+        except duck.BinderException:  # a catalog from before session_keys
             rows = [(d, f, None) for d, f in con.execute("SELECT dataset, file FROM cat.generation ORDER BY file").fetchall()]
         for dataset, rel, keys in rows:
             path = root + "/" + rel  # (not pathlib: hundreds of parts)
@@ -168,7 +168,7 @@ def open_live(root: Path, retries: int = 20, con: duckdb.DuckDBPyConnection | No
     return live
 
 
-def _views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool) -> None:
+def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool) -> None:
     """The views of the live parts: sessions, deletes, vocab and (``records_view``) records."""
     sessions = files.get("sessions", [])
     if sessions:
@@ -195,18 +195,18 @@ def _views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], records_
 def _still_live(root: Path, path: str) -> bool:
     """The catalog still lists this missing part (it is damaged, not replaced)."""
     store = Store(root)
-    con = duckdb.connect()
+    con = duck.connect()
     try:
         attach_catalog(con, store, retries=3)
         rel = path[len(str(store.root)) + 1:]
         return con.execute("SELECT count(*) FROM cat.generation WHERE file = ?", [rel]).fetchone()[0] > 0
-    except (Busy, duckdb.Error):
+    except (Busy, duck.Error):
         return False
     finally:
         con.close()
 
 
-def attach_catalog(con: duckdb.DuckDBPyConnection, store: Store, retries: int = 20) -> None:
+def attach_catalog(con: duck.DuckDBPyConnection, store: Store, retries: int = 20) -> None:
     """ATTACH the catalog read-only as `cat`; a writer holding it raises Busy."""
     store.attach(con, "cat", read_only=True, retries=retries)
 
@@ -216,7 +216,7 @@ def _lifecycle_rows(cat) -> list:
         return cat.execute(
             'SELECT session_key, arg_max(state, "at"), arg_max(note, "at"), max("at") FROM cat.lifecycle GROUP BY session_key'
         ).fetchall()
-    except duckdb.Error:  # a catalog from before the lifecycle table
+    except duck.Error:  # a catalog from before the lifecycle table
         return []
 
 

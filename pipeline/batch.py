@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from pathlib import Path
-from typing import Callable
 
 from deja.stages import tokenize
 
 from deja.stages.store import write
+from deja.stages.store import layout
 from deja.stages.sources.base import ROLE_CODES, WORK_CODE_MIN
 from deja.stages.stems import stem_many
 
 from deja.pipeline.ingest import FileOutput
+from deja.stages.store.catalog import Store
+from deja.stages.store.index_state import SessionOrdinals
 
 Part = tuple[str, str, int]  # (dataset, path relative to the store root, rows)
 
@@ -50,11 +51,10 @@ def role_code(role: str) -> int:
 class ListBatch:
     """Plain column lists, tokenised in Python, written by DuckDB's core."""
 
-    def __init__(self, con, root: Path, new_name: Callable[[], str], ord_of: Callable[[str], int]):
+    def __init__(self, con, store: Store, gen: int, ordinals: SessionOrdinals):
         self.con = con
-        self.root = root
-        self.new_name = new_name
-        self.ord_of = ord_of
+        self.store, self.root, self.gen = store, store.root, gen
+        self.ordinals = ordinals
         self.outs: list[tuple[FileOutput, int]] = []
 
     def add(self, out: FileOutput, first_id: int) -> None:
@@ -66,7 +66,7 @@ class ListBatch:
     def flush(self) -> list[Part]:
         if not self.outs:
             return []
-        name = self.new_name()
+        name = self.store.new_part_name(self.gen)
         parts = []
         by_harness: dict[str, list[tuple[FileOutput, int]]] = {}
         for out, first in self.outs:
@@ -78,11 +78,11 @@ class ListBatch:
             parts += self.write_records(harness, cols, name)
             records.append(cols)
         postings = self.postings(_concat(records))
-        rows = self.copy("run_postings", write.POSTING_TYPES, postings, write.POSTINGS_ORDER,
-                         write.postings_rel(write.ALL_BUCKETS, name), write.POSTINGS_ROW_GROUP)
-        parts.append(("postings", write.postings_rel(write.ALL_BUCKETS, name), rows))
+        rows = self.copy("run_postings", layout.POSTING_TYPES, postings, layout.POSTINGS_ORDER,
+                         layout.postings_rel(layout.ALL_BUCKETS, name), layout.POSTINGS_ROW_GROUP)
+        parts.append(("postings", layout.postings_rel(layout.ALL_BUCKETS, name), rows))
         vocab = _vocab(postings["token"])
-        rows = self.copy("run_vocab", write.VOCAB_TYPES, vocab, write.VOCAB_ORDER, f"vocab/{name}", write.VOCAB_ROW_GROUP)
+        rows = self.copy("run_vocab", layout.VOCAB_TYPES, vocab, layout.VOCAB_ORDER, f"vocab/{name}", layout.VOCAB_ROW_GROUP)
         parts.append(("vocab", f"vocab/{name}", rows))
         for out, _ in self.outs:
             out.cols = None  # written: keep only file metadata
@@ -91,14 +91,14 @@ class ListBatch:
 
     def write_records(self, harness: str, cols: dict[str, list], name: str) -> list[Part]:
         months = [_month(ms) for ms in cols["ts"]]
-        write.load_lists(self.con, "run_records", write.RECORD_TYPES + (("_month", "VARCHAR"),), dict(cols, _month=months))
+        write.load_lists(self.con, "run_records", layout.RECORD_TYPES + (("_month", "VARCHAR"),), dict(cols, _month=months))
         parts = []
         try:
             for month in sorted(set(months)):
-                rel = write.records_rel(harness, month, name)
+                rel = layout.records_rel(harness, month, name)
                 rows = write.copy_query(
-                    self.con, f"SELECT * EXCLUDE (_month) FROM run_records WHERE _month = ? ORDER BY {write.RECORDS_ORDER}",
-                    [month], self.root, rel, write.RECORDS_ROW_GROUP,
+                    self.con, f"SELECT * EXCLUDE (_month) FROM run_records WHERE _month = ? ORDER BY {layout.RECORDS_ORDER}",
+                    [month], self.root, rel, layout.RECORDS_ROW_GROUP,
                 )
                 parts.append(("records", rel, rows))
         finally:
@@ -108,7 +108,7 @@ class ListBatch:
     def postings(self, cols: dict[str, list]) -> dict[str, list]:
         texts = [searchable_text(r, t) for r, t in zip(cols["role"], cols["text"])]
         counts = tokenize.token_counts_lists(cols["record_id"], texts)
-        of = {rid: (self.ord_of(key), role_code(role))
+        of = {rid: (self.ordinals.of(key), role_code(role))
               for rid, key, role in zip(cols["record_id"], cols["session_key"], cols["role"])}
         per = [of[rid] for rid in counts["record_id"]]
         return {
@@ -145,11 +145,11 @@ def _vocab(tokens: list[str]) -> dict[str, list]:
 def _month(ms: int | None) -> str:
     """The records partition of a timestamp, in UTC (write.month_column's rule)."""
     if ms is None:
-        return write.NO_MONTH
+        return layout.NO_MONTH
     try:
         return time.strftime("%Y-%m", time.gmtime(ms // 1000))
     except (OverflowError, OSError, ValueError):
-        return write.NO_MONTH
+        return layout.NO_MONTH
 
 
 # ---------------------------------------------------------------------------
@@ -167,14 +167,13 @@ class ArrowBatch:
     tokenizer's working memory small whatever the file.
     """
 
-    def __init__(self, root: Path, new_name: Callable[[], str], ord_of: Callable[[str], int],
+    def __init__(self, store: Store, gen: int, ordinals: SessionOrdinals,
                  flush_bytes: int | None = None):
         import pyarrow as pa
 
         self.flush_bytes = flush_bytes or FLUSH_BYTES
-        self.root = root
-        self.new_name = new_name
-        self.ord_of = ord_of
+        self.store, self.root, self.gen = store, store.root, gen
+        self.ordinals = ordinals
         self.tables: list[tuple[str, object]] = []  # (harness, records table)
         self.bytes = 0
         self.postings: list = []
@@ -224,7 +223,7 @@ class ArrowBatch:
         for harness, table in self.tables:
             by_harness.setdefault(harness, []).append(table)
         self.tables = []
-        name = self.new_name()
+        name = self.store.new_part_name(self.gen)
         for harness, tables in by_harness.items():
             for rel, rows in write.write_records(pa.concat_tables(tables), harness, self.root, name):
                 parts.append(("records", rel, rows))
@@ -234,7 +233,7 @@ class ArrowBatch:
         for rel, rows in write.write_postings(postings, self.root, name):
             parts.append(("postings", rel, rows))
         vocab = write.vocab_of(postings, stem_many)
-        parts.append(("vocab",) + write.write_table(vocab, self.root, f"vocab/{name}", write.VOCAB_ROW_GROUP))
+        parts.append(("vocab",) + write.write_table(vocab, self.root, f"vocab/{name}", layout.VOCAB_ROW_GROUP))
         del postings, vocab
         self.bytes = 0
         _trim()
@@ -275,7 +274,7 @@ class ArrowBatch:
         counts = tokenize.token_counts_batch(table.column("record_id"), texts)
         # join back the session ordinal and role of each record
         keys = table.column("session_key").to_pylist()
-        ords = pa.array([self.ord_of(k) for k in keys], pa.int32())
+        ords = pa.array([self.ordinals.of(k) for k in keys], pa.int32())
         role_codes = pa.array([role_code(r) for r in roles.to_pylist()], pa.int8())
         idx = pc.index_in(counts.column("record_id"), table.column("record_id"))
         sess = pc.take(ords, idx)

@@ -21,6 +21,7 @@ part held of it is lost, which the run says, and the rest is kept.
 from __future__ import annotations
 
 from deja.stages.store import write
+from deja.stages.store import layout
 
 from deja.pipeline import manifest as mf
 
@@ -122,11 +123,11 @@ class Repair:
                     from deja.stages.stems import stem_many
 
                     tokens = [t for t, _ in counts]
-                    write.load_lists(con, "heal_vocab", write.VOCAB_TYPES,
+                    write.load_lists(con, "heal_vocab", layout.VOCAB_TYPES,
                                      {"token": tokens, "stem": stem_many(tokens), "n": [n for _, n in counts]})
                     try:
-                        self._write(run, "vocab", f"SELECT * FROM heal_vocab ORDER BY {write.VOCAB_ORDER}", None,
-                                    write.VOCAB_ROW_GROUP)
+                        self._write(run, "vocab", f"SELECT * FROM heal_vocab ORDER BY {layout.VOCAB_ORDER}", None,
+                                    layout.VOCAB_ROW_GROUP)
                     finally:
                         con.execute("DROP TABLE heal_vocab")
         return dropped

@@ -21,22 +21,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Mapping
 
-from deja.stages import normalize
-
-from deja.stages.store import merge, write
-from deja.stages.sources import harnesses, locate
-from deja.stages.policy import drop_filter
-
-from deja.stages.store import config, duck
-
 from deja.pipeline import manifest as mf
 from deja.pipeline.batch import ArrowBatch, ListBatch
-from deja.pipeline.compact import MAX_PARTS, compact, needs_compaction
-from deja.pipeline.limits import WORKERS, bound_memory
-from deja.stages.store.config import CONTENT_VERSION
 from deja.pipeline.heal import Repair
 from deja.pipeline.ingest import FileOutput, process_file
+from deja.stages import normalize
+from deja.stages.policy import drop_filter
+from deja.stages.sources import harnesses, locate
+from deja.stages.store import config, duck, index_state
 from deja.stages.store.catalog import Store
+from deja.stages.store.compact import MAX_PARTS, compact, needs_compaction
+from deja.stages.store.config import CONTENT_VERSION
+from deja.stages.store.limits import WORKERS, bound_memory
+from deja.stages.store.purge import purge_records
 
 # Reads bigger than this go to worker processes (both cores); smaller ones,
 # like an appended turn, stay in-process where a pool would cost more than it saves.
@@ -97,7 +94,6 @@ class Run:
         self.summary = Summary()
         self.new_parts: list[tuple[str, str, int]] = []  # (dataset, rel path, rows)
         self.done: list[FileOutput] = []
-        self.new_ords: list[tuple[str, int]] = []
         self.compact_due = False
         self.batch: ArrowBatch | ListBatch | None = None
         # the sessions this run changed, when that is all that did (see write_sessions)
@@ -111,26 +107,20 @@ class Run:
     # -- state ------------------------------------------------------------
     def load_state(self) -> None:
         with self.store.catalog(self.con, retries=40) as con:
-            cols = [d[0] for d in con.execute("SELECT * FROM manifest LIMIT 0").description]
-            self.manifest = {r[0]: dict(zip(cols, r)) for r in con.execute("SELECT * FROM manifest").fetchall()}
-            fcols = [d[0] for d in con.execute("SELECT * FROM file_sessions LIMIT 0").description]
-            self.file_sessions: dict[str, dict[str, dict]] = {}
-            for r in con.execute("SELECT * FROM file_sessions").fetchall():
-                row = dict(zip(fcols, r))
-                self.file_sessions.setdefault(row["path"], {})[row["session_key"]] = row
-            self.ords = dict(con.execute("SELECT session_key, ord FROM session_ords").fetchall())
+            state = index_state.load(con)
             # deja forget / project exclusions (cli_memory): tombstoned and excluded sessions are
             # never written, on every run including --rebuild; forgotten ones leave file_sessions too.
             self.drop = drop_filter(self.env, con)
-            for rows in self.file_sessions.values():
-                for key in [k for k in rows if k in self.drop.keys]:
-                    del rows[key]
-            meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-            self.next_record_id = int(meta.get("next_record_id", 0))
-            self.gen = int(meta.get("generation", 0)) + 1
-            self.live = self.store.live_by_dataset(con)
-            self.parts = {r[1]: r for r in con.execute(
-                "SELECT dataset, file, rows, bytes, session_keys, min_record_id, max_record_id FROM generation").fetchall()}
+        self.manifest, self.file_sessions = state.manifest, state.file_sessions
+        self.ordinals = index_state.SessionOrdinals(state.ords)
+        self.ords = self.ordinals.known
+        for rows in self.file_sessions.values():
+            for key in [k for k in rows if k in self.drop.keys]:
+                del rows[key]
+        self.next_record_id = state.next_record_id
+        self.gen = state.generation + 1
+        self.parts = state.parts
+        self.live = self.store.live_parts(self.parts.values())
 
     def find_damage(self) -> None:
         """The cheap check of every run: a stat per live part (pipeline/heal.py)."""
@@ -158,7 +148,7 @@ class Run:
             # parts a killed run wrote but never committed, or committed but never
             # cleaned (a run with work cleans them at its commit)
             with self.store.catalog(self.con, retries=40) as con:
-                self.record_sizes(con)
+                index_state.record_sizes(con, self.sizes)
                 self.store.collect_garbage(con)
             self.summary.up_to_date = True
             self.summary.sessions = len(self.ords_live())
@@ -188,11 +178,10 @@ class Run:
 
     def new_batch(self, volume: int) -> ArrowBatch | ListBatch:
         limit = int(self.env.get("DEJA_SMALL_RUN_BYTES") or SMALL_RUN_BYTES)
-        name = lambda: self.store.new_part_name(self.gen)  # noqa: E731
         if volume <= limit and not self.rebuild:
-            return ListBatch(self.con, self.store.root, name, self.ord_of)
+            return ListBatch(self.con, self.store, self.gen, self.ordinals)
         flush = self.env.get("DEJA_FLUSH_BYTES")  # (tests: several flushes from a small corpus)
-        return ArrowBatch(self.store.root, name, self.ord_of, int(flush) if flush else None)
+        return ArrowBatch(self.store, self.gen, self.ordinals, int(flush) if flush else None)
 
     def read_all(self, reads: list[mf.Action], volume: int):
         """FileOutputs in plan order; a big run (``volume`` bytes to read) fans out
@@ -263,13 +252,6 @@ class Run:
         if self.batch.full():
             self.flush()
 
-    def ord_of(self, key: str) -> int:
-        o = self.ords.get(key)
-        if o is None:
-            o = self.ords[key] = len(self.ords)
-            self.new_ords.append((key, o))
-        return o
-
     def flush(self) -> None:
         if self.batch is not None:
             self.new_parts += self.batch.flush()
@@ -277,57 +259,17 @@ class Run:
     # -- purge and commit ------------------------------------------------
     def purge_records(self, purge: set[str], column: str = "source_path") -> tuple[list[str], list[str]]:
         """Rewrite live record parts without the records whose ``column`` is in
-        ``purge``: replaced or removed files (source_path), or sessions a person
-        told us to forget (session_key).
-
-        Returns (parts dropped from the live set, dead record ids file if any).
-        Postings of purged records stay until compaction; the ``deletes``
-        dataset lists their ids so search ignores them.
-        """
-        live = self.live["records"]
-        if not purge or not live:
-            return [], []
-        con, root = self.con, self.store.root
-        write.load_lists(con, "purge", (("p", "VARCHAR"),), {"p": sorted(purge)})
-        try:
-            rows = con.execute(
-                "SELECT DISTINCT filename FROM read_parquet(?, filename=true, hive_partitioning=false) "
-                f"WHERE {column} IN (SELECT p FROM purge)",
-                [live],
-            ).fetchall()
-            affected = sorted(r[0] for r in rows)
-            if not affected:
-                return [], []
-            dead_rel = f"deletes/{self.store.new_part_name(self.gen)}"
-            dead = write.copy_query(
-                con, f"SELECT record_id FROM read_parquet(?, hive_partitioning=false) WHERE {column} IN (SELECT p FROM purge)",
-                [affected], root, dead_rel,
-            )
-            if dead:
-                self.new_parts.append(("deletes", dead_rel, dead))
-            for abs_path in affected:
-                rel = Path(abs_path).relative_to(root).as_posix()
-                new_rel = str(Path(rel).parent / self.store.new_part_name(self.gen))
-                n = merge.copy_sorted(
-                    con, f"SELECT * FROM read_parquet($files, hive_partitioning=false) "
-                    f"WHERE $range AND {column} NOT IN (SELECT p FROM purge)",
-                    [abs_path], write.RECORDS_KEYS, root, new_rel, write.RECORDS_ROW_GROUP, self.merge_chunk, "role",
-                )
-                if n:
-                    self.new_parts.append(("records", new_rel, n))
-            return [Path(a).relative_to(root).as_posix() for a in affected], [dead_rel] if dead else []
-        finally:
-            con.execute("DROP TABLE purge")
+        ``purge`` (see purge.purge_records); returns (parts dropped from the
+        live set, the dead record ids part if any)."""
+        result = purge_records(self.con, self.store, self.live["records"], purge, column, self.gen, self.merge_chunk)
+        self.new_parts += result.new_parts
+        return result.dropped, result.deletes
 
     def drop_new(self, dataset: str) -> None:
         """Forget this run's new parts of ``dataset`` (a repair writes them whole)."""
         for _, rel, _ in [p for p in self.new_parts if p[0] == dataset]:
             (self.store.root / rel).unlink(missing_ok=True)
         self.new_parts = [p for p in self.new_parts if p[0] != dataset]
-
-    def record_sizes(self, con) -> None:
-        for rel, size in self.sizes.items():
-            con.execute("UPDATE generation SET bytes = ? WHERE file = ?", [size, rel])
 
     def commit(self, purge: set[str], removed: list[mf.Action]) -> None:
         dropped, _ = self.purge_records(purge) if not self.rebuild else (None, None)
@@ -358,34 +300,16 @@ class Run:
                  kept_faults(old, out), out.edge_hash or None]
             )
         self.write_sessions()
-        facts = self.store.part_facts(self.con, self.new_parts)
+        change = index_state.RunCommit(
+            generation=self.gen, next_record_id=self.next_record_id, rebuild=self.rebuild, dropped=list(dropped or []),
+            new_parts=self.new_parts, facts=self.store.part_facts(self.con, self.new_parts), sizes=self.sizes,
+            removed=[a.path for a in removed], touched=set(purge) | {o.action.path for o in self.done},
+            manifest_rows=manifest_rows,
+            file_session_rows=[[r.get(c) for c in index_state.FILE_SESSION_COLS]
+                               for o in self.done for r in self.file_sessions.get(o.action.path, {}).values()],
+            new_ords=self.ordinals.new)
         with self.store.catalog(self.con, retries=100) as con:
-            con.execute("BEGIN TRANSACTION")
-            if self.rebuild:
-                con.execute("DELETE FROM generation WHERE dataset IN ('records','postings','deletes','vocab')")
-                con.execute("DELETE FROM manifest")
-                con.execute("DELETE FROM file_sessions")
-            elif dropped:
-                con.execute("DELETE FROM generation WHERE file IN (SELECT unnest(?))", [dropped])
-            con.execute("DELETE FROM generation WHERE dataset = 'sessions'")
-            self.store.add_parts(con, self.new_parts, self.gen, facts)
-            self.record_sizes(con)
-            for a in removed:
-                con.execute("DELETE FROM manifest WHERE path = ?", [a.path])
-            touched_paths = set(purge) | {o.action.path for o in self.done}
-            if touched_paths:
-                con.execute("DELETE FROM file_sessions WHERE path IN (SELECT unnest(?))", [list(touched_paths)])
-            if manifest_rows:
-                con.execute("DELETE FROM manifest WHERE path IN (SELECT unnest(?))", [[r[0] for r in manifest_rows]])
-            _many(con, f"INSERT INTO manifest ({', '.join(MANIFEST_COLS)}) VALUES ({','.join('?' * len(MANIFEST_COLS))})",
-                  manifest_rows)
-            fs_rows = [self._fs_row(r) for o in self.done for r in self.file_sessions.get(o.action.path, {}).values()]
-            _many(con, f"INSERT INTO file_sessions VALUES ({','.join('?' * len(self.FS_COLS))})", fs_rows)
-            _many(con, "INSERT OR IGNORE INTO session_ords VALUES (?, ?)", self.new_ords)
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('next_record_id', ?), ('generation', ?)",
-                        [str(self.next_record_id), str(self.gen)])
-            _fault("before-commit")
-            con.execute("COMMIT")
+            index_state.commit(con, self.store, change, before_commit=lambda: _fault("before-commit"))
             self.committed = True
             _fault("after-commit")
             self.store.collect_garbage(con)
@@ -433,18 +357,8 @@ class Run:
         rows = [r for per_file in self.file_sessions.values() for r in per_file.values()
                 if keys is None or r["session_key"] in keys]
         for key in {r["session_key"] for r in rows}:
-            self.ord_of(key)
+            self.ordinals.of(key)
         return build_sessions(rows, self.ords)
-
-    FS_COLS = [
-        "path", "session_key", "harness", "session_id", "project", "cwd", "branch", "title", "title_rank",
-        "last_prompt", "kind", "parent", "agent", "started", "updated", "n_user", "n_assistant", "n_tool_output",
-        "n_command", "n_files", "n_edit", "n_summary", "words", "first_user", "first_assistant", "first_output",
-        "touched", "touched_counts", "max_seq", "decision", "decision_ts", "gave_up",
-    ]
-
-    def _fs_row(self, r: dict) -> list:
-        return [r.get(c) for c in self.FS_COLS]
 
     def merge_file_sessions(self, action: mf.Action, meta: dict[str, dict]) -> dict[str, dict]:
         """This file's session rows after the run: an append merges into the old ones."""
@@ -458,10 +372,6 @@ class Run:
                 continue
             normalize.merge_meta(o, m)
         return merged
-
-MANIFEST_COLS = ("path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "records",
-                 "malformed", "clipped", "redactions", "redaction_total", "error", "indexed_at", "faults", "edge_hash")
-
 
 def kept_faults(old: dict, out: FileOutput) -> list[str] | None:
     """The file's first few faults: an append keeps those of the bytes read before."""
@@ -489,25 +399,6 @@ def _fault(point: str) -> None:
         import errno
 
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-
-def _many(con, sql: str, rows: list) -> None:
-    """executemany, as one statement per column set: DuckDB's executemany runs
-    one statement per row, binding thousands of VALUES parameters cost half a
-    second of a cold run, and Arrow registration would need the full duckdb
-    package. Each column goes in as one list parameter, unnested side by side."""
-    if not rows:
-        return
-    import re
-
-    m = re.match(r"\s*(INSERT(?: OR \w+)? INTO \w+(?: \([\w, ]+\))?) VALUES \(([?, ]+)\)", sql)
-    if m is None:
-        con.executemany(sql, rows)
-        return
-    width = m.group(2).count("?")
-    for i in range(0, len(rows), 5000):
-        cols = [list(c) for c in zip(*rows[i : i + 5000])]
-        con.execute(f"{m.group(1)} SELECT " + ", ".join(["unnest(?)"] * width), cols)
 
 
 def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progress: Callable | None = None,

@@ -60,8 +60,10 @@ import bisect
 import functools
 import re
 import unicodedata
-import zlib
 from collections.abc import Iterable
+
+from deja.stages.store.layout import N_BUCKETS, bucket_column, bucket_of  # noqa: F401  (postings buckets are the store's layout)
+
 TYPE_CHECKING = False  # (not typing's: importing typing costs the search path ~3 ms)
 if TYPE_CHECKING:
     from typing import Any
@@ -72,7 +74,6 @@ if TYPE_CHECKING:
 MIN_TOKEN_BYTES = 2
 MAX_TOKEN_BYTES = 64
 MAX_COMPOUND_BYTES = 256
-N_BUCKETS = 64
 
 __all__ = [
     "tokenize",
@@ -152,32 +153,6 @@ def tokenize(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """Tokens of a user query, each once, in first-seen order."""
     return list(dict.fromkeys(tokenize(text)))
-
-
-def bucket_of(token: str, n_buckets: int = N_BUCKETS) -> int:
-    """The postings bucket of a token; ``bucket_column`` computes the same."""
-    return zlib.crc32(token.encode("utf-8")) % n_buckets
-
-
-def bucket_column(tokens: pa.Array | pa.ChunkedArray, n_buckets: int = N_BUCKETS) -> pa.Array:
-    """``bucket_of`` of every value, as int32 (null stays null).
-
-    The hash runs once per distinct token (a batch repeats its vocabulary many
-    times over) and is spread back by a vectorised take.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(tokens, pa.ChunkedArray):
-        tokens = tokens.combine_chunks()
-    if not (pa.types.is_string(tokens.type) or pa.types.is_large_string(tokens.type)):
-        tokens = tokens.cast(pa.string())
-    encoded = pc.dictionary_encode(tokens)
-    buckets = pa.array(
-        [zlib.crc32(t.encode("utf-8")) % n_buckets for t in encoded.dictionary.to_pylist()],
-        type=pa.int32(),
-    )
-    return pc.take(buckets, encoded.indices)
 
 
 def token_counts_batch(record_ids: Iterable[int] | Any, texts: Iterable[str | None] | Any) -> pa.Table:

@@ -61,7 +61,7 @@ def test_a_compaction_holds_a_16mb_limit(tmp_path):
     code = (
         "import os\n"
         "from deja.stages.store.catalog import Store\n"
-        "from deja.pipeline.compact import compact\n"
+        "from deja.stages.store.compact import compact\n"
         "store = Store(os.environ['DEJA_INDEX_DIR'])\n"
         "with store.writer_lock(10):\n"
         "    print(compact(store, 999_999, force=True))\n"
@@ -79,7 +79,7 @@ def test_a_merge_cut_into_key_ranges_writes_what_one_sort_writes(tmp_path):
     dataset's merge equals DuckDB's single ORDER BY, row for row."""
     import duckdb
 
-    from deja.stages.store import merge, write
+    from deja.stages.store import layout, merge, write
 
     corpus = tmp_path / "corpus"
     subprocess.run([sys.executable, str(GEN), "--profile", "text", "--out", str(corpus), "--mb", "3", "--seed", "7"],
@@ -91,11 +91,11 @@ def test_a_merge_cut_into_key_ranges_writes_what_one_sort_writes(tmp_path):
     con.execute("SET preserve_insertion_order = true")
     cases = {
         "records": ("records/*/*/*.parquet", "SELECT * FROM read_parquet($files, hive_partitioning=false) WHERE $range",
-                    write.RECORDS_KEYS, "role"),
+                    layout.RECORDS_KEYS, "role"),
         "postings": ("postings/*/*.parquet", "SELECT * FROM read_parquet($files, hive_partitioning=false) WHERE $range",
-                     write.POSTINGS_KEYS, None),
+                     layout.POSTINGS_KEYS, None),
         "vocab": ("vocab/*.parquet", "SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n "
-                  "FROM read_parquet($files) WHERE $range GROUP BY token", write.VOCAB_KEYS, None),
+                  "FROM read_parquet($files) WHERE $range GROUP BY token", layout.VOCAB_KEYS, None),
     }
     for name, (glob, select, keys, runs_of) in cases.items():
         files = sorted(str(p) for p in index.glob(glob))

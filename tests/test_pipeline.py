@@ -363,7 +363,7 @@ def test_a_small_run_writes_one_postings_part_and_never_loads_arrow(home):
 
 
 def test_small_run_postings_merge_then_go_to_their_buckets(home, monkeypatch):
-    from deja.pipeline import compact
+    from deja.stages.store import compact
     from deja.pipeline.run import run_index
 
     p = first_session(home)
@@ -400,7 +400,7 @@ def test_replaced_file_dead_postings_are_ignored_then_cleared(home):
     assert ids(home.search("connection", "pool")) == []
     assert ids(home.search("wombat")) == [S1]
     from deja.stages.store import duck
-    from deja.pipeline.compact import compact
+    from deja.stages.store.compact import compact
     from deja.stages.store.catalog import Store
 
     compact(Store(home.index), 99, force=True, con=duck.connect())

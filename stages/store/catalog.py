@@ -25,8 +25,8 @@ from pathlib import Path
 
 from . import duck  # DuckDB's core: the catalog is on the search and hook paths
 
-from deja.stages.store.config import CONTENT_VERSION, SCHEMA_VERSION  # noqa: F401  (re-exported)
-DATASETS = ("records", "postings", "sessions", "deletes", "vocab")
+from .config import SCHEMA_VERSION
+from .layout import DATASETS
 
 
 # Records parts whose sessions the catalog does not list yet (a store from
@@ -222,11 +222,11 @@ class Store:
                             pass
         return found
 
-    def live_by_dataset(self, con: duck.DuckDBPyConnection) -> dict[str, list[str]]:
-        """``live_files`` of every dataset, in one query."""
+    def live_parts(self, rows) -> dict[str, list[str]]:
+        """Absolute paths of the live parts of every dataset, from generation rows: (dataset, file, ...)."""
         live: dict[str, list[str]] = {d: [] for d in DATASETS}
-        for dataset, rel in con.execute("SELECT dataset, file FROM generation ORDER BY file").fetchall():
-            live.setdefault(dataset, []).append(str(self.root / rel))
+        for row in sorted(rows, key=lambda r: r[1]):
+            live.setdefault(row[0], []).append(str(self.root / row[1]))
         return live
 
     def part_sessions(self, con: duck.DuckDBPyConnection, rels: list[str]) -> dict[str, list[str]]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import write
+from . import layout, write
 
 
 def copy_sorted(con, select: str, files: list[str], keys: tuple[tuple[str, str], ...], root: Path, rel: str,
@@ -53,7 +53,7 @@ def copy_sorted(con, select: str, files: list[str], keys: tuple[tuple[str, str],
             reader = con.sql(_sql(select, where) + f" ORDER BY {order}", params=[files]).to_arrow_reader(row_group)
             for batch in _row_groups(reader, row_group, runs_of):
                 if writer is None:
-                    writer = pq.ParquetWriter(tmp, batch.schema, compression=write.COMPRESSION,
+                    writer = pq.ParquetWriter(tmp, batch.schema, compression=layout.COMPRESSION,
                                               use_dictionary=True, write_statistics=True)
                 writer.write_table(batch, row_group_size=row_group)
                 rows += batch.num_rows

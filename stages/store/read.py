@@ -18,8 +18,8 @@ from pathlib import Path
 
 from . import duck  # DuckDB's compiled core (duck.py)
 
-from deja.stages.store.write import ALL_BUCKETS  # (imports nothing heavy)
-from deja.stages.store.catalog import Busy, Store
+from .layout import ALL_BUCKETS
+from .catalog import Busy, Store
 
 
 class LiveStore:

@@ -20,50 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-COMPRESSION = "zstd"
-# Small row groups in postings: a query for one token reads one or two of them.
-POSTINGS_ROW_GROUP = 16_384
-# Records cluster by role, then id: the work roles the hooks look up (a
-# command's past runs) sit in a few small row groups apart from the speech
-# around them, and within a role an id lookup still skips row groups.
-RECORDS_ROW_GROUP = 2_048
-# Vocabulary lookups are by stem (a word's own stem finds it and its forms):
-# sorted by stem in small row groups, a lookup reads a few of them.
-VOCAB_ROW_GROUP = 4_096
-NO_MONTH = "none"
-ALL_BUCKETS = "all"  # the bucket folder of a part that holds every bucket's tokens
-
-# Sort orders, one per dataset, whichever writer runs.
-POSTINGS_ORDER = "token, record_id"
-RECORDS_ORDER = "role, record_id"
-VOCAB_ORDER = "stem, token"
-# The same orders as (column, type) pairs, for merges that cut by key (stages/merge.py).
-POSTINGS_KEYS = (("token", "VARCHAR"), ("record_id", "BIGINT"))
-RECORDS_KEYS = (("role", "VARCHAR"), ("record_id", "BIGINT"))
-VOCAB_KEYS = (("stem", "VARCHAR"), ("token", "VARCHAR"))
-
-# Column types as DuckDB reads them back, for parts written from Python lists.
-# The pyarrow side: normalize.record_schema and run's postings/vocab tables.
-RECORD_TYPES = (
-    ("record_id", "BIGINT"), ("session_key", "VARCHAR"), ("session_id", "VARCHAR"), ("project", "VARCHAR"),
-    ("seq", "INTEGER"), ("role", "VARCHAR"), ("text", "VARCHAR"), ("ts", "TIMESTAMPTZ"), ("tool", "VARCHAR"),
-    ("exit_code", "SMALLINT"), ("is_error", "BOOLEAN"), ("source_path", "VARCHAR"), ("byte_offset", "BIGINT"),
-)
-POSTING_TYPES = (
-    ("token", "VARCHAR"), ("record_id", "BIGINT"), ("session", "INTEGER"), ("tf", "INTEGER"),
-    ("rec_len", "INTEGER"), ("role", "TINYINT"), ("is_work", "BOOLEAN"),
-)
-VOCAB_TYPES = (("token", "VARCHAR"), ("stem", "VARCHAR"), ("n", "BIGINT"))
-
-
-def records_rel(harness: str, month: str, name: str) -> str:
-    return f"records/harness={harness}/month={month}/{name}"
-
-
-def postings_rel(bucket: int | str, name: str) -> str:
-    folder = bucket if isinstance(bucket, str) else f"{bucket:02d}"
-    return f"postings/bucket={folder}/{name}"
-
+from .layout import COMPRESSION, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_ORDER, RECORDS_ROW_GROUP, postings_rel, records_rel
 
 # ---------------------------------------------------------------------------
 # DuckDB: queries and Python lists → Parquet

@@ -23,18 +23,16 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from deja.stages.store import merge, write
-from deja.stages.tokenize import N_BUCKETS, bucket_of
-
-from deja.stages.store import duck
-from deja.pipeline.limits import bound_memory
-from deja.stages.store.catalog import Store
+from . import duck, layout, merge, write
+from .catalog import Store
+from .layout import N_BUCKETS, bucket_of
+from .limits import bound_memory
 
 MAX_PARTS = 8  # per folder: a postings bucket, a records partition, vocab
 DEAD_SHARE = 0.05
 SPLIT_ROWS = 100_000  # bucket=all postings beyond this go to their buckets
 
-ALL_FOLDER = f"postings/bucket={write.ALL_BUCKETS}"
+ALL_FOLDER = f"postings/bucket={layout.ALL_BUCKETS}"
 
 
 def needs_compaction(con, vocab_parts: int = MAX_PARTS) -> bool:
@@ -157,14 +155,14 @@ class Merge:
         if dataset == "vocab":
             select = ("SELECT token, any_value(stem) AS stem, sum(n)::BIGINT AS n FROM read_parquet($files) "
                       "WHERE $range GROUP BY token")
-            keys, row_group, runs_of = write.VOCAB_KEYS, write.VOCAB_ROW_GROUP, None
+            keys, row_group, runs_of = layout.VOCAB_KEYS, layout.VOCAB_ROW_GROUP, None
         else:
             select = ("SELECT * FROM read_parquet($files, hive_partitioning=false) "
                       "WHERE $range AND record_id NOT IN (SELECT record_id FROM dead)")
             if dataset == "postings":
-                keys, row_group, runs_of = write.POSTINGS_KEYS, write.POSTINGS_ROW_GROUP, None
+                keys, row_group, runs_of = layout.POSTINGS_KEYS, layout.POSTINGS_ROW_GROUP, None
             else:
-                keys, row_group, runs_of = write.RECORDS_KEYS, write.RECORDS_ROW_GROUP, "role"
+                keys, row_group, runs_of = layout.RECORDS_KEYS, layout.RECORDS_ROW_GROUP, "role"
         rel = f"{folder}/{self.store.new_part_name(self.gen)}"
         rows = merge.copy_sorted(self.con, select, paths, keys, self.store.root, rel, row_group, self.chunk_bytes,
                                  runs_of)
@@ -194,10 +192,10 @@ class Merge:
                              {"token": tokens, "bucket": [bucket_of(t) for t in tokens]})
             name = self.store.new_part_name(self.gen)
             for b in range(N_BUCKETS):
-                rel = write.postings_rel(b, name)
+                rel = layout.postings_rel(b, name)
                 rows = write.copy_query(
                     con, "SELECT s.* FROM split s JOIN split_buckets USING (token) WHERE bucket = ? "
-                    f"ORDER BY {write.POSTINGS_ORDER}", [b], self.store.root, rel, write.POSTINGS_ROW_GROUP)
+                    f"ORDER BY {layout.POSTINGS_ORDER}", [b], self.store.root, rel, layout.POSTINGS_ROW_GROUP)
                 self.add("postings", rel, rows)
         finally:
             con.execute("DROP TABLE IF EXISTS split")

@@ -1,0 +1,90 @@
+"""The store's layout: where each dataset's parts live, their columns, their
+sort orders and row-group sizes, and how tokens map to postings buckets.
+
+Every writer (pyarrow for a big run's Arrow tables, DuckDB's COPY for
+everything expressed as a query) and every reader takes these from here, so
+one layout holds whichever path wrote a part. Imports nothing heavy: the
+search and hook paths read it.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+DATASETS = ("records", "postings", "sessions", "deletes", "vocab")
+
+COMPRESSION = "zstd"
+# Small row groups in postings: a query for one token reads one or two of them.
+POSTINGS_ROW_GROUP = 16_384
+# Records cluster by role, then id: the work roles the hooks look up (a
+# command's past runs) sit in a few small row groups apart from the speech
+# around them, and within a role an id lookup still skips row groups.
+RECORDS_ROW_GROUP = 2_048
+# Vocabulary lookups are by stem (a word's own stem finds it and its forms):
+# sorted by stem in small row groups, a lookup reads a few of them.
+VOCAB_ROW_GROUP = 4_096
+NO_MONTH = "none"
+ALL_BUCKETS = "all"  # the bucket folder of a part that holds every bucket's tokens
+
+# Sort orders, one per dataset, whichever writer runs.
+POSTINGS_ORDER = "token, record_id"
+RECORDS_ORDER = "role, record_id"
+VOCAB_ORDER = "stem, token"
+# The same orders as (column, type) pairs, for merges that cut by key (stages/merge.py).
+POSTINGS_KEYS = (("token", "VARCHAR"), ("record_id", "BIGINT"))
+RECORDS_KEYS = (("role", "VARCHAR"), ("record_id", "BIGINT"))
+VOCAB_KEYS = (("stem", "VARCHAR"), ("token", "VARCHAR"))
+
+# Column types as DuckDB reads them back, for parts written from Python lists.
+# The pyarrow side: normalize.record_schema and run's postings/vocab tables.
+RECORD_TYPES = (
+    ("record_id", "BIGINT"), ("session_key", "VARCHAR"), ("session_id", "VARCHAR"), ("project", "VARCHAR"),
+    ("seq", "INTEGER"), ("role", "VARCHAR"), ("text", "VARCHAR"), ("ts", "TIMESTAMPTZ"), ("tool", "VARCHAR"),
+    ("exit_code", "SMALLINT"), ("is_error", "BOOLEAN"), ("source_path", "VARCHAR"), ("byte_offset", "BIGINT"),
+)
+POSTING_TYPES = (
+    ("token", "VARCHAR"), ("record_id", "BIGINT"), ("session", "INTEGER"), ("tf", "INTEGER"),
+    ("rec_len", "INTEGER"), ("role", "TINYINT"), ("is_work", "BOOLEAN"),
+)
+VOCAB_TYPES = (("token", "VARCHAR"), ("stem", "VARCHAR"), ("n", "BIGINT"))
+
+
+def records_rel(harness: str, month: str, name: str) -> str:
+    return f"records/harness={harness}/month={month}/{name}"
+
+
+def postings_rel(bucket: int | str, name: str) -> str:
+    folder = bucket if isinstance(bucket, str) else f"{bucket:02d}"
+    return f"postings/bucket={folder}/{name}"
+
+
+# ---------------------------------------------------------------------------
+# postings buckets: a query reads only the buckets of its tokens
+
+N_BUCKETS = 64
+
+
+def bucket_of(token: str, n_buckets: int = N_BUCKETS) -> int:
+    """The postings bucket of a token; ``bucket_column`` computes the same."""
+    return zlib.crc32(token.encode("utf-8")) % n_buckets
+
+
+def bucket_column(tokens, n_buckets: int = N_BUCKETS):
+    """``bucket_of`` of every value of an Arrow string array, as int32 (null stays null).
+
+    The hash runs once per distinct token (a batch repeats its vocabulary many
+    times over) and is spread back by a vectorised take.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(tokens, pa.ChunkedArray):
+        tokens = tokens.combine_chunks()
+    if not (pa.types.is_string(tokens.type) or pa.types.is_large_string(tokens.type)):
+        tokens = tokens.cast(pa.string())
+    encoded = pc.dictionary_encode(tokens)
+    buckets = pa.array(
+        [zlib.crc32(t.encode("utf-8")) % n_buckets for t in encoded.dictionary.to_pylist()],
+        type=pa.int32(),
+    )
+    return pc.take(buckets, encoded.indices)

@@ -20,10 +20,8 @@ part held of it is lost, which the run says, and the rest is kept.
 
 from __future__ import annotations
 
-from deja.stages.store import write
-from deja.stages.store import layout
-
 from deja.pipeline import manifest as mf
+from deja.stages.store import derive
 
 
 class Repair:
@@ -56,7 +54,7 @@ class Repair:
         self.dead_sessions = keys
         ranges = [rows[f][1:] for f in self.files("postings")]
         if ranges:
-            paths.update(self._covering(run, ranges))
+            paths.update(derive.sources_of(run.con, run.live["records"], ranges))
         by_path = {a.path: a for a in actions}
         out = []
         for a in actions:
@@ -70,74 +68,35 @@ class Repair:
                               + (" …" if len(gone) > 3 else ""))
         return out
 
-    def _covering(self, run, ranges) -> set[str]:
-        """The transcripts of the live records whose ids fall in ``ranges``
-        (a range unknown: every record)."""
-        live = run.live["records"]
-        if not live:
-            return set()
-        if any(lo is None or hi is None for lo, hi in ranges):
-            where, params = "true", [live]
-        else:
-            where = " OR ".join("record_id BETWEEN ? AND ?" for _ in ranges)
-            params = [live, *[v for r in ranges for v in r]]
-        rows = run.con.execute(
-            f"SELECT DISTINCT source_path FROM read_parquet(?, hive_partitioning=false) WHERE {where}", params
-        ).fetchall()
-        return {r[0] for r in rows}
-
     # -- after the run's own parts are written, before its commit -----------
     def rebuild_derived(self, run) -> list[str]:
         """Write what damaged postings, deletes and vocabulary parts leave to
         derive; returns the live files this replaces (dropped at the commit)."""
         dropped: list[str] = []
-        con, store = run.con, run.store
+        store = run.store
         new = lambda d: [str(store.root / rel) for ds, rel, _ in run.new_parts if ds == d]  # noqa: E731
+        args = (run.con, store, run.gen)
+        add = lambda part: part and run.new_parts.append(part)  # noqa: E731
         postings = run.live["postings"] + new("postings")
         if self.dead_sessions and run.live["postings"]:
             ords = [run.ords[k] for k in self.dead_sessions if k in run.ords]
-            self._write(run, "deletes", "SELECT DISTINCT record_id FROM read_parquet(?, hive_partitioning=false) "
-                        "WHERE session IN (SELECT unnest(?))", [run.live["postings"], ords])
+            add(derive.dead_of_sessions(*args, run.live["postings"], ords))
         if self.deletes:
-            # dead: a posting whose record no live records part holds
+            # dead: a posting whose record no live records part holds (found again whole)
             records = [f for f in run.live["records"] if _rel(store, f) not in set(run.purged)] + new("records")
             dropped += [_rel(store, f) for f in run.live["deletes"]]
             run.drop_new("deletes")
             if postings:
-                held = ("SELECT record_id FROM read_parquet(?, hive_partitioning=false)" if records
-                        else "SELECT NULL::BIGINT WHERE false")
-                self._write(run, "deletes", "SELECT DISTINCT record_id FROM read_parquet(?, hive_partitioning=false) "
-                            f"EXCEPT {held}", [postings] + ([records] if records else []))
+                add(derive.dead_without_records(*args, postings, records))
         if self.vocab:
             dropped += [_rel(store, f) for f in run.live["vocab"]]
             run.drop_new("vocab")
-            deletes = run.live["deletes"] if not self.deletes else []
-            deletes = deletes + new("deletes")
-            dead = "SELECT record_id FROM read_parquet(?)" if deletes else "SELECT NULL::BIGINT AS record_id WHERE false"
+            deletes = (run.live["deletes"] if not self.deletes else []) + new("deletes")
             if postings:
-                counts = con.execute(
-                    "SELECT token, count(*) FROM read_parquet(?, hive_partitioning=false) "
-                    f"WHERE record_id NOT IN ({dead}) GROUP BY token", [postings] + ([deletes] if deletes else [])
-                ).fetchall()
-                if counts:
-                    from deja.stages.stems import stem_many
+                from deja.stages.stems import stem_many
 
-                    tokens = [t for t, _ in counts]
-                    write.load_lists(con, "heal_vocab", layout.VOCAB_TYPES,
-                                     {"token": tokens, "stem": stem_many(tokens), "n": [n for _, n in counts]})
-                    try:
-                        self._write(run, "vocab", f"SELECT * FROM heal_vocab ORDER BY {layout.VOCAB_ORDER}", None,
-                                    layout.VOCAB_ROW_GROUP)
-                    finally:
-                        con.execute("DROP TABLE heal_vocab")
+                add(derive.vocab_from_postings(*args, postings, deletes, stem_many))
         return dropped
-
-    @staticmethod
-    def _write(run, dataset: str, sql: str, params, row_group: int = 65_536) -> None:
-        rel = f"{dataset}/{run.store.new_part_name(run.gen)}"
-        n = write.copy_query(run.con, sql, params, run.store.root, rel, row_group)
-        if n:
-            run.new_parts.append((dataset, rel, n))
 
 
 def _rel(store, path: str) -> str:

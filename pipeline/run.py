@@ -28,7 +28,7 @@ from deja.pipeline.ingest import FileOutput, process_file
 from deja.stages import normalize
 from deja.stages.policy import drop_filter
 from deja.stages.sources import harnesses, locate
-from deja.stages.store import config, duck, index_state
+from deja.stages.store import config, duck, index_state, write
 from deja.stages.store.catalog import Store
 from deja.stages.store.compact import MAX_PARTS, compact, needs_compaction
 from deja.stages.store.config import CONTENT_VERSION
@@ -327,19 +327,17 @@ class Run:
         When the run knows which sessions it changed (``touched_sessions``: no
         file was replaced or removed), only those are rebuilt and the rest are
         copied from the live part; otherwise every session is."""
-        from deja.pipeline.sessions import write_sessions
-
         rel = f"sessions/{self.store.new_part_name(self.gen)}"
         old = self.live["sessions"]
         per = None
         if self.touched_sessions is not None and len(old) == 1:
             keys = self.touched_sessions | self.drop.keys
             try:
-                per = write_sessions(self.con, self.session_columns(keys), self.store.root, rel, old[0], keys)
+                per = write.write_sessions(self.con, self.session_columns(keys), self.store.root, rel, old[0], keys)
             except duck.Error:
                 per = None  # a live part of an older layout: rebuild it whole
         if per is None:
-            per = write_sessions(self.con, self.session_columns(None), self.store.root, rel)
+            per = write.write_sessions(self.con, self.session_columns(None), self.store.root, rel)
         n = sum(count for _, count, _ in per)
         if n:
             self.new_parts.append(("sessions", rel, n))

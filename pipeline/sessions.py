@@ -7,35 +7,8 @@ project of the first file in sorted path order wins (harness-formats 1.8).
 from __future__ import annotations
 
 from deja.stages.normalize import COUNTS, derive_title
+from deja.stages.store.layout import SESSION_TYPES
 
-# The dataset's columns as DuckDB writes them (stages/write.load_lists): one
-# small file rewritten by every run, big or small, so one writer serves both.
-# started/updated arrive as epoch milliseconds.
-TYPES = (
-    ("session_key", "VARCHAR"),
-    ("ord", "INTEGER"),
-    ("harness", "VARCHAR"),
-    ("session_id", "VARCHAR"),
-    ("project", "VARCHAR"),
-    ("cwd", "VARCHAR"),
-    ("path", "VARCHAR"),
-    ("branch", "VARCHAR"),
-    ("started", "TIMESTAMPTZ"),
-    ("updated", "TIMESTAMPTZ"),
-    ("title", "VARCHAR"),
-    ("agent_title", "BOOLEAN"),
-    ("last_prompt", "VARCHAR"),
-    ("messages", "BIGINT"),
-    *[(c, "BIGINT") for c in COUNTS],
-    ("touched", "VARCHAR[]"),
-    ("kind", "VARCHAR"),
-    ("parent", "VARCHAR"),
-    ("agent", "VARCHAR"),
-    ("origin", "VARCHAR"),
-    ("from_machine", "VARCHAR"),
-    ("decision", "VARCHAR"),
-    ("gave_up", "BOOLEAN"),
-)
 
 
 def build_sessions(rows: list[dict], ords: dict[str, int]) -> dict[str, list]:
@@ -43,7 +16,7 @@ def build_sessions(rows: list[dict], ords: dict[str, int]) -> dict[str, list]:
     groups: dict[str, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["session_key"], []).append(r)
-    out: dict[str, list] = {name: [] for name, _ in TYPES}
+    out: dict[str, list] = {name: [] for name, _ in SESSION_TYPES}
     for key in sorted(groups):
         parts = sorted(groups[key], key=lambda r: r["path"])
         first = parts[0]
@@ -60,39 +33,6 @@ def build_sessions(rows: list[dict], ords: dict[str, int]) -> dict[str, list]:
         out["origin"].append("local")
         out["from_machine"].append(None)
     return out
-
-
-def write_sessions(con, cols: dict[str, list], root, rel: str, keep_from: str | None = None,
-                   replaced: set[str] | None = None) -> list[tuple[str, int, int]]:
-    """Write the sessions part through DuckDB's core; returns [(harness, sessions, messages)].
-
-    ``cols`` holds every session, or with ``keep_from`` (the live sessions part)
-    only those this run changed: the part's other rows are copied over, all but
-    the ``replaced`` keys. A small run rebuilds the one or two sessions it
-    touched, not all of them. Raises duck.Error when the live part does not
-    have today's columns; the caller then rebuilds the whole.
-    """
-    from deja.stages.store.write import copy_query, load_lists
-
-    names = ", ".join(n for n, _ in TYPES)
-    load_lists(con, "run_sessions", TYPES, cols)
-    try:
-        if keep_from:
-            load_lists(con, "run_replaced", (("session_key", "VARCHAR"),), {"session_key": sorted(replaced or ())})
-            con.execute(
-                f"CREATE OR REPLACE TEMP TABLE run_all_sessions AS SELECT {names} FROM read_parquet(?) "
-                "WHERE session_key NOT IN (SELECT session_key FROM run_replaced) "
-                f"UNION ALL SELECT {names} FROM run_sessions",
-                [keep_from],
-            )
-            table = "run_all_sessions"
-        else:
-            table = "run_sessions"
-        copy_query(con, f"SELECT * FROM {table} ORDER BY session_key", None, root, rel)
-        return con.execute(f"SELECT harness, count(*), sum(messages) FROM {table} GROUP BY harness ORDER BY harness").fetchall()
-    finally:
-        for t in ("run_sessions", "run_replaced", "run_all_sessions"):
-            con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
 def _merge(parts: list[dict]) -> dict:

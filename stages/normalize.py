@@ -12,6 +12,7 @@ import re
 from .outcome import backed_out, decision_line
 from .sources import values as v
 from .sources.base import WORK_ROLES
+from .store.layout import SESSION_COUNTS
 
 # 1. our own earlier output echoed back, raw or HTML-escaped (Gemini)
 _RECALL = re.compile(r"<deja-recall\b.*?</deja-recall>|&lt;deja-recall\b.*?&lt;/deja-recall&gt;", re.S)
@@ -329,7 +330,7 @@ def _new_meta(part, key: str, project: str) -> dict:
 
 
 _IDENTITY = ("project", "cwd", "branch", "kind", "parent", "agent")
-COUNTS = ("n_user", "n_assistant", "n_tool_output", "n_command", "n_files", "n_edit", "n_summary", "words")
+COUNTS = SESSION_COUNTS  # the sessions dataset has a column of each (stages/store/layout.py)
 
 
 def merge_identity(o: dict, n) -> None:

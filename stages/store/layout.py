@@ -58,6 +58,38 @@ def postings_rel(bucket: int | str, name: str) -> str:
     return f"postings/bucket={folder}/{name}"
 
 
+# what a session's rows are counted by (normalize.COUNTS)
+SESSION_COUNTS = ("n_user", "n_assistant", "n_tool_output", "n_command", "n_files", "n_edit", "n_summary", "words")
+# The dataset's columns as DuckDB writes them (write.load_lists): one
+# small file rewritten by every run, big or small, so one writer serves both.
+# started/updated arrive as epoch milliseconds.
+SESSION_TYPES = (
+    ("session_key", "VARCHAR"),
+    ("ord", "INTEGER"),
+    ("harness", "VARCHAR"),
+    ("session_id", "VARCHAR"),
+    ("project", "VARCHAR"),
+    ("cwd", "VARCHAR"),
+    ("path", "VARCHAR"),
+    ("branch", "VARCHAR"),
+    ("started", "TIMESTAMPTZ"),
+    ("updated", "TIMESTAMPTZ"),
+    ("title", "VARCHAR"),
+    ("agent_title", "BOOLEAN"),
+    ("last_prompt", "VARCHAR"),
+    ("messages", "BIGINT"),
+    *[(c, "BIGINT") for c in SESSION_COUNTS],
+    ("touched", "VARCHAR[]"),
+    ("kind", "VARCHAR"),
+    ("parent", "VARCHAR"),
+    ("agent", "VARCHAR"),
+    ("origin", "VARCHAR"),
+    ("from_machine", "VARCHAR"),
+    ("decision", "VARCHAR"),
+    ("gave_up", "BOOLEAN"),
+)
+
+
 # ---------------------------------------------------------------------------
 # postings buckets: a query reads only the buckets of its tokens
 

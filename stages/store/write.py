@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .layout import COMPRESSION, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_ORDER, RECORDS_ROW_GROUP, postings_rel, records_rel
+from .layout import (COMPRESSION, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_ORDER, RECORDS_ROW_GROUP, SESSION_TYPES,
+                     postings_rel, records_rel)
 
 # ---------------------------------------------------------------------------
 # DuckDB: queries and Python lists → Parquet
@@ -175,3 +176,34 @@ def _runs(table, column: str | None) -> list[tuple[int, int]]:
     values = table.column(column).to_pylist()
     edges = [0] + [i for i in range(1, n) if values[i] != values[i - 1]] + [n]
     return list(zip(edges, edges[1:]))
+
+
+def write_sessions(con, cols: dict[str, list], root, rel: str, keep_from: str | None = None,
+                   replaced: set[str] | None = None) -> list[tuple[str, int, int]]:
+    """Write the sessions part through DuckDB's core; returns [(harness, sessions, messages)].
+
+    ``cols`` holds every session, or with ``keep_from`` (the live sessions part)
+    only those this run changed: the part's other rows are copied over, all but
+    the ``replaced`` keys. A small run rebuilds the one or two sessions it
+    touched, not all of them. Raises duck.Error when the live part does not
+    have today's columns; the caller then rebuilds the whole.
+    """
+    names = ", ".join(n for n, _ in SESSION_TYPES)
+    load_lists(con, "run_sessions", SESSION_TYPES, cols)
+    try:
+        if keep_from:
+            load_lists(con, "run_replaced", (("session_key", "VARCHAR"),), {"session_key": sorted(replaced or ())})
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE run_all_sessions AS SELECT {names} FROM read_parquet(?) "
+                "WHERE session_key NOT IN (SELECT session_key FROM run_replaced) "
+                f"UNION ALL SELECT {names} FROM run_sessions",
+                [keep_from],
+            )
+            table = "run_all_sessions"
+        else:
+            table = "run_sessions"
+        copy_query(con, f"SELECT * FROM {table} ORDER BY session_key", None, root, rel)
+        return con.execute(f"SELECT harness, count(*), sum(messages) FROM {table} GROUP BY harness ORDER BY harness").fetchall()
+    finally:
+        for t in ("run_sessions", "run_replaced", "run_all_sessions"):
+            con.execute(f"DROP TABLE IF EXISTS {t}")

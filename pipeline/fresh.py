@@ -133,7 +133,7 @@ def background_index(env: Mapping[str, str]) -> None:
 
     Its output goes to ``refresh_log``: the JSON summary when it succeeds, its
     one-line error when it does not (see ``background_failure``)."""
-    import subprocess  # (only here: ~4 ms of every query's freshness check otherwise)
+    import subprocess  # (only here: every query's freshness check would pay for it otherwise)
 
     try:
         log = open(refresh_log(env), "wb")

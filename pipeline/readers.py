@@ -2,7 +2,7 @@
 and their outputs come back in plan order.
 
 The processes die with the run. A ProcessPoolExecutor's workers outlived a
-killed run (~80 MB): each held the write end of its own job queue, so it
+killed run: each held the write end of its own job queue, so it
 never saw the end of its input, and the forkserver and its resource tracker
 stay up while any child holds their pipes. Here each worker has a pipe of its
 own to the run, and a thread that blocks on a second pipe whose only writer is

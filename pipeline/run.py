@@ -39,8 +39,8 @@ from deja.stages.store.purge import purge_records
 # like an appended turn, stay in-process where a pool would cost more than it saves.
 POOL_MIN_BYTES = 8 << 20
 # Runs reading at most this much take the small path (ListBatch): the
-# pure-Python tokenizer does ~10 MB/s, and below this it costs less than
-# importing pyarrow and polars. DEJA_SMALL_RUN_BYTES overrides it (tests
+# pure-Python tokenizer costs less than importing pyarrow and polars below
+# it (bench/README.md, measured figures). DEJA_SMALL_RUN_BYTES overrides it (tests
 # drive both paths through the same cases).
 SMALL_RUN_BYTES = 2 << 20
 
@@ -185,9 +185,8 @@ class Run:
 
     def read_all(self, reads: list[mf.Action], volume: int):
         """FileOutputs in plan order; a big run (``volume`` bytes to read) fans out
-        to DEJA_WORKERS reader processes (default two; 1 reads in this process).
-        Measured side by side at 200 MB: two readers 12.6 s at 343 MB for the
-        process tree, in-process 13.7–15.4 s at 270 MB."""
+        to DEJA_WORKERS reader processes (default two; 1 reads in this process,
+        slower but lighter: bench/README.md, measured figures)."""
         priors = [self.file_sessions.get(a.path, {}) if a.kind == mf.APPEND else {} for a in reads]
         try:
             workers = min(int(self.env.get("DEJA_WORKERS") or WORKERS), 2 * WORKERS)
@@ -317,7 +316,7 @@ class Run:
 
     def vocab_parts(self) -> int:
         """A big run leaves one vocabulary part (merging its flushes' parts costs
-        ~0.2 s at 200 MB and spares every search a read per part); small runs
+        a big run little and spares every search a read per part); small runs
         let them pile up to the usual limit."""
         return 1 if isinstance(self.batch, ArrowBatch) else MAX_PARTS
 

@@ -22,8 +22,8 @@ _BACKED_OUT = re.compile(
 )
 # Every phrase of _DECISION and of _BACKED_OUT holds one of its hints, lower-cased.
 # An index run asks about every assistant message, and Python's case-blind
-# alternation costs ~0.15 ms on a 4 KB one; substring tests on the folded text
-# reject most messages in a few microseconds (_mentions).
+# alternation is slow on long ones; substring tests on the folded text reject
+# most messages far sooner (_mentions; bench/README.md).
 _DECISION_HINTS = ("we pinned", "we moved", "we dropped", "we switched", "we chose", "decision:", "fixed by",
                    "fixed it by", "the fix", "root cause", "turned out", "traced it to", "instead of", "the cause was",
                    "resolved by", "worked around", "we set", "we added")

@@ -26,8 +26,8 @@ def _stemmers():
     out = Stemmer.Stemmer("english"), Stemmer.Stemmer("russian")
     for s in out:
         # PyStemmer's own word cache (10,000 words by default) churns on an index
-        # run's vocabulary: stemming a flush's words took 4x as long with it
-        # (0.30 s against 0.07 s for 94k words); stem() keeps an lru_cache of its own.
+        # run's vocabulary and makes stemming a flush several times slower
+        # (bench/README.md); stem() keeps an lru_cache of its own.
         s.maxCacheSize = 0
     return out
 

@@ -9,7 +9,7 @@ killed run or superseded parts; the next writer deletes them.
 DuckDB allows one read-write process per file, so writers hold the catalog
 open only to load state and to commit; readers open it read-only. A process
 keeps one in-memory DuckDB and ATTACHes the catalog to it for each of those
-moments: a DuckDB instance costs ~20 ms to start, an ATTACH a few.
+moments: starting a DuckDB instance costs far more than an ATTACH.
 """
 
 from __future__ import annotations
@@ -136,10 +136,10 @@ class Store:
         self.root.mkdir(parents=True, exist_ok=True)
         for name in DATASETS:
             self.dataset_dir(name).mkdir(exist_ok=True)
-        from importlib import resources  # writers only (~8 ms to import)
+        from importlib import resources  # writers only: the read paths do not pay for the import
 
         sql = resources.files("deja.stages.store").joinpath("catalog.sql").read_text()
-        # catalog.sql only when it changed: ~5 ms of every index run otherwise
+        # catalog.sql only when it changed, not on every index run
         digest = f"{zlib.crc32(sql.encode()):08x}"
         with self.catalog(con, retries=40) as cat:  # a hook may hold it a moment
             try:

@@ -2,8 +2,7 @@
 
 DuckDB 2's Python package wraps its compiled core (`_duckdb`) in a pure-Python
 layer whose imports (importlib.metadata, email, zipfile, …) cost more than
-the rest of a query: ~110 ms of a ~210 ms bare `import duckdb; connect()`
-here. Connections, queries and exceptions come from the core, so the read
+the rest of a query (bench/README.md, measured figures). Connections, queries and exceptions come from the core, so the read
 paths use it directly; the index path, which wants relations and Arrow
 conversion, imports the full package.
 """
@@ -43,7 +42,7 @@ def __getattr__(name: str):
 
 def warm_up() -> None:
     """Import DuckDB and open an in-memory database on a thread, while the
-    caller imports the rest: ~50 ms of a search's or hook's budget, and the
+    caller imports the rest: a large share of a search's or hook's budget, and the
     database instance is built in C++, which releases the GIL, so on two cores
     most of it is hidden. The next ``connect()`` without arguments takes it."""
     if "thread" in _warm or _core is not None:
@@ -77,7 +76,7 @@ def _settle():
 
 def shared():
     """The process's in-memory connection, the same on every call: the freshness
-    check and the query it guards share one DuckDB instance (~30 ms each)."""
+    check and the query it guards share one DuckDB instance (each costs a start)."""
     con = _warm.get("shared")
     if con is not None:
         try:
@@ -91,7 +90,7 @@ def shared():
 
 def is_shared(con) -> bool:
     """``con`` is the process's shared connection (``shared()``): it lives until
-    the process ends, and closing it would only tear DuckDB down early (~6 ms)."""
+    the process ends, and closing it would only spend time tearing DuckDB down."""
     return con is not None and con is _warm.get("shared")
 
 
@@ -110,7 +109,7 @@ def inline(sql: str, **lists) -> str:
     """``sql`` with each ``$name`` replaced by that list spelled as a SQL literal.
 
     Binding a Python list as a parameter makes DuckDB import decimal, uuid and
-    platform to type its items, ~7 ms of a search or a hook; the read paths
+    platform to type its items, a cost every search and hook would pay; the read paths
     spell their lists (ints and strings: tokens, ids, paths) out instead."""
     import re
 

@@ -20,8 +20,8 @@ def bound_memory(con, root: Path, env: Mapping[str, str] | None = None) -> int:
 
     Insertion order is not preserved: every write names its ORDER BY, and an
     order kept for its own sake stops DuckDB from streaming a COPY. Each DuckDB
-    thread holds its own sort and Parquet buffers (~8 MB a thread for a merge
-    of a dozen parts, measured), so a small limit gets one thread."""
+    thread holds its own sort and Parquet buffers, so a small limit gets one
+    thread."""
     limit = config.memory_limit_bytes(env)
     threads = WORKERS if limit >= 64_000_000 else 1
     con.execute(f"SET memory_limit = '{limit}B'")

@@ -5,8 +5,7 @@ token then record id, records by role then id, the vocabulary by stem then
 token) and writes one part in that order. One DuckDB ``COPY … ORDER BY`` does
 it while the parts are small; a large merge under a small memory limit makes
 DuckDB's sort or hash aggregate raise "could not allocate block" instead of
-spilling (measured: a records month at 16 MB, a 900k-word vocabulary at
-32 MB with two threads). So a merge bigger than ``chunk_bytes`` is cut into
+spilling (bench/README.md, measured figures). So a merge bigger than ``chunk_bytes`` is cut into
 ranges of its sort key, each small enough to sort in memory, and written in
 key order into one part:
 

@@ -132,8 +132,8 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
     freshness check, which ran first, hand over its connection; ``attached``:
     with the catalog still attached to it as ``cat`` (read-only).
     ``records_view``: False for a caller that reads records only through
-    ``records_of``/``records_source`` (binding the view over every part costs
-    a search ~3 ms).
+    ``records_of``/``records_source`` (binding the view over every part is
+    time a search need not spend).
     """
     store = Store(root)
     if not store.exists():

@@ -110,3 +110,18 @@ def test_the_rule_sees_upward_imports(tmp_path):
     assert floor_of("deja.stages.tokenize") == "deja.stages"
     assert floor_of("deja.pipeline.cli") == "deja.pipeline"
     assert LEVEL["deja.hooks"] > LEVEL["deja.queries"] > LEVEL["deja.stages"] > LEVEL["deja.stages.store"]
+
+
+def test_comments_name_paths_that_exist():
+    """A path a comment or docstring gives (``stages/store/merge.py``) is a file of the project."""
+    import re
+
+    files = {p.relative_to(ROOT).as_posix() for folder, _ in FLOORS for p in (ROOT / folder).rglob("*")}
+    files |= {p.relative_to(ROOT).as_posix() for p in ROOT.glob("*/*") if p.is_file()}
+    stale = []
+    for path in sources():
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            for ref in re.findall(r"(?<![\w./-])((?:[\w-]+/)+[\w-]+\.(?:py|sql|md))\b", line):
+                if not any(f == ref or f.endswith("/" + ref) for f in files):
+                    stale.append(f"{path.relative_to(ROOT)}:{i}: {ref}")
+    assert stale == []

@@ -8,7 +8,7 @@ fast and the store small. It runs inside an index run, under the writer lock,
 and commits like one: new parts first, then one catalog transaction, then
 garbage collection.
 
-The merges go from Parquet to Parquet in bounded memory (stages/merge.py): a
+The merges go from Parquet to Parquet in bounded memory (stages/store/merge.py): a
 small one is one DuckDB COPY, a large one is cut into key ranges that each fit
 DuckDB's memory limit, so no merge holds memory in proportion to the store or
 fails for want of it. A folder over its limit

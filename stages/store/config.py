@@ -41,7 +41,7 @@ def lock_wait_seconds(env: Mapping[str, str] | None = None) -> float:
 
 # DuckDB's working memory in an index run (merges, sorts, the vocabulary): past
 # it DuckDB spills to the store's .tmp instead of growing, and merges cut
-# themselves into ranges that fit (stages/merge.py). The budget is the whole
+# themselves into ranges that fit (stages/store/merge.py). The budget is the whole
 # process tree's peak (design §5): Arrow batches, the tokenizer and two reader
 # processes sit beside it.
 DEFAULT_MEMORY_LIMIT = 96_000_000

@@ -30,7 +30,7 @@ ALL_BUCKETS = "all"  # the bucket folder of a part that holds every bucket's tok
 POSTINGS_ORDER = "token, record_id"
 RECORDS_ORDER = "role, record_id"
 VOCAB_ORDER = "stem, token"
-# The same orders as (column, type) pairs, for merges that cut by key (stages/merge.py).
+# The same orders as (column, type) pairs, for merges that cut by key (stages/store/merge.py).
 POSTINGS_KEYS = (("token", "VARCHAR"), ("record_id", "BIGINT"))
 RECORDS_KEYS = (("role", "VARCHAR"), ("record_id", "BIGINT"))
 VOCAB_KEYS = (("stem", "VARCHAR"), ("token", "VARCHAR"))

@@ -16,7 +16,7 @@ def bound_memory(con, root: Path, env: Mapping[str, str] | None = None) -> int:
     """Every DuckDB step of a run (merges, sorts, the vocabulary, purges) works
     within DEJA_MEMORY_LIMIT and spills past it to the store's .tmp, so no step
     holds memory in proportion to the corpus or fails for want of it. Returns
-    the size of the key ranges merges sort at a time (stages/merge.py).
+    the size of the key ranges merges sort at a time (stages/store/merge.py).
 
     Insertion order is not preserved: every write names its ORDER BY, and an
     order kept for its own sake stops DuckDB from streaming a COPY. Each DuckDB

@@ -1,4 +1,5 @@
-"""`deja install` / `deja uninstall`: wire the hooks into Claude Code and Codex.
+"""`deja install` / `deja uninstall`: wire the hooks into Claude Code and Codex,
+and install the /recover skill (``skills/recover/SKILL.md``) where each agent reads it.
 
 hooks-contract §4.2, §4.3; seed "Claude SessionStart hook". Every entry runs a
 small launcher, ``~/.config/deja/bin/deja-hook``: three lines of shell that find
@@ -20,6 +21,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
+
+from deja.stages.recover.base import RecoverError
 
 LAUNCHER_NAME = "deja-hook"
 SUBCOMMANDS = ("hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact")
@@ -396,8 +399,6 @@ def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str 
             if changed:
                 res.notes.append(CODEX_TRUST_NOTE.format(path=path))
         results.append(res)
-    from deja.hooks.recover import RecoverError, install_skills
-
     try:
         for p in install_skills(home, targets=list(targets), env=env):
             results[0].notes.append(f"installed the /recover skill at {p}")
@@ -429,3 +430,65 @@ def wiring(home: Path, env: Mapping[str, str]) -> dict:
     for name, path in (("claude", claude_settings(home, env)), ("codex", codex_hooks(home, env))):
         out[name] = {"path": str(path), "events": wired(path)}
     return out
+
+
+# --------------------------------------------------------- the /recover skill
+
+SKILL_NAME = "recover"
+
+
+def skill_source() -> Path:
+    return Path(__file__).resolve().parent / "skills" / SKILL_NAME / "SKILL.md"
+
+
+def skill_targets(home: Path, env: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """Where each agent that has skills reads a user-level ``recover`` skill."""
+    env = os.environ if env is None else env
+    claude = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+    return {
+        "claude": claude / "skills" / SKILL_NAME / "SKILL.md",
+        # Codex's user-level skills (its custom prompts, ~/.codex/prompts, are deprecated)
+        "codex": home / ".agents" / "skills" / SKILL_NAME / "SKILL.md",
+    }
+
+
+def install_skills(home: Path, targets=None, env: Mapping[str, str] | None = None) -> list[Path]:
+    """Install the /recover skill for ``targets`` (default: every agent in
+    ``skill_targets``); return the files written. Idempotent: an up-to-date copy
+    is left alone, and a copy the user changed is kept as ``SKILL.md.bak`` (or
+    ``.bak.N``) before it is replaced."""
+    import hashlib
+
+    want = skill_source().read_bytes()
+    all_targets = skill_targets(Path(home), env)
+    names = list(all_targets) if targets is None else list(targets)
+    written: list[Path] = []
+    for name in names:
+        if name not in all_targets:
+            raise RecoverError(f"no skill location known for {name!r} (known: {', '.join(all_targets)})")
+        dest = all_targets[name]
+        stamp = dest.with_name(".deja-installed")  # hash of the copy deja last wrote here
+        have = dest.read_bytes() if dest.is_file() else None
+        if have == want:
+            continue
+        if have is not None:
+            ours = stamp.is_file() and stamp.read_text().strip() == hashlib.sha256(have).hexdigest()
+            if not ours:  # the user edited it (or wrote their own): keep their copy
+                _keep_user_copy(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".tmp")
+        tmp.write_bytes(want)
+        os.replace(tmp, dest)
+        stamp.write_text(hashlib.sha256(want).hexdigest() + "\n")
+        written.append(dest)
+    return written
+
+
+def _keep_user_copy(path: Path) -> Path:
+    n = 0
+    while True:
+        bak = path.with_name(path.name + (".bak" if n == 0 else f".bak.{n}"))
+        if not bak.exists():
+            os.replace(path, bak)
+            return bak
+        n += 1

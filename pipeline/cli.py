@@ -122,12 +122,15 @@ def recover_cmd(
     install_skill: bool = typer.Option(False, "--install-skill", hidden=True),
 ) -> None:
     """Find the session last active in this folder and rebuild its working state after a crash."""
-    from deja.hooks import recover as rc
+    from deja.queries import recover as rc
+    from deja.queries import recover_repair as rr
 
     env = os.environ
     try:
         if install_skill:
-            written = rc.install_skills(config.home(env), env=env)
+            from deja.hooks.install import install_skills
+
+            written = install_skills(config.home(env), env=env)
             print("\n".join(map(str, written)) or "the /recover skill is up to date")
             return
         where = rc.resolve_cwd(cwd)
@@ -161,19 +164,19 @@ def recover_cmd(
             else:
                 sys.stdout.write(result.text)
         elif check:
-            problems = rc.check(cand, mod)
+            problems = rr.check(cand, mod)
             if as_json:
-                _out_json(rc.check_json(cand, problems))
+                _out_json(rr.check_json(cand, problems))
             else:
-                print(rc.render_check(cand, problems))
+                print(rr.render_check(cand, problems))
         else:
             if not out:
                 raise Fail("--repair needs --out FILE (the original is never touched)")
-            fixes, new_id = rc.repair(cand, mod, out)
+            fixes, new_id = rr.repair(cand, mod, out)
             if as_json:
-                _out_json(rc.repair_json(cand, out, fixes, new_id))
+                _out_json(rr.repair_json(cand, out, fixes, new_id))
             else:
-                print(rc.render_repair(cand, out, fixes, new_id))
+                print(rr.render_repair(cand, out, fixes, new_id))
     except rc.RecoverError as exc:
         raise Fail(str(exc))
 

@@ -574,16 +574,16 @@ def test_a_repaired_copy_written_into_the_store_is_a_new_resumable_session(home)
 
 
 def test_a_harness_added_later_brings_its_recovery_through_the_interface(home, monkeypatch):
-    """A reader registered in deja.stages.sources with a <harness>_recover module
+    """A reader registered in deja.stages.sources with a deja.stages.recover.<harness> module
     takes part in phase 1 and phase 2 with no change to the command."""
     import types
 
-    from deja.hooks import recover
+    from deja.queries import recover
     from deja.stages import sources
 
     claude = crashed(ago=1800)
     claude.write(home.home)
-    mod = types.ModuleType("deja.stages.sources.gemini_recover")
+    mod = types.ModuleType("deja.stages.recover.gemini")
     chat = home.home / ".gemini" / "tmp" / "shop" / "chats" / "session-1.jsonl"
     mod.recover_candidates = lambda cwd, env: recover.FolderScan(
         [recover.Candidate("gemini", "g-1234", str(chat), int((time.time() - 600) * 1000))], ["Gemini CLI: ~/.gemini"])
@@ -748,7 +748,7 @@ def test_every_real_session_digest_fits_its_budget_and_names_the_last_instructio
     """Phase 1 through the command for every folder the published sessions ran
     in; phase 2 for every candidate through the calls the command makes (a
     process per digest would only add start-up time)."""
-    from deja.hooks import recover
+    from deja.queries import recover
     from deja.stages.normalize import one_line
 
     home, rows = real_home
@@ -791,8 +791,8 @@ def _recoverable_ids(rows) -> set[str]:
 def test_every_real_transcript_rebuilds_within_any_budget():
     if not (CORPUS / "MANIFEST.tsv").exists():
         pytest.skip("../shared/corpus/real is not here")
-    from deja.hooks.recover import build_digest
-    from deja.stages.sources import claude_recover, codex_recover
+    from deja.queries.recover import build_digest
+    from deja.stages.recover import claude as claude_recover, codex as codex_recover
 
     for r in corpus_rows():
         mod = claude_recover if r["harness"] == "claude" else codex_recover

@@ -1,58 +1,35 @@
-"""Recover a crashed session from disk.
+"""Recover a crashed session from disk: the two phases of ``deja recover``.
 
 When the computer died or the terminal closed mid-task and the session id is
 unknown, the user opens a new session in the same folder and runs `/recover`:
 ``find_candidates`` lists the sessions recorded for the folder, most recently
 active first (phase 1); ``build_digest`` rebuilds the chosen one's working
 state into a budgeted digest that ends with the native resume command
-(phase 2). ``check`` and ``repair`` report and mend what a crash did to a
-transcript, writing a cleaned copy and never touching the original.
+(phase 2). ``recover_repair.py`` reports and mends what a crash did to a
+transcript.
 
-Everything here reads transcripts directly: it works on a bare install with no
-index built, and imports nothing heavy (no pyarrow, polars or duckdb). Large
-transcripts are read in two bounded pieces, the first 64 KiB (identity) and
-the last 4 MiB (recent state).
-
-One interface per harness. A module ``deja.stages.sources.<harness>_recover``
-(or the reader module ``deja.stages.sources.<harness>`` itself) provides
-
-    recover_candidates(cwd: str, env: Mapping[str, str]) -> FolderScan
-        every session recorded for the folder, with what ranking needs
-    recover_state(path: str, session_id: str) -> WorkingState
-        the working state rebuilt from one transcript
-
-and, to support ``--check`` / ``--repair``,
-
-    recover_check(path: str) -> list[Problem]
-    recover_repair(path: str, out: BinaryIO, session_id: str, new_id: str | None) -> list[str]
-
-Every harness in ``deja.stages.sources.READERS`` that provides them takes part;
-adding a reader with its recovery module needs no change here.
+The harnesses' own recovery (the interface, raw reading, one module per
+harness) is in ``stages/recover/``; this module reads transcripts only through
+it, works on a bare install with no index built, and imports nothing heavy (no
+pyarrow, polars or duckdb).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from types import ModuleType
-from typing import Iterator, Mapping
+from typing import Mapping
 
-from deja.stages.normalize import one_line
 from deja.stages.display import sanitize_display
+from deja.stages.normalize import one_line
+from deja.stages.recover import recoverers
+from deja.stages.recover.base import TAIL_BYTES, Action, Candidate, FolderScan, RecoverError, WorkingState
 from deja.stages.redact import redact
-from deja.stages.sources import READERS
-from deja.stages.sources.jsonl import Lines, read_head
 
-HEAD_BYTES = 64 << 10
-TAIL_BYTES = 4 << 20
-# Reads that rank a candidate, smallest first: most transcripts end in a few
-# small lines, and every session in a folder is probed.
-PROBE_SIZES = (16 << 10, TAIL_BYTES)
 LIVE_WINDOW_MS = 60_000  # a tail this fresh, still being written, is the live session
 DEFAULT_LIMIT = 5
 DEFAULT_BUDGET = 8000  # characters of digest: about 2k tokens, orientation rather than a replay
@@ -88,216 +65,6 @@ RESUME = {
     "deepseek": None,
 }
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]+")
-_UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
-
-
-class RecoverError(Exception):
-    """A user-facing failure: the CLI prints it as one line and exits 1."""
-
-
-# --------------------------------------------------------------------- data model
-
-
-@dataclass(slots=True)
-class Candidate:
-    """A session recorded for the folder, with what ranking and exclusion need."""
-
-    harness: str
-    session_id: str
-    path: str
-    last_ts: int | None  # UTC ms of the last line with a timestamp: what candidates are ranked by
-    live_tail: bool = False  # ends in fresh traffic (or a half-written line), as a session being written does
-
-
-@dataclass(slots=True)
-class FolderScan:
-    candidates: list[Candidate] = field(default_factory=list)
-    looked: list[str] = field(default_factory=list)  # where the harness looked, for "nothing found"
-    notes: list[str] = field(default_factory=list)  # folders ignored and why
-
-
-@dataclass(slots=True)
-class Todo:
-    text: str
-    status: str  # pending | in_progress | completed
-
-
-@dataclass(slots=True)
-class Action:
-    tool: str
-    detail: str = ""  # the key input: a command, a path, a pattern
-    status: str = ""  # "" (fine or unknown), "failed", "exit N", "no result"
-
-
-@dataclass(slots=True)
-class WorkingState:
-    """What was going on in a session, rebuilt from its transcript."""
-
-    harness: str
-    session_id: str
-    path: str
-    cwd: str = ""
-    title: str = ""
-    title_from_ask: bool = False  # no harness title: the first ask stands in
-    last_prompt: str = ""
-    asks: list[str] = field(default_factory=list)  # recent real asks, oldest first
-    plan: str = ""  # the last explicit plan of the current turn, if any
-    answer: str = ""  # the last assistant text
-    todos: list[Todo] = field(default_factory=list)
-    todo_source: str = ""  # the tool the list came from (TodoWrite, update_plan)
-    actions: list[Action] = field(default_factory=list)  # recent tool actions, oldest first
-    files: list[str] = field(default_factory=list)  # touched files, least recent first
-    branch: str = ""
-    modes: dict[str, str] = field(default_factory=dict)
-    incomplete: str = ""  # why the last turn may be unfinished; "" when it ended normally
-    updated: int | None = None  # UTC ms of the last timestamped line read
-    messages: int = 0  # asks and assistant replies in what was read
-    partial: bool = False  # only the head and tail of a large transcript were read
-    size: int = 0
-
-
-@dataclass(slots=True)
-class Problem:
-    kind: str  # torn-tail | malformed-line | dangling-tool-call | broken-parent
-    line: int  # 1-based line number in the transcript
-    detail: str
-
-
-# ------------------------------------------------------------------- registry
-
-
-def recoverers(harness: str | None = None) -> list[tuple[str, ModuleType]]:
-    """(harness, module) for every reader that brings its own recovery."""
-    names = list(READERS)
-    if harness:
-        if harness not in READERS:
-            raise RecoverError(f"unknown harness {harness!r} (known: {', '.join(READERS)})")
-        names = [harness]
-    found = []
-    for name in names:
-        mod = _recovery_module(name)
-        if mod is not None:
-            found.append((name, mod))
-    if harness and not found:
-        raise RecoverError(f"recovery is not available for {harness} yet")
-    return found
-
-
-def _recovery_module(harness: str) -> ModuleType | None:
-    modname = f"deja.stages.sources.{harness}_recover"
-    try:
-        mod = importlib.import_module(modname)
-    except ModuleNotFoundError as exc:
-        if exc.name != modname:
-            raise
-        mod = importlib.import_module(READERS[harness])
-    if callable(getattr(mod, "recover_candidates", None)) and callable(getattr(mod, "recover_state", None)):
-        return mod
-    return None
-
-
-# ------------------------------------------------------- reading transcripts
-
-
-@dataclass(slots=True)
-class Window:
-    """The bounded part of a transcript that recovery reads."""
-
-    head: list[dict]  # complete lines of the first 64 KiB, only when the tail does not reach them
-    lines: list[dict]  # complete lines of the tail window, in file order
-    partial: bool  # lines between head and tail were not read
-    torn: bool  # the file ends in a half-written line
-    size: int
-
-
-def read_window(path: str, tail_bytes: int = TAIL_BYTES, head: bool = True) -> Window:
-    """Decoded lines of the last ``tail_bytes`` (whole lines) and, if they do not
-    reach back to it, of the first 64 KiB. A half-written last line is reported,
-    never fatal."""
-    size = os.path.getsize(path)
-    start = 0
-    if size > tail_bytes + (HEAD_BYTES if head else 0):
-        start = _next_line_start(path, size - tail_bytes)
-    lines = Lines(path, start)
-    objs = [obj for _, obj in lines]
-    heads = list(read_head(path, HEAD_BYTES)) if start and head else []
-    return Window(heads, objs, start > 0, _torn(path, lines.end, size), size)
-
-
-def _next_line_start(path: str, pos: int) -> int:
-    with open(path, "rb") as fh:
-        fh.seek(pos - 1)
-        fh.readline()  # finishes the line ``pos`` falls in (or just the newline before it)
-        return fh.tell()
-
-
-def _torn(path: str, end: int, size: int) -> bool:
-    if end >= size:
-        return False
-    with open(path, "rb") as fh:
-        fh.seek(end)
-        return bool(fh.read(size - end).strip())
-
-
-def iter_raw_lines(path: str) -> Iterator[tuple[int, bytes, dict | None, bool]]:
-    """(1-based line number, raw bytes without the newline, decoded object or
-    None, ends with a newline) for every line of the file, streamed."""
-    with open(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            body = raw.rstrip(b"\r\n")
-            obj = _loads(body)
-            yield n, body, obj if isinstance(obj, dict) else None, raw.endswith(b"\n")
-
-
-def _loads(raw: bytes):
-    """A line decoded as leniently as the readers do; None when it is not JSON.
-    Repair drops what this rejects, so it must not reject valid lines: stdlib
-    json takes what orjson refuses (integers past 64 bits)."""
-    import json
-
-    import orjson
-
-    text = raw.strip()
-    if text.startswith(b"\xef\xbb\xbf"):
-        text = text[3:]
-    if not text:
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(text.decode("utf-8", "replace"))
-    except ValueError:
-        return None
-
-
-def dumps(obj: dict) -> bytes:
-    """One compact JSON line, as the harnesses write them."""
-    import json
-
-    import orjson
-
-    try:
-        return orjson.dumps(obj)
-    except TypeError:  # integers past 64 bits, kept by the stdlib decoder
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def line_problems(path: str) -> list[Problem]:
-    """Damage any JSONL transcript can show: a half-written last line, undecodable lines."""
-    out: list[Problem] = []
-    for n, body, obj, has_nl in iter_raw_lines(path):
-        if obj is not None or not body.strip():
-            continue
-        if not has_nl:
-            out.append(Problem("torn-tail", n, "the last line was half-written when the session stopped"))
-        else:
-            out.append(Problem("malformed-line", n, "a line that does not decode (a crash scar, or written over)"))
-    return out
-
-
-# ----------------------------------------------------------------- matching
 
 
 def resolve_cwd(cwd: str | None) -> str:
@@ -309,27 +76,6 @@ def resolve_cwd(cwd: str | None) -> str:
     if re.match(r"^[A-Za-z]:[\\/]", cwd):
         return cwd
     return os.path.abspath(cwd)
-
-
-def _norm_dir(path: str) -> str:
-    s = path.replace("\\", "/").rstrip("/") or "/"
-    if re.match(r"^[A-Za-z]:", s):  # Windows: one session can hold C:\x and c:\x
-        s = s.lower()
-    return s
-
-
-def cwd_forms(cwd: str) -> frozenset[str]:
-    """Normalised spellings of a working directory (as given and resolved)."""
-    forms = {_norm_dir(cwd)}
-    try:
-        forms.add(_norm_dir(os.path.realpath(cwd)))
-    except OSError:
-        pass
-    return frozenset(forms)
-
-
-def same_dir(recorded: str, forms: frozenset[str]) -> bool:
-    return bool(recorded) and _norm_dir(recorded) in forms
 
 
 # ------------------------------------------------------------------ phase 1
@@ -743,92 +489,6 @@ def digest_json(cand: Candidate, digest: Digest, budget: int) -> dict:
     }
 
 
-# ---------------------------------------------------------- check and repair
-
-
-def check(cand: Candidate, mod: ModuleType) -> list[Problem]:
-    fn = getattr(mod, "recover_check", None)
-    if not callable(fn):
-        raise RecoverError(f"checking transcripts is not available for {cand.harness} yet")
-    return fn(cand.path)
-
-
-def check_json(cand: Candidate, problems: list[Problem]) -> dict:
-    return {
-        "schema_version": 2,
-        "harness": cand.harness,
-        "id": cand.session_id,
-        "path": cand.path,
-        "damaged": bool(problems),
-        "problems": [{"kind": p.kind, "line": p.line, "detail": p.detail} for p in problems],
-    }
-
-
-def render_check(cand: Candidate, problems: list[Problem]) -> str:
-    if not problems:
-        return f"{cand.path}: no crash damage found"
-    lines = [f"{cand.path}: {len(problems)} problem(s)"]
-    lines += [f"  line {p.line}: {p.kind}: {p.detail}" for p in problems]
-    lines.append(f"  deja recover --session {cand.session_id} --repair --out FILE writes a repaired copy")
-    return "\n".join(lines)
-
-
-def repair(cand: Candidate, mod: ModuleType, out: str) -> tuple[list[str], str | None]:
-    """Write a repaired copy of the transcript to ``out``: (what was fixed, the
-    copy's new session id or None). The original is never opened for writing."""
-    fn = getattr(mod, "recover_repair", None)
-    if not callable(fn):
-        raise RecoverError(f"repairing transcripts is not available for {cand.harness} yet")
-    dest = Path(out).expanduser()
-    if dest.exists():
-        raise RecoverError(f"{dest} exists; repair writes a new file and never overwrites one")
-    if not dest.parent.is_dir():
-        raise RecoverError(f"{dest.parent} is not a directory")
-    if os.path.realpath(dest) == os.path.realpath(cand.path):
-        raise RecoverError("--out names the original transcript; repair never touches it")
-    # A copy named after another session id (the store's own naming) is made
-    # that session, so the native resume finds it and appends there, not to the original.
-    m = _UUID_TAIL.search(dest.name)
-    new_id = m.group(1) if m and m.group(1) != cand.session_id else None
-    try:  # exclusive create: never replaces a file, even one created meanwhile
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise RecoverError(f"{dest} exists; repair writes a new file and never overwrites one")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fixes = fn(cand.path, fh, cand.session_id, new_id)
-    except BaseException:
-        dest.unlink(missing_ok=True)  # no half-written copy left behind
-        raise
-    return fixes, new_id
-
-
-def repair_json(cand: Candidate, out: str, fixes: list[str], new_id: str | None) -> dict:
-    return {
-        "schema_version": 2,
-        "harness": cand.harness,
-        "id": cand.session_id,
-        "out": out,
-        "fixes": fixes,
-        "new_id": new_id,
-        "resume": resume_command(cand.harness, new_id) if new_id else "",
-    }
-
-
-def render_repair(cand: Candidate, out: str, fixes: list[str], new_id: str | None) -> str:
-    lines = [f"wrote {out}" + (f" ({len(fixes)} fix(es))" if fixes else " (nothing needed fixing)")]
-    lines += [f"  {f}" for f in fixes]
-    cmd = resume_command(cand.harness, new_id) if new_id else ""
-    if cmd:
-        lines.append(f"  it is session {new_id}; if it sits in the store, resume it with: {cmd}")
-    else:
-        lines.append(
-            "  to resume it natively, write it into the store under a new session id "
-            "(e.g. --out <store folder>/<new uuid>.jsonl); the original is untouched"
-        )
-    return "\n".join(lines)
-
-
 # ----------------------------------------------------------------- helpers
 
 
@@ -874,91 +534,3 @@ def ago(ms: int | None, now_ms: int) -> str:
         if secs >= size:
             return f"{secs // size} {unit} ago"
     return f"{secs} s ago"
-
-
-# ------------------------------------------------------------------- skill
-
-SKILL_NAME = "recover"
-
-
-def skill_source() -> Path:
-    return Path(__file__).resolve().parent / "skills" / SKILL_NAME / "SKILL.md"
-
-
-def skill_targets(home: Path, env: Mapping[str, str] | None = None) -> dict[str, Path]:
-    """Where each agent that has skills reads a user-level ``recover`` skill."""
-    env = os.environ if env is None else env
-    claude = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
-    return {
-        "claude": claude / "skills" / SKILL_NAME / "SKILL.md",
-        # Codex's user-level skills (its custom prompts, ~/.codex/prompts, are deprecated)
-        "codex": home / ".agents" / "skills" / SKILL_NAME / "SKILL.md",
-    }
-
-
-def install_skills(home: Path, targets=None, env: Mapping[str, str] | None = None) -> list[Path]:
-    """Install the /recover skill for ``targets`` (default: every agent in
-    ``skill_targets``); return the files written. Idempotent: an up-to-date copy
-    is left alone, and a copy the user changed is kept as ``SKILL.md.bak`` (or
-    ``.bak.N``) before it is replaced."""
-    import hashlib
-
-    want = skill_source().read_bytes()
-    all_targets = skill_targets(Path(home), env)
-    names = list(all_targets) if targets is None else list(targets)
-    written: list[Path] = []
-    for name in names:
-        if name not in all_targets:
-            raise RecoverError(f"no skill location known for {name!r} (known: {', '.join(all_targets)})")
-        dest = all_targets[name]
-        stamp = dest.with_name(".deja-installed")  # hash of the copy deja last wrote here
-        have = dest.read_bytes() if dest.is_file() else None
-        if have == want:
-            continue
-        if have is not None:
-            ours = stamp.is_file() and stamp.read_text().strip() == hashlib.sha256(have).hexdigest()
-            if not ours:  # the user edited it (or wrote their own): keep their copy
-                _backup(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(dest.name + ".tmp")
-        tmp.write_bytes(want)
-        os.replace(tmp, dest)
-        stamp.write_text(hashlib.sha256(want).hexdigest() + "\n")
-        written.append(dest)
-    return written
-
-
-def _backup(path: Path) -> Path:
-    n = 0
-    while True:
-        bak = path.with_name(path.name + (".bak" if n == 0 else f".bak.{n}"))
-        if not bak.exists():
-            os.replace(path, bak)
-            return bak
-        n += 1
-
-
-def incomplete_note(event: str, pending: list, actions: list, torn: bool, error: str, *, noun: str,
-                    output: str, unanswered: str, turn_open: bool = False) -> str:
-    """The incomplete-turn flag of a digest, in the harness's own words:
-    ``noun`` (transcript, rollout), ``output`` (what a tool call records) and
-    ``unanswered`` (what an open turn looks like in that harness)."""
-    def name(a) -> str:
-        return f"{a.tool} {a.detail}".strip()
-
-    failed = f" (instead, an error: {error})" if error else ""
-    running = "; ".join(name(a) for a in pending)
-    if torn:
-        tail = f", with work in progress on: {running}" if running else ""
-        return f"Last turn may be incomplete: the {noun} ends in a half-written line{tail}."
-    if running:
-        return f"Last turn may be incomplete: work was in progress on: {running} (no {output} recorded)."
-    if event == "interrupt":
-        last = f" during: {name(actions[-1])}" if actions else ""
-        return f"The last turn was interrupted by the user{last}."
-    if event == "ask":
-        return f"Last turn may be incomplete: the last ask got no reply{failed}."
-    if turn_open or event == "result":
-        last = f" (last action: {name(actions[-1])})" if actions else ""
-        return f"Last turn may be incomplete: {unanswered}{last}{failed}."
-    return ""

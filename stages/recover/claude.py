@@ -1,4 +1,4 @@
-"""Crash recovery for Claude Code: the recovery interface of ``deja.hooks.recover``.
+"""Crash recovery for Claude Code: the recovery interface of ``base.py``.
 
 A session lives in ``<projects>/<encoded cwd>/<session id>.jsonl``. Current
 builds encode the cwd by turning every non-alphanumeric character into ``-``;
@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
-from deja.hooks.recover import (
+from deja.stages.recover.base import (
     incomplete_note,
     HEAD_BYTES,
     PROBE_SIZES,

@@ -1,4 +1,4 @@
-"""Crash recovery for Codex CLI: the recovery interface of ``deja.hooks.recover``.
+"""Crash recovery for Codex CLI: the recovery interface of ``base.py``.
 
 Rollouts (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``)
 are filed by date, not by folder: a rollout belongs to the folder its first
@@ -22,7 +22,7 @@ from typing import BinaryIO, Mapping
 
 import orjson
 
-from deja.hooks.recover import (
+from deja.stages.recover.base import (
     incomplete_note,
     PROBE_SIZES,
     Action,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from deja.stages.display import own_day
 from deja.stages.roles import WORK_ROLES
 
 from .session_obj import COLUMNS, session_object
@@ -141,17 +142,13 @@ def resolve(store: LiveStore, ident: str, harness: str | None = None, exact: boo
     exact_hits = [r for r in rows if r["session_id"].lower() == ident.lower()]
     if len(exact_hits) > 1 or (not exact_hits and len(rows) > 1):
         n = len(exact_hits) if exact_hits else len(rows)
-        when = _day(best.get("updated") or best.get("started"))
+        when = own_day(best.get("updated") or best.get("started"))
         notice = (
             f"id {ident!r} matches {n} sessions; showing the most recent: {best['harness']} {best['session_id']}"
             + (f" ({when})" if when else "")
             + " — give more of the id" + ("" if harness else " or --harness")
         )
     return Resolved(best, session_object(best), notice)
-
-
-def _day(dt) -> str:
-    return dt.strftime("%Y-%m-%d") if dt is not None and hasattr(dt, "strftime") else ""
 
 
 # --------------------------------------------------------------------------- last

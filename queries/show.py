@@ -189,6 +189,37 @@ def session_count(store: LiveStore) -> int:
     return store.con.execute("SELECT count(*) FROM sessions").fetchone()[0]
 
 
+def sessions_where(store: LiveStore, keys: list[str] | None = None, project: str | None = None,
+                   before=None) -> list[dict]:
+    """(key, harness, session_id, project, title, started, updated) of the sessions
+    among ``keys``, in a project containing ``project`` (deja's own notes left
+    out: they are primary data), last active before ``before``; newest first."""
+    where, params = ["true"], []
+    if keys is not None:
+        where.append("session_key IN (SELECT unnest(?))")
+        params.append(keys)
+    if project:
+        where.append("contains(lower(project), lower(?)) AND harness <> 'deja'")
+        params.append(project)
+    if before is not None:
+        where.append("coalesce(updated, started) < ?")
+        params.append(before)
+    rows = store.con.execute(
+        f"SELECT session_key AS key, harness, session_id, project, title, started, updated FROM sessions "
+        f"WHERE {' AND '.join(where)} ORDER BY updated DESC NULLS LAST, session_key", params).fetchall()
+    names = ["key", "harness", "session_id", "project", "title", "started", "updated"]
+    return [dict(zip(names, r)) for r in rows]
+
+
+def accepted_alongside(store: LiveStore, project: str, key: str) -> list[str]:
+    """``harness:id`` of the other sessions in ``project`` already promoted as accepted."""
+    return [r[0] for r in store.con.execute(
+        "SELECT s.harness || ':' || s.session_id FROM sessions s JOIN lifecycle l ON l.session_key = s.session_key "
+        "WHERE l.state = 'accepted' AND s.project = ? AND s.session_key <> ? AND s.harness <> 'deja'",
+        [project, key],
+    ).fetchall()]
+
+
 # --------------------------------------------------------------------------- show
 
 

@@ -7,51 +7,22 @@ stay whole. Both call deja.hooks.common.run_hook.
 
 from __future__ import annotations
 
+# typer reads the commands' annotations from this module's names
+from typing import Optional  # noqa: F401
 import os
 import sys
-from typing import Optional
 
-import typer
-
+from deja.pipeline.cli_common import Fail, out_json
 from deja.stages.store import config
-from deja.pipeline.cli import Fail, _out_json, app
 
 
 def _hook(name: str, plain: bool = False, once: bool = False) -> None:
+    import typer
+
     from deja.hooks.common import run_hook
 
     args = (["--plain"] if plain else []) + (["--once"] if once else [])
     raise typer.Exit(run_hook(name, args))
-
-
-@app.command("hook-context", hidden=True)
-def hook_context(plain: bool = typer.Option(False, "--plain"), once: bool = typer.Option(False, "--once")) -> None:
-    """SessionStart: the project's digest."""
-    _hook("hook-context", plain, once)
-
-
-@app.command("hook-prompt", hidden=True)
-def hook_prompt(plain: bool = typer.Option(False, "--plain")) -> None:
-    """UserPromptSubmit: recall for the prompt's ask."""
-    _hook("hook-prompt", plain)
-
-
-@app.command("hook-tool", hidden=True)
-def hook_tool(plain: bool = typer.Option(False, "--plain")) -> None:
-    """PreToolUse: one line about the file's or command's history."""
-    _hook("hook-tool", plain)
-
-
-@app.command("hook-tool-after", hidden=True)
-def hook_tool_after(plain: bool = typer.Option(False, "--plain")) -> None:
-    """PostToolUse: the error→fix pair on file for a failed command."""
-    _hook("hook-tool-after", plain)
-
-
-@app.command("hook-precompact", hidden=True)
-def hook_precompact() -> None:
-    """PreCompact: forget what this session was shown."""
-    _hook("hook-precompact")
 
 
 def _targets(target, auto, all_):
@@ -64,41 +35,9 @@ def _targets(target, auto, all_):
         raise Fail(str(exc))
 
 
-@app.command("install")
-def install_cmd(
-    target: Optional[str] = typer.Argument(None, help="claude or codex (or use --auto / --all)."),
-    auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
-    all_: bool = typer.Option(False, "--all", help="Every agent deja can wire."),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Wire deja's hooks (and the /recover skill) into your agents."""
-    ins, env, home, targets = _targets(target, auto, all_)
-    try:
-        results = ins.install(targets, home, env)
-    except ins.InstallError as exc:
-        raise Fail(str(exc))
-    _report(results, "wired", as_json)
-
-
-@app.command("uninstall")
-def uninstall_cmd(
-    target: Optional[str] = typer.Argument(None, help="claude or codex (or use --auto / --all)."),
-    auto: bool = typer.Option(False, "--auto"),
-    all_: bool = typer.Option(False, "--all"),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Remove deja's hooks from your agents' settings (nothing else is touched)."""
-    ins, env, home, targets = _targets(target, auto, all_)
-    try:
-        results = ins.uninstall(targets, home, env)
-    except ins.InstallError as exc:
-        raise Fail(str(exc))
-    _report(results, "removed", as_json)
-
-
 def _report(results, verb: str, as_json: bool) -> None:
     if as_json:
-        _out_json({"schema_version": 2, "targets": [
+        out_json({"schema_version": 2, "targets": [
             {"target": r.target, "path": str(r.path), "changed": r.changed, "events": r.events, "notes": r.notes}
             for r in results]})
         return
@@ -109,3 +48,67 @@ def _report(results, verb: str, as_json: bool) -> None:
             print(f"{r.target}: {r.path} already up to date" if verb == "wired" else f"{r.target}: no deja hooks in {r.path}")
         for n in r.notes:
             print(n, file=sys.stderr)
+
+
+def register(app) -> None:
+    import typer
+
+    @app.command("hook-context", hidden=True)
+    def hook_context(plain: bool = typer.Option(False, "--plain"), once: bool = typer.Option(False, "--once")) -> None:
+        """SessionStart: the project's digest."""
+        _hook("hook-context", plain, once)
+
+
+    @app.command("hook-prompt", hidden=True)
+    def hook_prompt(plain: bool = typer.Option(False, "--plain")) -> None:
+        """UserPromptSubmit: recall for the prompt's ask."""
+        _hook("hook-prompt", plain)
+
+
+    @app.command("hook-tool", hidden=True)
+    def hook_tool(plain: bool = typer.Option(False, "--plain")) -> None:
+        """PreToolUse: one line about the file's or command's history."""
+        _hook("hook-tool", plain)
+
+
+    @app.command("hook-tool-after", hidden=True)
+    def hook_tool_after(plain: bool = typer.Option(False, "--plain")) -> None:
+        """PostToolUse: the error→fix pair on file for a failed command."""
+        _hook("hook-tool-after", plain)
+
+
+    @app.command("hook-precompact", hidden=True)
+    def hook_precompact() -> None:
+        """PreCompact: forget what this session was shown."""
+        _hook("hook-precompact")
+
+    @app.command("install")
+    def install_cmd(
+        target: Optional[str] = typer.Argument(None, help="claude or codex (or use --auto / --all)."),
+        auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
+        all_: bool = typer.Option(False, "--all", help="Every agent deja can wire."),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Wire deja's hooks (and the /recover skill) into your agents."""
+        ins, env, home, targets = _targets(target, auto, all_)
+        try:
+            results = ins.install(targets, home, env)
+        except ins.InstallError as exc:
+            raise Fail(str(exc))
+        _report(results, "wired", as_json)
+
+
+    @app.command("uninstall")
+    def uninstall_cmd(
+        target: Optional[str] = typer.Argument(None, help="claude or codex (or use --auto / --all)."),
+        auto: bool = typer.Option(False, "--auto"),
+        all_: bool = typer.Option(False, "--all"),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Remove deja's hooks from your agents' settings (nothing else is touched)."""
+        ins, env, home, targets = _targets(target, auto, all_)
+        try:
+            results = ins.uninstall(targets, home, env)
+        except ins.InstallError as exc:
+            raise Fail(str(exc))
+        _report(results, "removed", as_json)

@@ -1,117 +1,97 @@
-"""`deja index` without typer: it runs often (shell profiles, after every turn),
-and an up-to-date store should answer before the pipeline is even loaded."""
+"""`deja index` (run often: shell profiles, after every turn, so the fast entry
+point calls ``index_command`` without typer), `deja doctor` and `deja demo`."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from deja.stages.store import config
-from deja.pipeline.console import Fail, _err, _out_json
-
-
-# The exit status of a run whose commit landed but whose cleanup or compaction
-# failed (a full disk): the index is updated and readable; 1 means nothing was.
-COMMITTED_BUT_UNFINISHED = 3
+from deja.pipeline.cli_common import err, out_json, say
 
 
 def index_command(rebuild: bool, as_json: bool) -> None:
-    from deja.stages.store import duck
+    from deja.pipeline import api
 
-    con = duck.connect()  # one DuckDB instance for the check and the run (~20 ms each)
-    if not rebuild:
-        # nothing to do is the common case: answer it without loading the pipeline
-        from deja.pipeline.fresh import pending
-        from deja.stages.store.catalog import Store
-
-        skipped: list[str] = []  # unreadable folders, dangling links: said on every run, not only busy ones
-        try:
-            state = pending(os.environ, con, problems=skipped)
-        except OSError:  # an index path that is a file, a folder we may not read: the run says which
-            state = None
-        if state is not None and not state[0] and state[2] and not Store(config.index_dir()).writer_running():
-            if as_json:
-                _out_json({"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": skipped})
-            else:
-                for e in skipped[:10]:
-                    _err(e)
-                print(f"up to date ({state[1]} sessions)", file=sys.stderr)
-            return
-    summary = _run_index(rebuild=rebuild, show_progress=not as_json, con=con)
-    if as_json:
-        _out_json(summary.as_json())
-        return
-    _print_summary(summary)
-
-
-def _run_index(rebuild: bool = False, env=None, show_progress: bool = True, con=None):
-    from deja.pipeline.run import run_index
-    from deja.stages.store.catalog import Busy
-
-    env = os.environ if env is None else env
-    progress = None
-    bar = None
-    if show_progress and sys.stderr.isatty():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        bar = Progress(
-            TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            transient=True, console=_stderr_console(),
-        )
-        task = None
-
-        def progress(done, total, path):
-            nonlocal task
-            if task is None:
-                bar.start()
-                task = bar.add_task("index", total=total)
-            bar.update(task, completed=done)
-
-    from deja.pipeline.run import DiskFull
-    from deja.stages.store.catalog import StoreError
-
+    bar = ProgressBar() if not as_json and sys.stderr.isatty() else None
     try:
-        return run_index(env, rebuild=rebuild, progress=progress, notice=_err, con=con)
-    except Busy as exc:
-        raise Fail(f"{exc}; try again when it finishes")
-    except StoreError as exc:
-        raise Fail(str(exc))
-    except DiskFull as exc:
-        fail = Fail(str(exc))
-        fail.status = COMMITTED_BUT_UNFINISHED if exc.committed else 1
-        raise fail
+        summary = api.index(rebuild=rebuild, progress=bar, notice=say)
     finally:
         if bar is not None:
             bar.stop()
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True)
-
-
-def _print_summary(summary) -> None:
-    if summary.up_to_date:
-        print(f"up to date ({summary.sessions} sessions)", file=sys.stderr)
+    if as_json:
+        out_json(summary)
         return
-    for hs in summary.harnesses.values():
-        if not hs.files and not hs.sessions:
+    print_summary(summary)
+
+
+class ProgressBar:
+    """A transient bar on stderr, called as ``progress(done, total, path)``; it
+    appears with the first file read (an up-to-date store shows none)."""
+
+    def __init__(self):
+        self.bar = self.task = None
+
+    def __call__(self, done, total, path):
+        if self.bar is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                transient=True, console=Console(stderr=True))
+            self.bar.start()
+            self.task = self.bar.add_task("index", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def stop(self):
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def print_summary(summary: dict) -> None:
+    if summary["up_to_date"]:
+        if "repaired" not in summary:  # the quick check answered, without a run: it names what it skipped
+            for e in summary["errors"][:10]:
+                err(e)
+        print(f"up to date ({summary['sessions']} sessions)", file=sys.stderr)
+        return
+    for hs in summary["harnesses"]:
+        if not hs["files"] and not hs["sessions"]:
             continue
         line = (
-            f"{hs.harness}: {hs.sessions} sessions, {hs.messages} messages, "
-            f"{hs.redactions} redactions ({hs.read} of {hs.files} files read"
+            f"{hs['harness']}: {hs['sessions']} sessions, {hs['messages']} messages, "
+            f"{hs['redactions']} redactions ({hs['read']} of {hs['files']} files read"
         )
-        line += f", {hs.malformed} malformed lines or values" if hs.malformed else ""
-        line += f", {hs.failed} unreadable" if hs.failed else ""
-        line += f", {hs.changed_while_read} changed while read" if hs.changed_while_read else ""
+        line += f", {hs['malformed']} malformed lines or values" if hs["malformed"] else ""
+        line += f", {hs['failed']} unreadable" if hs["failed"] else ""
+        line += f", {hs['changed_while_read']} changed while read" if hs["changed_while_read"] else ""
         print(line + ")")
-    if not summary.harnesses or not any(h.files for h in summary.harnesses.values()):
+    if not summary["harnesses"] or not any(h["files"] for h in summary["harnesses"]):
         print("no agent stores found (looked for Claude Code and Codex)", file=sys.stderr)
-    for e in summary.errors[:10]:
-        _err(e)
-    for r in summary.repaired[:10]:
-        _err(r)
-    print(f"indexed in {summary.seconds:.1f}s", file=sys.stderr)
+    for e in summary["errors"][:10]:
+        err(e)
+    for r in summary["repaired"][:10]:
+        err(r)
+    print(f"indexed in {summary['seconds']:.1f}s", file=sys.stderr)
 
 
+def register(app) -> None:
+    import typer
+
+    @app.command()
+    def index(
+        rebuild: bool = typer.Option(False, "--rebuild", help="Re-read every store from scratch."),
+        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    ) -> None:
+        """Build or refresh the index in the foreground."""
+        index_command(rebuild, as_json)
+
+    @app.command()
+    def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+        """Report each agent store, what the index holds, unreadable files, and the store's size."""
+        from deja.pipeline.doctor import render, report
+
+        rep = report(os.environ)
+        if as_json:
+            out_json(rep)
+        else:
+            print(render(rep))

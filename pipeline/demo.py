@@ -26,7 +26,9 @@ def samples_dir() -> Path:
     return Path(str(resources.files("deja.data_samples")))
 
 
-def run_demo(run_index, search) -> None:
+def run_demo(run_index, print_summary, search) -> None:
+    """``run_index(env)``: an index run's summary (as `deja index --json`);
+    ``search``: the CLI's search command."""
     with tempfile.TemporaryDirectory(prefix="deja-demo-") as tmp:
         tmp_path = Path(tmp)
         shutil.copytree(samples_dir(), tmp_path / "samples", ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
@@ -38,10 +40,7 @@ def run_demo(run_index, search) -> None:
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)
-        summary = run_index(env=env, show_progress=False)
-        from deja.pipeline.cli_index import _print_summary
-
-        _print_summary(summary)
+        print_summary(run_index(env))
         # the searches must see the demo's stores and store, never this machine's:
         # a freshness check against the real stores would call every sample "removed"
         scoped = {k: env[k] for k in ("DEJA_INDEX_DIR", "DEJA_CLAUDE_ROOT", "DEJA_CODEX_ROOT", "HOME")}

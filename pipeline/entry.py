@@ -30,7 +30,7 @@ def _parser(prog: str):
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line, exit 1, like every other deja error
-            from deja.pipeline.console import Fail
+            from deja.pipeline.errors import Fail
 
             raise Fail(message)
 
@@ -55,15 +55,15 @@ def _search_parser():
 
 
 def _fast_search(argv: list[str]) -> None:
-    from deja.pipeline.console import _search_cmd
+    from deja.pipeline.cli_search import search_command
 
     ns, extra = _search_parser().parse_known_args(argv)
     unknown = [a for a in extra if a.startswith("-")]
     if unknown:
-        from deja.pipeline.console import Fail
+        from deja.pipeline.errors import Fail
 
         raise Fail(f"no such option: {unknown[0]}")
-    _search_cmd(ns.query + extra, ns.as_json, ns.harness, ns.project, ns.since, ns.role, ns.limit,
+    search_command(ns.query + extra, ns.as_json, ns.harness, ns.project, ns.since, ns.role, ns.limit,
                 ns.show_all, ns.session, ns.regex, ns.rebuild)
 
 
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
             from deja.stages.store import duck
 
             duck.warm_up()  # DuckDB starts on a thread while the search imports the rest
-        from deja.pipeline.console import Fail
+        from deja.pipeline.errors import Fail
 
         try:
             if argv[0] == "index":
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
         except BrokenPipeError:  # the reader closed the pipe (`| head`): it has what it wanted
             os._exit(0)
         except Exception as exc:  # never a traceback
-            from deja.pipeline.console import error_line
+            from deja.pipeline.cli_common import error_line
 
             print(f"deja: {error_line(exc)}", file=sys.stderr)
             if os.environ.get("DEJA_DEBUG"):

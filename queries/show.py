@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from deja.stages.display import own_day
 from deja.stages.roles import WORK_ROLES
 
 from .session_obj import COLUMNS, session_object
@@ -141,17 +142,13 @@ def resolve(store: LiveStore, ident: str, harness: str | None = None, exact: boo
     exact_hits = [r for r in rows if r["session_id"].lower() == ident.lower()]
     if len(exact_hits) > 1 or (not exact_hits and len(rows) > 1):
         n = len(exact_hits) if exact_hits else len(rows)
-        when = _day(best.get("updated") or best.get("started"))
+        when = own_day(best.get("updated") or best.get("started"))
         notice = (
             f"id {ident!r} matches {n} sessions; showing the most recent: {best['harness']} {best['session_id']}"
             + (f" ({when})" if when else "")
             + " — give more of the id" + ("" if harness else " or --harness")
         )
     return Resolved(best, session_object(best), notice)
-
-
-def _day(dt) -> str:
-    return dt.strftime("%Y-%m-%d") if dt is not None and hasattr(dt, "strftime") else ""
 
 
 # --------------------------------------------------------------------------- last
@@ -190,6 +187,37 @@ def session_count(store: LiveStore) -> int:
     if not store.has("sessions"):
         return 0
     return store.con.execute("SELECT count(*) FROM sessions").fetchone()[0]
+
+
+def sessions_where(store: LiveStore, keys: list[str] | None = None, project: str | None = None,
+                   before=None) -> list[dict]:
+    """(key, harness, session_id, project, title, started, updated) of the sessions
+    among ``keys``, in a project containing ``project`` (deja's own notes left
+    out: they are primary data), last active before ``before``; newest first."""
+    where, params = ["true"], []
+    if keys is not None:
+        where.append("session_key IN (SELECT unnest(?))")
+        params.append(keys)
+    if project:
+        where.append("contains(lower(project), lower(?)) AND harness <> 'deja'")
+        params.append(project)
+    if before is not None:
+        where.append("coalesce(updated, started) < ?")
+        params.append(before)
+    rows = store.con.execute(
+        f"SELECT session_key AS key, harness, session_id, project, title, started, updated FROM sessions "
+        f"WHERE {' AND '.join(where)} ORDER BY updated DESC NULLS LAST, session_key", params).fetchall()
+    names = ["key", "harness", "session_id", "project", "title", "started", "updated"]
+    return [dict(zip(names, r)) for r in rows]
+
+
+def accepted_alongside(store: LiveStore, project: str, key: str) -> list[str]:
+    """``harness:id`` of the other sessions in ``project`` already promoted as accepted."""
+    return [r[0] for r in store.con.execute(
+        "SELECT s.harness || ':' || s.session_id FROM sessions s JOIN lifecycle l ON l.session_key = s.session_key "
+        "WHERE l.state = 'accepted' AND s.project = ? AND s.session_key <> ? AND s.harness <> 'deja'",
+        [project, key],
+    ).fetchall()]
 
 
 # --------------------------------------------------------------------------- show

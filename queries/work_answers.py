@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from deja.stages import failures as fl
+from deja.stages.display import utc_day
 
 from .session_obj import session_object, session_rows
 from .sqlfiles import load as load_sql
@@ -38,12 +39,6 @@ FRICTION_WIDTH = 79
 
 def _not_deleted(alias: str = "r") -> str:
     return f"{alias}.record_id NOT IN (SELECT record_id FROM deletes)"
-
-
-def _day(ms: int | None) -> str:
-    if not ms:
-        return ""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
 def _short_day(ms: int | None) -> str:
@@ -312,7 +307,7 @@ def blame_line(live: LiveStore, target: Target, harness: str | None = None,
         return LineAnswer(False, f"line {n} of {shown} is not committed yet, so git names no commit for it.")
     fields = dict(ln.split(" ", 1) for ln in bl.stdout.splitlines() if " " in ln and not ln.startswith("\t"))
     old_name = fields.get("filename", rel)
-    when = _day(int(fields["committer-time"]) * 1000) if fields.get("committer-time", "").isdigit() else ""
+    when = utc_day(int(fields["committer-time"]) * 1000) if fields.get("committer-time", "").isdigit() else ""
     short = commit[:7]
     at = f"commit {short}" + (f" ({when})" if when else "")
     removed = deleted_text(repo, commit, old_name)
@@ -421,7 +416,7 @@ def files(live: LiveStore, topic: str, project: str | None = None, limit: int = 
         total = max(totals.get(p, st["near"]), st["near"])
         score = len(st["sessions"]) * st["near"] / total
         rows.append({"path": p, "sessions": len(st["sessions"]), "near": st["near"], "touched": total,
-                     "score": round(score, 4), "last": _day(st["last"])})
+                     "score": round(score, 4), "last": utc_day(st["last"])})
     # display the path as it was written (files records were lower-cased for matching)
     original = dict(live.con.execute(
         f"""SELECT lower(p), any_value(p) FROM (
@@ -503,7 +498,7 @@ def how(live: LiveStore, words: list[str], project: str | None = None, limit: in
             g["last"], g["last_code"] = ts, (code if failed else None)
             if g["text_ok_ts"] < 0:
                 g["text"] = cmd
-    out = [{"command": g["text"], "runs": g["runs"], "sessions": len(g["sessions"]), "last": _day(g["last"]),
+    out = [{"command": g["text"], "runs": g["runs"], "sessions": len(g["sessions"]), "last": utc_day(g["last"]),
             "last_ms": g["last"], "failed": g["failed"], "exit": g["last_code"]} for g in groups.values()]
     # most successful, then the contract's order (sessions, last run, command)
     out.sort(key=lambda r: (r["failed"] == r["runs"], -r["sessions"], -r["last_ms"], r["command"].lower()))
@@ -582,7 +577,7 @@ def fix(live: LiveStore, error_text: str, limit: int = 3) -> FixAnswer:
                 g.update({kk: v for kk, v in p.items() if kk != "sessions"})
     served = [g for g in pairs.values() if _related(g["error"], g["command"]) or len(g["sessions"]) >= 2]
     served.sort(key=lambda g: (-g["ts"], g["command"]))
-    out = [{"error": g["error"], "date": _day(g["ts"]), "command": g["command"], "session": g["session"],
+    out = [{"error": g["error"], "date": utc_day(g["ts"]), "command": g["command"], "session": g["session"],
             "project": g["project"], "sessions": len(g["sessions"])} for g in served[:limit]]
     return FixAnswer("ok" if out else "none", out)
 
@@ -656,7 +651,7 @@ def friction(live: LiveStore, limit: int = 10, min_sessions: int = FRICTION_MIN_
             if (ts or 0) >= g["last"]:
                 g["last"], g["line"] = ts or 0, line
     out = [{"line": g["line"], "sessions": len(g["sessions"]), "harnesses": sorted(g["harnesses"]),
-            "last": _short_day(g["last"]), "last_day": _day(g["last"]), "signature": f"{sig:016x}"}
+            "last": _short_day(g["last"]), "last_day": utc_day(g["last"]), "signature": f"{sig:016x}"}
            for sig, g in groups.items() if len(g["sessions"]) >= min_sessions]
     out.sort(key=lambda r: (-r["sessions"], r["line"]))
     n_out = 0

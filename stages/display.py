@@ -36,3 +36,32 @@ def sanitize_display(text: str) -> str:
     if not _DISPLAY_NEEDED.search(text):
         return text
     return _DISPLAY_RE.sub(_display_repl, text)
+
+
+# Three ways a day is printed; they differ in what they take and which zone they read.
+
+
+def local_day(value) -> str:
+    """YYYY-MM-DD of a datetime in the local zone (a naive one is taken as
+    local); any other value's first ten characters; "" for None."""
+    from datetime import datetime
+
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.astimezone().strftime("%Y-%m-%d")
+    return str(value)[:10]
+
+
+def own_day(dt) -> str:
+    """YYYY-MM-DD of a date or datetime in its own zone; "" for anything else."""
+    return dt.strftime("%Y-%m-%d") if dt is not None and hasattr(dt, "strftime") else ""
+
+
+def utc_day(ms: int | None) -> str:
+    """YYYY-MM-DD in UTC of epoch milliseconds; "" for none."""
+    from datetime import datetime, timezone
+
+    if not ms:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")

@@ -1,0 +1,501 @@
+"""The front door: deja as a Python library.
+
+    import deja
+    deja.index()
+    hits = deja.search("connection pool", limit=5)["hits"]
+
+The CLI (cli*.py), and the MCP and warm servers to come, are front ends over
+these functions: each takes keyword arguments and an optional ``env`` (the
+environment to read paths from; default ``os.environ``) and returns plain data
+(what the matching ``deja … --json`` prints, where there is one). Nothing here
+prints or exits. A problem a user can cause raises ``Fail`` (one line of text,
+deja.pipeline.errors); ``NotFound`` says nothing matched.
+
+``notice``: an optional callable given each line a person should see while it
+works (the CLI writes them to stderr as they come); without it they are dropped.
+
+Reading functions first bring the store up to date (appended turns are
+searchable at once; heavier refreshes run in the background), then answer from
+the live store. Imports stay inside the functions: a search must not pay for
+the index run's modules, nor for typer.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+from deja.pipeline.access import (  # noqa: F401  (part of the door)
+    Notice,
+    as_deja_lines,
+    check_harness,
+    environ,
+    open_store,
+    refresh,
+    reindex,
+    run_index,
+    since_ms,
+    split_id,
+    tell,
+)
+from deja.pipeline.errors import Fail, NotFound  # noqa: F401  (part of the door)
+from deja.stages.store import config
+ROLE_ERROR = "unknown role {!r} (user, assistant, tool, tool-output, files, command, edit, summary)"
+
+
+def _words(query: str | Iterable[str]) -> str:
+    return (query if isinstance(query, str) else " ".join(query)).strip()
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def index(*, rebuild: bool = False, env: Mapping[str, str] | None = None,
+          progress: Callable | None = None, notice: Notice = None, con=None) -> dict:
+    """Build or refresh the index; the summary `deja index --json` prints.
+
+    ``progress(done, total, path)`` is called as files are read."""
+    from deja.stages.store import duck
+
+    env = environ(env)
+    con = con or duck.connect()  # one DuckDB instance for the check and the run
+    if not rebuild:
+        # nothing to do is the common case: answer it without loading the pipeline
+        from deja.pipeline.fresh import pending
+        from deja.stages.store.catalog import Store
+
+        skipped: list[str] = []  # unreadable folders, dangling links: said on every run, not only busy ones
+        try:
+            state = pending(env, con, problems=skipped)
+        except OSError:  # an index path that is a file, a folder we may not read: the run says which
+            state = None
+        if state is not None and not state[0] and state[2] and not Store(config.index_dir(env)).writer_running():
+            return {"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": skipped}
+    return run_index(rebuild=rebuild, env=env, progress=progress, notice=notice, con=con).as_json()
+
+
+# --------------------------------------------------------------------------- search
+
+
+def search(query: str | Iterable[str], *, harness: str | None = None, project: str | None = None,
+           since: str | None = None, role: str | None = None, limit: int = 15, show_all: bool = False,
+           session: str | None = None, regex: bool = False, rebuild: bool = False,
+           env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+    """Search every agent's history: the envelope `deja search --json` prints
+    (``{schema_version, tier, total, capped?, hits}``)."""
+    from deja.queries.search import ROLE_ALIASES, ROLE_CODE, Query, search as run_search
+    from deja.stages.sources import harnesses
+    from deja.stages.store.read import Busy, Damaged, NoIndex, open_live
+
+    text = _words(query)
+    if not text:
+        raise Fail("search needs a query")
+    if harness and harness not in harnesses():
+        raise Fail(f"unknown harness {harness!r} (known: {', '.join(harnesses())})")
+    if role and ROLE_ALIASES.get(role, role) not in ROLE_CODE:
+        raise Fail(ROLE_ERROR.format(role))
+    if not 1 <= limit <= 100:
+        raise Fail("--limit takes a number from 1 to 100")
+    cutoff = since_ms(since) if since else None
+    if rebuild:  # the work in front of you, like `deja index --rebuild`
+        from deja.pipeline.run import run_index as run
+        from deja.stages.store.catalog import Busy as WriterBusy
+
+        try:
+            run(environ(env), rebuild=True, notice=as_deja_lines(notice))
+        except WriterBusy as exc:
+            raise Fail(f"{exc}; try again when it finishes")
+    from deja.stages.store import duck
+
+    if duck.warming():
+        # DuckDB is still starting on its thread (which releases the GIL): load
+        # what the ladder's spelling rung and the output need in time that would
+        # otherwise be spent waiting
+        import json  # noqa: F401
+        import rapidfuzz.distance  # noqa: F401
+    # the freshness check lists the transcripts before it needs DuckDB (which
+    # may still be warming up), and on a fresh store leaves the catalog
+    # attached for the query
+    attached = not rebuild and refresh(env, notice, keep_attached=True) == "fresh"
+    con = duck.shared()  # one DuckDB instance for the freshness check and the query
+    session = session.strip().strip("'\"`‘’“”") if session else None
+    q = Query(text, limit, show_all, harness, project, cutoff, role, session, regex)
+    for attempt in range(3):
+        try:
+            live = open_live(config.index_dir(env), con=con, attached=attached, records_view=False)
+            attached = False  # (a retry attaches again)
+        except (NoIndex, Damaged) as exc:
+            raise Fail(str(exc))
+        except Busy:
+            raise Fail("the index is busy being written; try again in a moment")
+        notes: list[str] = []
+
+        def once():
+            notes.clear()
+            return run_search(live, q, notes)
+
+        try:
+            answer = live.tolerant(once)  # a damaged part: answered from the rest, said once below
+            break
+        except (ValueError, Damaged) as exc:
+            raise Fail(str(exc))
+        except duck.IOException:
+            # a run committed between listing the live files and reading them, and
+            # cleaned up what it replaced: list them again
+            if attempt == 2:
+                raise
+            con = duck.connect()
+        finally:
+            live.close()
+    if live.damage_notice():
+        tell(notice, live.damage_notice())
+    for n in notes:
+        tell(notice, n)
+    return answer
+
+
+# --------------------------------------------------------------------------- sessions: last, show, ctx
+
+
+def last(n: int = 10, *, harness: str | None = None, project: str | None = None, since: str | None = None,
+         role: str | None = None, origin: str | None = None, extras: bool = False,
+         env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+    """Recent sessions, newest first: ``{schema_version, sessions}`` as `deja last --json`.
+    ``extras``: also ``_stored``, how many sessions the store holds when none matched."""
+    from deja.queries import show as sh
+
+    if n < 1:
+        raise Fail("last takes a number of sessions ≥ 1")
+    harness = check_harness(harness)
+    if role and role not in sh.ROLE_COUNT:
+        raise Fail(ROLE_ERROR.format(role))
+    cutoff = since_ms(since) if since else None
+    live = open_store(env, notice)
+    try:
+        sessions = sh.last(live, n, harness, project, cutoff, role, origin)
+        stored = sh.session_count(live) if not sessions else len(sessions)
+    finally:
+        live.close()
+    out = {"schema_version": 2, "sessions": sessions}
+    if extras:
+        out["_stored"] = stored
+    return out
+
+
+@dataclass
+class Session:
+    """One session as `deja show` prints it: deja.queries.show's Resolved and
+    Window, and the sessions it was spawned from and spawned."""
+
+    resolved: object
+    window: object
+    parent: dict | None = None
+    children: list[dict] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        from deja.queries import show as sh
+
+        return sh.show_json(self.resolved, self.window)
+
+
+def session(ident: str, *, harness: str | None = None, offset: int | None = None, limit: int | None = None,
+            exact: bool = False, work: bool = True, env: Mapping[str, str] | None = None,
+            notice: Notice = None) -> Session:
+    """A session by id or id prefix (``harness:id`` works), with a window of its
+    messages; ``work``: commands, files and edits as compact lines too."""
+    from deja.queries import show as sh
+
+    harness = check_harness(harness)
+    named, ident = split_id(ident)
+    if named and harness and named != harness:
+        raise Fail(f"the id names harness {named!r} but --harness is {harness!r}")
+    harness = harness or named
+    if exact:
+        if not harness:
+            raise Fail("show --json needs --harness <h> and the exact id (JSON names one session exactly)")
+        limit = sh.JSON_LIMIT_DEFAULT if limit is None else limit
+        if not 1 <= limit <= sh.JSON_LIMIT_MAX:
+            raise Fail(f"--limit takes a number from 1 to {sh.JSON_LIMIT_MAX}")
+    live = open_store(env, notice)
+    try:
+        res = sh.resolve(live, ident, harness, exact=exact)
+        win = sh.window(live, res, offset or 0, limit, work=work)
+        parent, children = sh.spawn_edges(live, res)
+    except sh.ShowError as exc:
+        raise Fail(str(exc))
+    finally:
+        live.close()
+    if res.notice:  # what was picked when the prefix was ambiguous
+        tell(notice, res.notice)
+    return Session(res, win, parent, children)
+
+
+def show(ident: str, *, harness: str | None = None, offset: int | None = None, limit: int | None = None,
+         env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+    """One session's messages, as `deja show --json` (the exact id and its harness)."""
+    return session(ident, harness=harness, offset=offset, limit=limit, exact=True, work=False, env=env,
+                   notice=notice).as_json()
+
+
+def ctx(query: str | Iterable[str], *, env: Mapping[str, str] | None = None, notice: Notice = None) -> str:
+    """Markdown digest of the best-matching session (problem, decisions, outcome)
+    for a prompt or a session id. Raises NotFound when no session fits."""
+    from deja.queries import session_brief as cx
+    from deja.stages.sources import harnesses
+
+    text = _words(query)
+    if not text:
+        raise Fail("ctx needs a query or a session id")
+    live = open_store(env, notice)
+    try:
+        try:
+            res, notes, nearest = cx.find(live, text, harnesses())
+            digest = cx.build(live, res, nearest)
+        except cx.CtxNotFound as exc:
+            raise NotFound(str(exc))
+        except ValueError as exc:
+            raise Fail(str(exc))
+    finally:
+        live.close()
+    for n in notes:
+        tell(notice, n)
+    return digest
+
+
+# --------------------------------------------------------------------------- the work: blame, files, how, fix, friction
+
+
+@dataclass
+class Blame:
+    """``rows``: what `deja blame --json` prints; ``line``: for PATH:LINE, the
+    queries.work_answers.LineAnswer (its sentence says who changed the line)."""
+
+    target: str
+    rows: list[dict]
+    line: object = None
+    capped: bool = False
+
+
+def blame(target: str, *, show_all: bool = False, project: str | None = None, harness: str | None = None,
+          since: str | None = None, cwd: str | None = None, env: Mapping[str, str] | None = None,
+          notice: Notice = None) -> Blame:
+    """Sessions that discussed a file, most specific first; PATH:LINE first names
+    the session that changed that line (git blame + the session's edit)."""
+    from deja.queries import work_answers as work
+    from deja.queries.session_obj import session_object
+
+    check_harness(harness)
+    cutoff = since_ms(since) if since else None
+    t = work.resolve_target(target, cwd or os.getcwd())
+    if not t.base:
+        raise Fail("blame needs a file path")
+    live = open_store(env, notice)
+    try:
+        answer = work.blame_line(live, t, harness, project) if t.line is not None else None
+        rows = work.blame(live, t, harness, project, cutoff, None if show_all else work.BLAME_LIMIT + 1)
+    finally:
+        live.close()
+    capped = not show_all and len(rows) > work.BLAME_LIMIT
+    rows = rows if show_all else rows[: work.BLAME_LIMIT]
+    if answer is not None and answer.attributed:
+        sid = answer.session["session_id"]
+        rows = [r for r in rows if r["session"]["id"] != sid]
+        line_row = {"session": session_object(answer.session), "title": answer.session.get("title") or "",
+                    "count": 1, "snippets": [], "score": 0.0, "tier": "line", "line": t.line, "commit": answer.commit,
+                    "span": answer.span}
+        # no decision here: a session's conclusion is not the reason for one line it changed
+        rows = [line_row] + rows
+    return Blame(t.base, rows, answer, capped)
+
+
+def files(topic: str | Iterable[str], *, project: str | None = None, limit: int = 10,
+          env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+    """The files touched while a topic was worked on: ``{files: [{path, sessions,
+    last, …}], tier}`` (tier ``relevance``: no session held every word)."""
+    from deja.queries import work_answers as work
+
+    text = _words(topic)
+    if not text:
+        raise Fail("files needs a topic")
+    if limit < 1:
+        raise Fail("--limit takes a number ≥ 1")
+    live = open_store(env, notice)
+    try:
+        try:
+            rows, tier = work.files(live, text, project, limit)
+        except ValueError as exc:
+            raise Fail(str(exc))
+    finally:
+        live.close()
+    return {"files": rows, "tier": tier}
+
+
+def how(what: str | Iterable[str], *, project: str | None = None, limit: int = 8,
+        env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+    """Real invocations of a tool on this machine, most used and successful first:
+    ``{words, commands: [{command, exit, runs, sessions, last}]}``."""
+    from deja.queries import work_answers as work
+
+    words = work.how_words([what] if isinstance(what, str) else list(what))
+    if not words:
+        raise Fail("how needs a word the command should contain")
+    if limit < 1:
+        raise Fail("--limit takes a number ≥ 1")
+    live = open_store(env, notice)
+    try:
+        rows = work.how(live, words, project, limit)
+    finally:
+        live.close()
+    return {"words": words, "commands": rows}
+
+
+def fix(error: str, *, limit: int = 3, env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+    """What was run after the same error before, where it did not come back:
+    ``{status, fixes: [{error, date, command, session, …}]}``; status ``not-error``
+    when the text does not read like an error line."""
+    from deja.queries import work_answers as work
+
+    if not error.strip():
+        raise Fail("fix needs the error text")
+    if limit < 1:
+        raise Fail("--limit takes a number ≥ 1")
+    live = open_store(env, notice)
+    try:
+        ans = work.fix(live, error, limit)
+    finally:
+        live.close()
+    return {"status": ans.status, "fixes": ans.rows}
+
+
+def friction(*, limit: int = 10, env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+    """Errors that recur across sessions: ``{errors: [...], sessions_with_output, min_sessions}``."""
+    from deja.queries import work_answers as work
+
+    if limit < 1:
+        raise Fail("--limit takes a number ≥ 1")
+    live = open_store(env, notice)
+    try:
+        res = work.friction(live, limit)
+    finally:
+        live.close()
+    return {"errors": res.rows, "sessions_with_output": res.sessions_with_output,
+            "min_sessions": work.FRICTION_MIN_SESSIONS}
+
+
+# --------------------------------------------------------------------------- curating memory
+
+
+def remember(text: str | Iterable[str], *, project: str | None = None, tags: Iterable[str] | None = None,
+             cwd: str | None = None, reindex_now: bool = True, env: Mapping[str, str] | None = None,
+             notice: Notice = None) -> dict:
+    """Append a durable note to notes.jsonl (and index it): ``{session, project, path}``."""
+    from deja.pipeline import curate
+
+    return curate.remember(_words(text), project, tags, cwd, reindex_now, environ(env), notice)
+
+
+def promote(ident: str, *, state: str = "accepted", note: str | None = None, tags: Iterable[str] | None = None,
+            to: str | os.PathLike | None = None, harness: str | None = None, reindex_now: bool = True,
+            env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+    """Distil a session into a curated note with provenance and a lifecycle state:
+    ``{session, state, note}``; ``to``: also append a Markdown block to that file."""
+    from deja.pipeline import curate
+
+    return curate.promote(ident, state, note, tags, to, harness, reindex_now, environ(env), notice)
+
+
+def forget(*, session: str | None = None, project: str | None = None, before: str | None = None,
+           all_matches: bool = False, dry_run: bool = False, env: Mapping[str, str] | None = None,
+           notice: Notice = None) -> dict:
+    """Remove sessions (and compaction-recovery packets) from the index and write
+    tombstones so re-indexing cannot bring them back: ``{sessions, packets}``
+    (what was, or with ``dry_run`` would be, forgotten)."""
+    from deja.pipeline import curate
+
+    plan = curate.forget_plan(session, project, before, all_matches, environ(env), notice)
+    if not dry_run:
+        curate.forget_apply(plan, curate.forget_reason(session, project, before), environ(env), notice)
+    return plan
+
+
+def tombstones(*, env: Mapping[str, str] | None = None) -> list[dict]:
+    """The forgotten sessions: ``[{session, project, created, reason}]``."""
+    from deja.pipeline import curate
+
+    return curate.tombstones(environ(env))
+
+
+def unforget(key: str, *, reindex_now: bool = True, env: Mapping[str, str] | None = None,
+             notice: Notice = None) -> str:
+    """Lift one tombstone (``harness:id``); the harness's store is read again."""
+    from deja.pipeline import curate
+
+    return curate.unforget(key, reindex_now, environ(env), notice)
+
+
+# --------------------------------------------------------------------------- looking at it whole
+
+
+def stats(*, harness: str | None = None, project: str | None = None, since: str | None = None,
+          extras: bool = False, timeline: bool = False, env: Mapping[str, str] | None = None,
+          notice: Notice = None) -> dict:
+    """What the memory holds, as `deja stats --json`. ``extras``: also the
+    text-mode numbers (``_days``, ``_commands``, ``_files``); ``timeline``: also
+    ``_timeline``, the sessions counted, newest first (for the HTML page)."""
+    from deja.queries import stats as qs
+
+    check_harness(harness)
+    cutoff = since_ms(since) if since else None
+    live = open_store(env, notice)
+    try:
+        st = qs.collect_stats(live, harness, project, cutoff, _usage_rows(live.root), _recovery_summary(live.root))
+        if timeline:
+            st["_timeline"] = qs.timeline(live)
+    finally:
+        live.close()
+    return st if extras or timeline else qs.public_stats(st)
+
+
+def _usage_rows(root) -> list[tuple]:
+    """(t, kind, bytes, sessions, empty) from the hooks' bounded usage log
+    (``<index>.usage``, hooks/packet/metric.py)."""
+    from datetime import datetime
+
+    from deja.hooks.packet import metric
+
+    rows = []
+    for ev in metric.events(root, ("recall", "inject", "dejavu", "handoff")):
+        try:
+            t = datetime.strptime(str(ev.get("t", ""))[:19], "%Y-%m-%dT%H:%M:%S")
+        except ValueError:
+            continue
+        keys = [k for k in str(ev.get("sessions") or "").split() if k]
+        rows.append((t, ev.get("kind"), int(ev.get("bytes") or 0), keys, not ev.get("n")))
+    return rows
+
+
+def _recovery_summary(root) -> dict:
+    """Seed 000: raw tool calls between a capture and the first editing tool."""
+    from deja.hooks.packet import metric
+
+    metric.settle_pending(root)
+    return metric.summary(root)
+
+
+def view_sessions(*, env: Mapping[str, str] | None = None, notice: Notice = None) -> list[dict]:
+    """Every session with its first messages, newest first (what `deja view` draws)."""
+    from deja.queries import stats as qs
+
+    live = open_store(env, notice)
+    try:
+        return qs.view_sessions(live)
+    finally:
+        live.close()
+
+
+def doctor(*, env: Mapping[str, str] | None = None) -> dict:
+    """Each agent store, what the index holds, unreadable files, the store's size."""
+    from deja.pipeline.doctor import report
+
+    return report(environ(env))

@@ -305,11 +305,7 @@ def _remove_sessions(keys: set[str], env, notice) -> None:
         def execute(self):
             self.load_state()  # drops tombstoned sessions from file_sessions (pipeline/run.py)
             self.commit(set(), [])
-            con = self.store.connect(retries=100)
-            try:
-                con.execute("DELETE FROM file_sessions WHERE session_key IN (SELECT session_key FROM tombstones)")
-            finally:
-                con.close()
+            memory.forget_file_sessions(self.store)
 
         def purge_records(self, purge):
             return super().purge_records(keys, column="session_key")

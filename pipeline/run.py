@@ -108,7 +108,7 @@ class Run:
     def load_state(self) -> None:
         with self.store.catalog(self.con, retries=40) as con:
             state = index_state.load(con)
-            # deja forget / project exclusions (cli_memory): tombstoned and excluded sessions are
+            # deja forget / project exclusions (pipeline/curate.py): tombstoned and excluded sessions are
             # never written, on every run including --rebuild; forgotten ones leave file_sessions too.
             self.drop = drop_filter(self.env, con)
         self.manifest, self.file_sessions = state.manifest, state.file_sessions

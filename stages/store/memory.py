@@ -89,6 +89,16 @@ def lift_tombstone(con, key: str, harness: str) -> None:
     con.execute("UPDATE manifest SET content_version = -1 WHERE harness = ?", [harness])
 
 
+def forget_file_sessions(store: Store) -> None:
+    """What the transcripts said about tombstoned sessions leaves the catalog
+    (after the run that removed their records committed)."""
+    con = store.connect(retries=100)
+    try:
+        con.execute("DELETE FROM file_sessions WHERE session_key IN (SELECT session_key FROM tombstones)")
+    finally:
+        con.close()
+
+
 def _read_rows(store: Store, sql: str) -> list[tuple]:
     """Rows of a small catalog table, or none when there is no catalog or it cannot be read now."""
     if not store.exists():

@@ -50,7 +50,7 @@ LOCALE_NEEDLES = (
     # es
     "orden no encontrada", "no existe el archivo o el directorio", "permiso denegado", "conexión rehusada",
 )
-_NEEDLE_RE = re.compile("|".join(re.escape(n) for n in NEEDLES + LOCALE_NEEDLES))
+NEEDLE_RE = re.compile("|".join(re.escape(n) for n in NEEDLES + LOCALE_NEEDLES))
 
 _WHERE_PREFIX = re.compile(r"^([^\s:]{1,16}):\d+: ")
 _OWN_REPORT = re.compile(r"^\d+ sessions? {2}")
@@ -124,7 +124,7 @@ def failure_line(line: str) -> str | None:
         return None
     if any(m in s for m in CODE_MARKERS) or _OWN_REPORT.match(s):
         return None
-    if not _NEEDLE_RE.search(s.lower()):
+    if not NEEDLE_RE.search(s.lower()):
         return None
     if is_prose(s):
         return None

@@ -1,0 +1,183 @@
+"""Ranking sessions: BM25 at session level over *term groups* (a query word
+plus the spellings or forms it may match), computed in DuckDB from postings
+alone (``sql/score_groups.sql``, over the tables ``sql/search_tables.sql``
+fills): term frequency damped by each record's length, what was said and what
+tools printed saturating apart. Signals beyond BM25 are bounded multipliers:
+none can outrank relevance.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from deja.stages.store import duck
+from deja.stages.store.read import LiveStore
+from deja.stages.tokenize import bucket_of
+
+from .sqlfiles import load as load_sql
+from .time_words import in_windows
+
+# a session active in a window the question names (time_words.time_windows)
+TIME_LIFT = 1.25
+_ID_MASK = (1 << 40) - 1  # score_groups packs a best record as role << 40 | record_id
+
+
+class Ranked:
+    __slots__ = ("ord", "score", "matched", "nrec", "updated", "best")
+
+    def __init__(self, ord: int, score: float, matched: int, nrec: int, updated: int, best: list[int] | None = None):
+        self.ord, self.score, self.matched, self.nrec, self.updated = ord, score, matched, nrec, updated
+        self.best = best  # the records to show as snippets, when the ranking chose them (role << 40 | id)
+
+
+def best_records(ranked: list[Ranked]) -> list[tuple[int, int, int]]:
+    """(session ord, record id, role code) of the records the ranking chose to show."""
+    return [(r.ord, v & _ID_MASK, v >> 40) for r in ranked for v in r.best]
+
+
+def signals(decided: bool, gave_up: bool, note: bool) -> float:
+    """Bounded lifts and damps from what a session settled (§5.3), read with
+    the scores (score_groups.sql) rather than in a query of their own."""
+    m = 1.0
+    if decided:
+        m *= 1.3
+    if gave_up:
+        m *= 0.6
+    if note:
+        m *= 1.25
+    return m
+
+
+def freshness(updated_ms: int | None, now_ms: float) -> float:
+    """Gentle: a year-old session keeps 80% of its score; time is a hint, not a filter."""
+    if not updated_ms:
+        return 0.8
+    age_days = max(0.0, (now_ms - updated_ms) / 86_400_000)
+    return 0.8 + 0.2 / (1.0 + age_days / 30.0)
+
+
+class SessionRanker:
+    """The one primitive every rung of the search ladder runs, over one search's
+    filters (``q``: a ``search.Query``) and record roles."""
+
+    def __init__(self, store: LiveStore, q, roles: tuple[int, ...]):
+        self.store, self.q, self.roles = store, q, roles
+        self._loaded: set[str] | None = None  # words whose postings are in the search's tables
+        self._stats = (0, 20.0)
+        # rungs that rank the same groups (word forms, then relevance) share one
+        # aggregation: only which sessions qualify differs, decided in rank()
+        self._aggregates: dict = {}
+
+    def rank(self, groups: list[list[str]], need_and: bool, min_groups: int = 1, and_min: int | None = None,
+             whole: bool = False, viable=None, windows: list[tuple[float, float]] = ()) -> list[Ranked]:
+        """Sessions scored over term groups. With ``whole``, an AND also admits
+        sessions that hold every group across their messages (``nrec`` 0).
+        ``viable(group)``: False for a group the vocabulary shows cannot match;
+        ``windows``: the times the question names (they stand in for recency)."""
+        groups = [g for g in groups if g]
+        if not groups:
+            return []
+        # a group none of whose words has a posting cannot match: an AND fails
+        # unread, and the others go to DuckDB without it
+        kept = [g for g in groups if viable(g)] if viable else groups
+        need = (and_min or len(groups)) if need_and else min_groups
+        if len(kept) < need:
+            return []
+        if need_and and and_min is None:
+            and_min = len(groups)
+        groups = kept
+        tokens, gids = [], []
+        for gid, g in enumerate(groups):
+            for t in g:
+                tokens.append(t)
+                gids.append(gid)
+        n_sessions, avgdl = self.load(tokens)
+        k = len(groups)
+        sql = load_sql("score_groups").replace("$record_sums", ", ".join(
+            f"sum(w) FILTER (WHERE gid = {i}) AS w{i}" for i in range(k))).replace("$session_sums", ", ".join(
+            f"coalesce(sum(w{i} * CASE role WHEN 0 THEN 1.3 WHEN 1 THEN 1.0 WHEN 3 THEN 0.5 ELSE 1.3 END) "
+            f"FILTER (WHERE role <> 2), 0)::DOUBLE, coalesce(sum(w{i}) FILTER (WHERE role = 2), 0)::DOUBLE"
+            for i in range(k)))
+        if k > 62:  # past a BIGINT's bits (a pasted page of words): count the groups instead
+            sql = sql.replace("bit_count(bit_or(1::BIGINT << gid))", "count(DISTINCT gid)")
+        and_min = and_min or k
+        key = (tuple(tuple(g) for g in groups), and_min)
+        rows = self._aggregates.get(key)
+        if rows is None:
+            rows = self._aggregates[key] = self.store.con.execute(
+                duck.inline(sql, tokens=tokens, gids=gids), {"and_min": and_min}).fetchall()
+        if not rows:
+            return []
+        # IDF of each group over the admitted sessions that hold it
+        df = [0] * k
+        for r in rows:
+            for i in range(k):
+                if r[10 + 2 * i] or r[11 + 2 * i]:
+                    df[i] += 1
+        idf = [math.log(1 + (n_sessions - d + 0.5) / (d + 0.5)) for d in df]
+        now = time.time() * 1000
+        out = []
+        for r in rows:
+            ord_, dl, updated, started, decided, gave_up, note, nrec, best_ng, best = r[:10]
+            # what was said and what tools printed saturate apart, the printed at half weight
+            norm = 1.2 * (0.7 + 0.3 * dl / avgdl)
+            bm25, matched = 0.0, 0
+            for i in range(k):
+                said, printed = r[10 + 2 * i], r[11 + 2 * i]
+                if said or printed:
+                    matched += 1
+                    bm25 += idf[i] * (said * 2.2 / (said + norm) + 0.5 * printed * 2.2 / (printed + norm))
+            if need_and:
+                if not nrec and not (whole and matched >= and_min):
+                    continue
+            elif matched < min_groups:
+                continue
+            score = bm25 * signals(decided, gave_up, note)
+            if windows:  # the time the question names stands in for recency
+                score *= TIME_LIFT if in_windows(started, updated, windows) else 1.0
+            else:
+                score *= freshness(updated, now)
+            if k > 1:
+                # proximity at record granularity: the words of a question meeting in
+                # one short message say more than the same words scattered over a
+                # session (best_ng shrinks with the length of that message)
+                score *= 1.0 + 0.5 * (best_ng - 1) / (k - 1)
+                # coverage: a session holding more of the question's words
+                score *= 0.5 + 0.5 * (matched / k)
+            out.append(Ranked(ord_, score, matched, nrec, updated or 0, best))
+        out.sort(key=lambda r: (-r.score, -r.updated, r.ord))
+        return out
+
+    def load(self, tokens: list[str]) -> tuple[int, float]:
+        """Fill the search's tables (``sql/search_tables.sql``) for these words:
+        each rung of the ladder then ranks from memory, and Parquet is read once
+        per word, not once per rung. Returns the corpus statistics (sessions,
+        their mean length)."""
+        con = self.store.con
+        q = self.q
+        if self._loaded is None:
+            # a part read twice in a search (a bucket by two rungs, a records
+            # part by two roles' snippets) parses its footer once
+            con.execute("SET parquet_metadata_cache = true")
+            made, fill = load_sql("search_tables").split(";\n", 1)
+            con.execute(made, {"harness": q.harness, "project": q.project, "since": q.since_ms, "session": q.session})
+            con.execute(fill)
+            self._loaded = set()
+            n, avgdl = con.execute("SELECT count(*), avg(dl) FROM q_sessions").fetchone()
+            self._stats = (n, float(avgdl or 20.0))
+        new = sorted(set(tokens) - self._loaded)
+        if new:
+            self._loaded.update(new)
+            files = self.store.postings_for_buckets({bucket_of(t) for t in new})
+            if files:
+                # with a filter, only the admitted sessions' postings (a hook's
+                # project): the ranking then aggregates a fraction of the rows
+                admitted = (" AND session IN (SELECT ord FROM q_sessions WHERE admitted)"
+                            if q.harness or q.project or q.since_ms or q.session else "")
+                con.execute(duck.inline(
+                    "INSERT INTO q_postings SELECT token, record_id, session, tf, role, rec_len "
+                    "FROM read_parquet($files) WHERE token IN (SELECT unnest($tokens)) "
+                    "AND role IN (SELECT unnest($roles)) AND record_id NOT IN (SELECT record_id FROM deletes)"
+                    + admitted, files=files, tokens=new, roles=list(self.roles)))
+        return self._stats

@@ -1,0 +1,122 @@
+"""Snippets: the lines of a served session's best records that hold the query
+words, a quoted phrase or a ``--re`` match, elided around them. Records are
+read only here, for the hits a search serves.
+"""
+
+from __future__ import annotations
+
+from deja.stages.store import duck
+from deja.stages.store.read import LiveStore
+from deja.stages.tokenize import bucket_of
+
+from .query_parse import role_name
+from .sqlfiles import load as load_sql
+
+
+def snippets(store: LiveStore, roles: tuple[int, ...], ords: list[int], groups: list[list[str]],
+             phrases: list[str], regex: str | None, keys: list[str],
+             best: list[tuple[int, int, int]] | None = None) -> dict[int, list[str]]:
+    """The matched lines of each session's best records (``best``: the
+    (ord, record id, role) the ranking chose, else chosen here among
+    ``roles``); ``keys``: the sessions' keys, in the order of ``ords``."""
+    if not ords or not store.has("records"):
+        return {}
+    needles = [p.lower() for p in phrases] or sorted({t for g in groups for t in g})
+    source = store.records_of(keys)
+    if regex:
+        # RE2 finds the match and the text before it (a lazy prefix, so the
+        # leftmost match): the line around it is cut here without a second,
+        # backtracking engine. A few records a session are enough for 3 lines.
+        rows = store.con.execute(
+            "SELECT ord, text, regexp_extract(text, ?, ['pre', 'hit']) FROM ("
+            f"SELECT s.ord, r.record_id, r.text FROM {source} r JOIN sessions s ON r.session_key = s.session_key "
+            "WHERE s.ord IN (SELECT unnest(?)) AND regexp_matches(r.text, ?) "
+            "QUALIFY row_number() OVER (PARTITION BY s.ord ORDER BY r.record_id DESC) <= 8) "
+            "ORDER BY record_id DESC",
+            ["^((?s:.*?))(" + regex + ")", ords, regex],
+        ).fetchall()
+        return _collect([(o, (text, m)) for o, text, m in rows], lambda tm: _line_of_match(*tm))
+    if best is None:
+        tokens, gids = [], []
+        for gid, g in enumerate(groups):
+            for t in g:
+                tokens.append(t)
+                gids.append(gid)
+        if not tokens:
+            return {}
+        best = [(r[0], r[1], None) for r in store.con.execute(
+            load_sql("best_records"),
+            {"files": store.postings_for_buckets({bucket_of(t) for t in tokens}), "tokens": tokens,
+             "gids": gids, "ords": ords, "roles": list(roles), "per_session": 3},
+        ).fetchall()]
+    if not best:
+        return {}
+    order = {rid: (o, i) for i, (o, rid, _) in enumerate(best)}
+    texts = store.con.execute(_texts_sql(store, best, keys, ords)).fetchall()
+    texts.sort(key=lambda r: order[r[0]])
+    return _collect([(order[rid][0], text) for rid, text in texts], lambda text: best_line(text, needles))
+
+
+def _texts_sql(store: LiveStore, best: list[tuple[int, int, int | None]], keys: list[str], ords: list[int]) -> str:
+    """The query for the best records' texts. Parts keep each role in row
+    groups of their own: with the records' roles (the ranking returns
+    them), each role is read only from the parts of the sessions whose
+    best records have it, so a part whose best record was said does not
+    decompress its tool output."""
+    if any(role is None for _, _, role in best):
+        return duck.inline(f"SELECT record_id, text FROM {store.records_of(keys)} "
+                           "WHERE record_id IN (SELECT unnest($ids))", ids=[rid for _, rid, _ in best])
+    key_of = dict(zip(ords, keys))
+    per_role: dict[int, tuple[list[int], set[str]]] = {}
+    for o, rid, role in best:
+        got = per_role.setdefault(role, ([], set()))
+        got[0].append(rid)
+        got[1].add(key_of.get(o, ""))
+    return " UNION ALL ".join(
+        duck.inline(f"SELECT record_id, text FROM {store.records_of(sessions)} "
+                    f"WHERE role = '{role_name(role)}' AND record_id IN (SELECT unnest($ids))", ids=rids)
+        for role, (rids, sessions) in sorted(per_role.items()))
+
+
+def _collect(rows, pick) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for ord_, text in rows:
+        lines = out.setdefault(ord_, [])
+        if len(lines) >= 3:
+            continue
+        line = pick(text)
+        if line and line not in lines:
+            lines.append(line)
+    return out
+
+
+def best_line(text: str, needles: list[str], width: int = 220) -> str:
+    """The line of a record holding the most query words, elided around them."""
+    best, best_hits = "", -1
+    for line in text.splitlines():
+        low = line.lower()
+        hits = sum(1 for n in needles if n in low)
+        if hits > best_hits:
+            best, best_hits = line, hits
+            if hits == len(needles):
+                break
+    return _elide_around(" ".join(best.split()), needles, width)
+
+
+def _line_of_match(text: str, found: dict) -> str:
+    """The line where RE2's leftmost match starts (``found``: the text before
+    it, and the match), elided around the match."""
+    pre, hit = found["pre"], found["hit"]
+    start = pre.rfind("\n") + 1
+    end = text.find("\n", len(pre))
+    line = text[start: end if end >= 0 else len(text)]
+    return _elide_around(" ".join(line.split()), [" ".join(hit.split()).lower()], 220)
+
+
+def _elide_around(line: str, needles: list[str], width: int) -> str:
+    if len(line) <= width:
+        return line
+    low = line.lower()
+    pos = min((low.find(n) for n in needles if n and n in low), default=0)
+    start = max(0, pos - width // 3)
+    return ("…" if start else "") + line[start : start + width].rstrip() + "…"

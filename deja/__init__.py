@@ -7,7 +7,7 @@ They load on first use, so ``import deja`` stays free.
 
 __version__ = "0.1.0"
 
-# the front door's public names (deja/pipeline/api.py)
+# the front door's public names (pipeline/api.py)
 _FRONT_DOOR = frozenset({
     "index", "search", "last", "show", "session", "ctx", "blame", "files", "how", "fix", "friction",
     "remember", "promote", "forget", "tombstones", "unforget", "stats", "view_sessions", "doctor",

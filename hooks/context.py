@@ -260,7 +260,7 @@ def run_precompact(payload: dict, plain: bool = False, once: bool = False) -> No
 
                 traceback.print_exc()
     if env.get("DEJA_NO_REFRESH") != "1" and not c.writer_running(root):
-        from deja.pipeline.fresh import background_index
+        from deja.stages.store.refresh import background_index
 
         background_index(env)
     raise c.Silent("precompact prints nothing")

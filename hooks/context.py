@@ -30,7 +30,7 @@ _LOCKFILES = frozenset(("package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poe
                         "uv.lock", "gemfile.lock", "composer.lock", "bun.lockb"))
 
 
-def run(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run(payload: dict, out: c.Output, once: bool = False) -> None:
     env = os.environ
     mode = c.recall_mode(env)
     sid = c.session_id(payload)
@@ -57,7 +57,7 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
         raise c.Silent("nothing to recall")
     body = c.fit_lines(body.splitlines(), BUDGET[mode])
     receipt = None
-    if keys and not plain:
+    if keys and not out.plain:
         mark = c.Ledger(root, "cwd:%08x" % zlib.crc32(cwd.encode("utf-8", "replace")))
         token = "receipt:" + c.fingerprint(" ".join(sorted(keys)))
         if not mark.has(token):
@@ -65,7 +65,7 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
             n = len(keys)
             receipt = f"deja recalled {n} prior session{'s' if n != 1 else ''} from this project · {size:.1f} KB of context"
             mark.add(token)
-    c.emit(event, body, plain, receipt, keys=keys)
+    out.emit(event, body, receipt, keys=keys)
     if once:
         ledger.add("once:context")
 
@@ -151,8 +151,8 @@ def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = 
     rows.sort(key=lambda r: (r[7] is True, -mentions(r), recency[r[0]]))  # backed-out sessions go last
     picked, seen_titles = [], set()
     for r in rows:
-        title = c.one_line(r[3] or "", 140)
-        decision = c.one_line(r[4] or "", 220)
+        title = c.recall_line(r[3] or "", 140)
+        decision = c.recall_line(r[4] or "", 220)
         words = {w.lower() for w in re.findall(r"\w{2,}", title + " " + decision)}
         if len(words) < 3:
             continue
@@ -205,7 +205,7 @@ def accepted_notes(live, project: str, limit: int = 6) -> list[tuple[str, str]]:
         if not (_ACCEPTED.search(text) or _ACCEPTED.search(title or "")):
             continue
         body = decision or next((ln for ln in text.splitlines() if ln.strip() and not _ACCEPTED.search(ln)), "") or title
-        out.append((key, c.one_line(body, 300)))
+        out.append((key, c.recall_line(body, 300)))
         if len(out) >= limit:
             break
     return out
@@ -240,7 +240,7 @@ def working_tree_files(cwd: str, budget: float = 0.4) -> list[str]:
     return out
 
 
-def run_precompact(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run_precompact(payload: dict, out: c.Output, once: bool = False) -> None:
     """Keep a recovery packet of the live transcript, forget what this session
     was shown (compaction threw those blocks away), and ask for the usual
     background refresh so the turns about to be summarised are indexed."""

@@ -75,7 +75,7 @@ def norm_question(s: str) -> str:
     return " ".join(re.findall(r"\w+", s.lower()))
 
 
-def run(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run(payload: dict, out: c.Output, once: bool = False) -> None:
     env = os.environ
     sid = c.session_id(payload)
     text = strip_injected(prompt_text(payload))
@@ -108,11 +108,11 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
     if not exempt and ledger.has(fp):
         raise c.Silent("block already shown")
     message = None
-    if dejavu and not plain:
+    if dejavu and not out.plain:
         last = ledger.last_time("dv:")
         if last is None or time.time() - last >= DEJAVU_EVERY:
             message = dejavu
-    c.emit("UserPromptSubmit", body, plain, message, keys=keys)
+    out.emit("UserPromptSubmit", body, message, keys=keys)
     ledger.add(fp)
     if message:
         ledger.add("dv:", stamp=True)
@@ -160,17 +160,17 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
     for key, h in chosen:
         s = h["session"]
         row = rows.get(key, {})
-        title = c.one_line(s.get("title") or (h.get("snippets") or [""])[0], 120)
+        title = c.recall_line(s.get("title") or (h.get("snippets") or [""])[0], 120)
         date = (s.get("updated") or s.get("started") or "")[:10]
         short = s["id"][:8]
         lines.append(f"- {date} {s['harness']} \"{title}\" (deja:{short})")
         if weak:
             continue
         if row.get("decision"):
-            lines.append(f"  decided: {c.one_line(row['decision'], 300)}")
+            lines.append(f"  decided: {c.recall_line(row['decision'], 300)}")
         for snip in (h.get("snippets") or [])[:2]:
             if snip != row.get("decision"):
-                lines.append(f"  > {c.one_line(snip, 240)}")
+                lines.append(f"  > {c.recall_line(snip, 240)}")
         if cite is None:
             cite = f"deja-vu recalled: {title} ({s['harness']}, {date}, deja:{short})"
     head = "Earlier sessions on this (pointer only; call recall_context for more):" if weak else \
@@ -186,7 +186,7 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
         body = c.fit_lines(lines, budget)
     message = None
     if dv:
-        topic = c.one_line(ask, 80)
+        topic = c.recall_line(ask, 80)
         message = f"deja-vu: you have been here — \"{topic}\" ({c.ago(dv[1])})"
     return body, [k for k, _ in chosen], message
 

@@ -108,7 +108,7 @@ def is_inspection(command: str) -> bool:
 # --------------------------------------------------------------------------- before
 
 
-def run(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run(payload: dict, out: c.Output, once: bool = False) -> None:
     kind, what = target_of(payload)
     if not what or not what.strip():
         raise c.Silent("no target")
@@ -136,7 +136,7 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
         live.close()
     if not line:
         raise c.Silent("nothing to say")
-    c.emit("PreToolUse", line, plain)
+    out.emit("PreToolUse", line)
     ledger.add("tool:" + c.fingerprint(line))
 
 
@@ -228,10 +228,10 @@ def command_history(live, norm: str, runs: list[tuple]) -> str:
         break
     if not decision and n < COUNT_NEEDS:
         return ""
-    shown = c.one_line(norm, 100)
+    shown = c.recall_line(norm, 100)
     line = f"This machine has run `{shown}` in {n} sessions, last {c.day(rows[0][1])}"
     if decision:
-        line += f" — last time: {c.one_line(decision, 220)}"
+        line += f" — last time: {c.recall_line(decision, 220)}"
     return line
 
 
@@ -267,8 +267,8 @@ def failure_here(live, norm: str, project: str, runs: list[tuple]) -> str:
     ).fetchone()
     err = _error_line(out[0] if out else "")
     code = row[2].rsplit("→", 1)[-1].strip()
-    return f"Last time here (`{c.one_line(norm, 80)}`, {c.day(row[3])}) it failed with {code}" + \
-        (f": {c.one_line(err, 200)}" if err else "")
+    return f"Last time here (`{c.recall_line(norm, 80)}`, {c.day(row[3])}) it failed with {code}" + \
+        (f": {c.recall_line(err, 200)}" if err else "")
 
 
 def file_facts(live, path: str, cwd: str, project: str):
@@ -294,7 +294,7 @@ def file_history(live, path: str, cwd: str, project: str) -> str:
     shown = os.path.relpath(path, cwd) if cwd and path.startswith(cwd.rstrip("/") + "/") else path
     if decision:
         return (f"{shown} has been worked on in {n} sessions, last {c.day(rows[0][1])} — "
-                f"prior decision: {c.one_line(decision, 200)}")
+                f"prior decision: {c.recall_line(decision, 200)}")
     if n < COUNT_NEEDS:
         return ""
     return f"{shown} has been worked on in {n} sessions, last {c.day(rows[0][1])} — see `deja blame {shown}`"
@@ -353,8 +353,9 @@ def failed(payload: dict) -> tuple[bool, str]:
     return bool(code and code > 0), text
 
 
-def signature(err: str) -> list[str]:
-    """The words of an error line without the numbers, ids and paths that change."""
+def error_words(err: str) -> list[str]:
+    """The first five distinct words of an error line (filler left out), without
+    the numbers, ids and paths that change."""
     from deja.queries.search import FILLER
 
     words = []
@@ -366,7 +367,7 @@ def signature(err: str) -> list[str]:
     return words[:5]
 
 
-def run_after(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run_after(payload: dict, out: c.Output, once: bool = False) -> None:
     tool = str(payload.get("tool_name") or "").lower()
     if tool not in COMMAND_TOOLS:
         raise c.Silent("not a command")
@@ -374,7 +375,7 @@ def run_after(payload: dict, plain: bool = False, once: bool = False) -> None:
     if not bad:
         raise c.Silent("it worked")
     err = _first_failure(text) or next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    sig = signature(err)
+    sig = error_words(err)
     if len(sig) < 2:
         raise c.Silent("no signature")
     env = os.environ
@@ -388,13 +389,13 @@ def run_after(payload: dict, plain: bool = False, once: bool = False) -> None:
     if not pair:
         raise c.Silent("no pair on file")
     seen_err, fix, when = pair
-    lines = [f"Seen before ({c.day(when)}): {c.one_line(seen_err, 160)}",
-             f"What followed without failing: {c.one_line(fix, 160)}"]
+    lines = [f"Seen before ({c.day(when)}): {c.recall_line(seen_err, 160)}",
+             f"What followed without failing: {c.recall_line(fix, 160)}"]
     body = c.fit_lines(lines, AFTER_BUDGET)
     token = "tool:" + c.fingerprint(body)
     if ledger.has(token):
         raise c.Silent("already given")
-    c.emit("PostToolUse", body, plain)
+    out.emit("PostToolUse", body)
     ledger.add(token)
 
 

@@ -36,3 +36,25 @@ def sanitize_display(text: str) -> str:
     if not _DISPLAY_NEEDED.search(text):
         return text
     return _DISPLAY_RE.sub(_display_repl, text)
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    """``text`` with its whitespace collapsed, at most ``limit`` characters (see clip)."""
+    return clip(" ".join(text.split()), limit)
+
+
+def clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters, ending in an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def clip_bytes(text: str, limit: int) -> str:
+    """At most ``limit`` bytes of UTF-8, cut at a word boundary, with an ellipsis:
+    for budgets counted in bytes, as the hooks' are."""
+    if len(text.encode("utf-8")) <= limit:
+        return text
+    cut = text.encode("utf-8")[: max(0, limit - 3)].decode("utf-8", "ignore")
+    sp = cut.rfind(" ")
+    if sp > len(cut) // 2:
+        cut = cut[:sp]
+    return cut.rstrip(" ,;:-") + "…"

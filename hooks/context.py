@@ -129,18 +129,13 @@ def cache_put(root, cwd: str, mode: str, env, body: str, keys: list[str]) -> Non
 
 def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = False) -> tuple[str, list[str]]:
     """(the digest body, the session keys it recalls)."""
-    con = live.con
     notes = accepted_notes(live, project) if project else []
     any_project = mode == "aggressive"
     if not project and not any_project:
         return "", []
-    rows = con.execute(
-        "SELECT session_key, harness, session_id, title, decision, updated, touched, gave_up "
-        "FROM sessions WHERE harness <> 'deja' AND session_id <> ? AND (? OR project = ?) "
-        "AND coalesce(kind, '') NOT IN ('sidechain', 'subagent') AND messages > 0 "
-        "ORDER BY updated DESC NULLS LAST LIMIT ?",
-        [sid, any_project, project, CANDIDATES],
-    ).fetchall()
+    from deja.queries.project_memory import recent_sessions
+
+    rows = recent_sessions(live, project, sid, any_project, CANDIDATES)
     touching = working_tree_files(cwd) if rows else []
     recency = {r[0]: i for i, r in enumerate(rows)}
 
@@ -186,22 +181,10 @@ def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = 
 
 def accepted_notes(live, project: str, limit: int = 6) -> list[tuple[str, str]]:
     """The project's promoted notes whose text says they were accepted, newest first."""
-    con = live.con
-    rows = con.execute(
-        "SELECT session_key, title, decision FROM sessions WHERE harness = 'deja' AND (project = ? OR project = '') "
-        "ORDER BY updated DESC NULLS LAST LIMIT 50",
-        [project],
-    ).fetchall()
-    if not rows or not live.has("records"):
-        return []
-    texts = dict(con.execute(
-        "SELECT session_key, string_agg(text, chr(10) ORDER BY seq) FROM records WHERE harness = 'deja' "
-        "AND session_key IN (SELECT unnest(?)) GROUP BY session_key",
-        [[r[0] for r in rows]],
-    ).fetchall())
+    from deja.queries.project_memory import promoted_notes
+
     out = []
-    for key, title, decision in rows:
-        text = texts.get(key) or ""
+    for key, title, decision, text in promoted_notes(live, project):
         if not (_ACCEPTED.search(text) or _ACCEPTED.search(title or "")):
             continue
         body = decision or next((ln for ln in text.splitlines() if ln.strip() and not _ACCEPTED.search(ln)), "") or title

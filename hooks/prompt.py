@@ -194,25 +194,16 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
 def _dejavu(live, keys: list[str], ask: str, sid: str):
     """(session key, when in epoch ms) of a recalled session whose user asked the
     same question: one of its user turns holds every word of the ask. Only the
-    user turns of the recalled sessions are read, from the parts that hold them
-    (a scan of every record, or of the postings of every word, cost a third of
-    the hook)."""
-    from deja.stages.store.duck import sql_list
+    user turns of the recalled sessions are read (project_memory.user_turns)."""
+    from deja.queries.project_memory import user_turns
     from deja.stages.tokenize import tokenize
 
     q = norm_question(ask)
     words = set(tokenize(ask))
     if len(q.split()) < 3 or len(words) < 3 or not keys:
         return None
-    rows = live.con.execute(
-        f"SELECT r.session_key, r.record_id, r.text, epoch_ms(s.updated) FROM {live.records_of(keys)} r "
-        "JOIN sessions s ON s.session_key = r.session_key "
-        f"WHERE r.role = 'user' AND r.session_key IN (SELECT unnest({sql_list(keys)})) AND s.session_id <> ? "
-        "AND r.record_id NOT IN (SELECT record_id FROM deletes)",
-        [sid],
-    ).fetchall()
     best = None
-    for key, rid, text, updated in rows:
+    for key, rid, text, updated in user_turns(live, keys, sid):
         if best is not None and rid <= best[1]:
             continue
         folded = (text or "").casefold()  # every token of a text is a piece of its folded form:

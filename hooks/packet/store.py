@@ -2,9 +2,10 @@
 
 Seed 000/001: the ``packets`` table of ``catalog.duckdb`` (its SQL is in
 stages/store/packets.py) keeps the newest packet of up to 32
-session/workspace pairs (24 KiB each, oldest evicted); index runs, full or incremental, never touch the table. A packet stays after
-delivery, marked delivered, because the next capture of that session carries
-its keep-until-closed list and standing instructions forward.
+session/workspace pairs (24 KiB each, oldest evicted); index runs, full or
+incremental, never touch the table. A packet stays after delivery, marked
+delivered, because the next capture of that session carries its
+keep-until-closed list and standing instructions forward.
 
 Hooks must not open DuckDB on every prompt just to learn that nothing is
 waiting, so a capture also drops an empty marker file beside the index

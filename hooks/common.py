@@ -1,10 +1,11 @@
 """What every agent hook shares: the stdin payload, the project, the warm
-index, the trust frame, the envelope and the per-session "already shown" ledger.
+index, the trust frame, the output (plain or the envelope) and the per-session
+"already shown" ledger. hooks/dispatch.py runs the hooks.
 
 Hooks are the latency-critical entry points (design.md §1, §5): this module
 imports only the standard library; DuckDB is imported when a hook actually
-opens the index, and typer, pyarrow and polars never. Every hook fails open:
-any problem means no output and exit 0 (hooks-contract §1, §5.1).
+opens the index, and typer, pyarrow and polars never. A hook with nothing to
+say raises Silent (hooks-contract §1, §5.1).
 """
 
 from __future__ import annotations
@@ -207,20 +208,12 @@ def clean(text: str) -> str:
     return neutralise(sanitize_display(text or ""))
 
 
-def one_line(text: str, limit: int = 200) -> str:
-    s = " ".join(clean(text).split())
-    return clip(s, limit)
+def recall_line(text: str, limit: int = 200) -> str:
+    """Recalled text as one frame-safe line of at most ``limit`` bytes of UTF-8
+    (``clean``, whitespace collapsed, ``clip_bytes``)."""
+    from deja.stages.display import clip_bytes
 
-
-def clip(s: str, limit: int) -> str:
-    """At most ``limit`` bytes of UTF-8, cut at a word boundary, with an ellipsis."""
-    if len(s.encode("utf-8")) <= limit:
-        return s
-    cut = s.encode("utf-8")[: max(0, limit - 3)].decode("utf-8", "ignore")
-    sp = cut.rfind(" ")
-    if sp > len(cut) // 2:
-        cut = cut[:sp]
-    return cut.rstrip(" ,;:-") + "…"
+    return clip_bytes(" ".join(clean(text).split()), limit)
 
 
 def frame(body: str) -> str:
@@ -239,7 +232,9 @@ def fit_lines(lines: list[str], budget: int) -> str:
         n = len(ln.encode("utf-8")) + 1
         if used + n > room:
             if not out:  # the first line is clipped rather than lost
-                out.append(clip(ln, room - 1))
+                from deja.stages.display import clip_bytes
+
+                out.append(clip_bytes(ln, room - 1))
             break
         out.append(ln)
         used += n
@@ -254,29 +249,34 @@ def envelope(event: str, context: str, system_message: str | None = None) -> str
     return json.dumps(out, ensure_ascii=False)
 
 
-# A recovery packet claimed for this hook run (hooks/packet/deliver.py): it
-# rides in front of whatever the hook prints, or alone if the hook is silent.
-_packet = {"text": ""}
+class Output:
+    """Where one hook run prints: plain text, or the host's JSON envelope.
 
+    ``packet``: a recovery packet the run claimed (hooks/packet/deliver.py); it
+    rides in front of whatever the hook prints, or alone if the hook is silent.
+    """
 
-def emit(event: str, body: str, plain: bool, system_message: str | None = None,
-         keys: list[str] | None = None) -> None:
-    """Print the framed body (after a claimed packet) and log what was served:
-    the kind, its size and the recalled session keys, never the text."""
-    recalled = frame(body) if body.strip() else ""
-    text = "\n".join(t for t in (_packet["text"], recalled) if t)
-    _packet["text"] = ""
-    if not text:
-        return
-    if plain:
-        sys.stdout.write(text + "\n")
-    else:
-        sys.stdout.write(envelope(event, text, system_message) + "\n")
-    sys.stdout.flush()
-    if recalled:
-        log_usage("inject" if event == "SessionStart" else "recall", len(recalled.encode("utf-8")), keys or [])
-        if system_message and event == "UserPromptSubmit":
-            log_usage("dejavu", 0, keys or [])
+    def __init__(self, plain: bool = False, packet: str = ""):
+        self.plain = plain
+        self.packet = packet
+
+    def emit(self, event: str, body: str, system_message: str | None = None, keys: list[str] | None = None) -> None:
+        """Print the framed body (after a claimed packet) and log what was served:
+        the kind, its size and the recalled session keys, never the text."""
+        recalled = frame(body) if body.strip() else ""
+        text = "\n".join(t for t in (self.packet, recalled) if t)
+        self.packet = ""
+        if not text:
+            return
+        if self.plain:
+            sys.stdout.write(text + "\n")
+        else:
+            sys.stdout.write(envelope(event, text, system_message) + "\n")
+        sys.stdout.flush()
+        if recalled:
+            log_usage("inject" if event == "SessionStart" else "recall", len(recalled.encode("utf-8")), keys or [])
+            if system_message and event == "UserPromptSubmit":
+                log_usage("dejavu", 0, keys or [])
 
 
 def log_usage(kind: str, nbytes: int, keys: list[str]) -> None:
@@ -414,7 +414,6 @@ def replace_file(path: Path, data: str | bytes) -> None:
             pass
 
 
-
 def _parse_time(s: str) -> float | None:
     try:
         return datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
@@ -422,88 +421,7 @@ def _parse_time(s: str) -> float | None:
         return None
 
 
-# --------------------------------------------------------------------------- running
-
-
-HOOKS = {
-    "hook-context": ("deja.hooks.context", "run"),
-    "hook-prompt": ("deja.hooks.prompt", "run"),
-    "hook-tool": ("deja.hooks.tool", "run"),
-    "hook-tool-after": ("deja.hooks.tool", "run_after"),
-    "hook-precompact": ("deja.hooks.context", "run_precompact"),
-}
-# Hooks that hand back a pending compaction-recovery packet, and their event.
-DELIVERS = {"hook-context": "SessionStart", "hook-prompt": "UserPromptSubmit", "hook-tool": "PreToolUse"}
-
-
-def run_hook(name: str, args: list[str], stream=None) -> int:
-    """Run one hook; always returns 0. Output only if the hook completes."""
-    plain = "--plain" in args
-    once = "--once" in args
-    try:
-        if recall_mode() == "off" and name != "hook-precompact":
-            return 0
-        import importlib
-
-        mod_name, fn = HOOKS[name]
-        payload = read_payload(stream)
-        if name in DELIVERS:
-            _claim_packet(payload)
-        if name in ("hook-tool", "hook-tool-after") and payload.get("tool_name") in EDIT_TOOLS:
-            _settle_recovery(payload)
-        try:
-            getattr(importlib.import_module(mod_name), fn)(payload, plain=plain, once=once)
-        finally:
-            if _packet["text"]:  # claimed, so it must be printed even if the hook had nothing
-                event = payload.get("hook_event_name")
-                emit(event if event in DELIVERS.values() else DELIVERS[name], "", plain)
-    except Silent:
-        pass
-    except BaseException as exc:  # fail open, whatever it was
-        if isinstance(exc, KeyboardInterrupt):
-            return 0
-        if os.environ.get("DEJA_DEBUG"):
-            import traceback
-
-            traceback.print_exc()
-    return 0
-
-
 # Tools that edit files: Claude Code's, and Codex's apply_patch (the recovery
 # metric ends at the first of them; hooks/packet/metric.py reads the same set).
 CLAUDE_EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 EDIT_TOOLS = CLAUDE_EDIT_TOOLS | {"apply_patch"}
-
-
-def _settle_recovery(payload: Mapping) -> None:
-    """An editing tool: the recovery metric of a capture in this session can be
-    measured now (the transcript holds the first-edit boundary)."""
-    sid = session_id(payload)
-    try:
-        from deja.hooks.packet import store
-
-        root = index_root()
-        if not store.watching(root, sid):
-            return
-        from deja.hooks.packet import metric
-
-        results = metric.settle_pending(root, sid)
-        if not any(r.get("state") == "pending" for r in results):
-            store.unwatch(root, sid)
-    except Exception:
-        pass
-
-
-def _claim_packet(payload: Mapping) -> None:
-    sid = session_id(payload)
-    if not sid:
-        return
-    try:
-        from deja.hooks.packet.deliver import pending_text
-
-        _packet["text"] = pending_text(index_root(), sid, project_cwd(payload))
-    except Exception:
-        if os.environ.get("DEJA_DEBUG"):
-            import traceback
-
-            traceback.print_exc()

@@ -30,7 +30,7 @@ _LOCKFILES = frozenset(("package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poe
                         "uv.lock", "gemfile.lock", "composer.lock", "bun.lockb"))
 
 
-def run(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run(payload: dict, out: c.Output, once: bool = False) -> None:
     env = os.environ
     mode = c.recall_mode(env)
     sid = c.session_id(payload)
@@ -57,7 +57,7 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
         raise c.Silent("nothing to recall")
     body = c.fit_lines(body.splitlines(), BUDGET[mode])
     receipt = None
-    if keys and not plain:
+    if keys and not out.plain:
         mark = c.Ledger(root, "cwd:%08x" % zlib.crc32(cwd.encode("utf-8", "replace")))
         token = "receipt:" + c.fingerprint(" ".join(sorted(keys)))
         if not mark.has(token):
@@ -65,7 +65,7 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
             n = len(keys)
             receipt = f"deja recalled {n} prior session{'s' if n != 1 else ''} from this project · {size:.1f} KB of context"
             mark.add(token)
-    c.emit(event, body, plain, receipt, keys=keys)
+    out.emit(event, body, receipt, keys=keys)
     if once:
         ledger.add("once:context")
 
@@ -129,18 +129,13 @@ def cache_put(root, cwd: str, mode: str, env, body: str, keys: list[str]) -> Non
 
 def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = False) -> tuple[str, list[str]]:
     """(the digest body, the session keys it recalls)."""
-    con = live.con
     notes = accepted_notes(live, project) if project else []
     any_project = mode == "aggressive"
     if not project and not any_project:
         return "", []
-    rows = con.execute(
-        "SELECT session_key, harness, session_id, title, decision, updated, touched, gave_up "
-        "FROM sessions WHERE harness <> 'deja' AND session_id <> ? AND (? OR project = ?) "
-        "AND coalesce(kind, '') NOT IN ('sidechain', 'subagent') AND messages > 0 "
-        "ORDER BY updated DESC NULLS LAST LIMIT ?",
-        [sid, any_project, project, CANDIDATES],
-    ).fetchall()
+    from deja.queries.project_memory import recent_sessions
+
+    rows = recent_sessions(live, project, sid, any_project, CANDIDATES)
     touching = working_tree_files(cwd) if rows else []
     recency = {r[0]: i for i, r in enumerate(rows)}
 
@@ -151,8 +146,8 @@ def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = 
     rows.sort(key=lambda r: (r[7] is True, -mentions(r), recency[r[0]]))  # backed-out sessions go last
     picked, seen_titles = [], set()
     for r in rows:
-        title = c.one_line(r[3] or "", 140)
-        decision = c.one_line(r[4] or "", 220)
+        title = c.recall_line(r[3] or "", 140)
+        decision = c.recall_line(r[4] or "", 220)
         words = {w.lower() for w in re.findall(r"\w{2,}", title + " " + decision)}
         if len(words) < 3:
             continue
@@ -186,26 +181,14 @@ def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = 
 
 def accepted_notes(live, project: str, limit: int = 6) -> list[tuple[str, str]]:
     """The project's promoted notes whose text says they were accepted, newest first."""
-    con = live.con
-    rows = con.execute(
-        "SELECT session_key, title, decision FROM sessions WHERE harness = 'deja' AND (project = ? OR project = '') "
-        "ORDER BY updated DESC NULLS LAST LIMIT 50",
-        [project],
-    ).fetchall()
-    if not rows or not live.has("records"):
-        return []
-    texts = dict(con.execute(
-        "SELECT session_key, string_agg(text, chr(10) ORDER BY seq) FROM records WHERE harness = 'deja' "
-        "AND session_key IN (SELECT unnest(?)) GROUP BY session_key",
-        [[r[0] for r in rows]],
-    ).fetchall())
+    from deja.queries.project_memory import promoted_notes
+
     out = []
-    for key, title, decision in rows:
-        text = texts.get(key) or ""
+    for key, title, decision, text in promoted_notes(live, project):
         if not (_ACCEPTED.search(text) or _ACCEPTED.search(title or "")):
             continue
         body = decision or next((ln for ln in text.splitlines() if ln.strip() and not _ACCEPTED.search(ln)), "") or title
-        out.append((key, c.one_line(body, 300)))
+        out.append((key, c.recall_line(body, 300)))
         if len(out) >= limit:
             break
     return out
@@ -240,7 +223,7 @@ def working_tree_files(cwd: str, budget: float = 0.4) -> list[str]:
     return out
 
 
-def run_precompact(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run_precompact(payload: dict, out: c.Output, once: bool = False) -> None:
     """Keep a recovery packet of the live transcript, forget what this session
     was shown (compaction threw those blocks away), and ask for the usual
     background refresh so the turns about to be summarised are indexed."""
@@ -260,7 +243,7 @@ def run_precompact(payload: dict, plain: bool = False, once: bool = False) -> No
 
                 traceback.print_exc()
     if env.get("DEJA_NO_REFRESH") != "1" and not c.writer_running(root):
-        from deja.pipeline.fresh import background_index
+        from deja.stages.store.refresh import background_index
 
         background_index(env)
     raise c.Silent("precompact prints nothing")

@@ -75,7 +75,7 @@ def norm_question(s: str) -> str:
     return " ".join(re.findall(r"\w+", s.lower()))
 
 
-def run(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run(payload: dict, out: c.Output, once: bool = False) -> None:
     env = os.environ
     sid = c.session_id(payload)
     text = strip_injected(prompt_text(payload))
@@ -108,11 +108,11 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
     if not exempt and ledger.has(fp):
         raise c.Silent("block already shown")
     message = None
-    if dejavu and not plain:
+    if dejavu and not out.plain:
         last = ledger.last_time("dv:")
         if last is None or time.time() - last >= DEJAVU_EVERY:
             message = dejavu
-    c.emit("UserPromptSubmit", body, plain, message, keys=keys)
+    out.emit("UserPromptSubmit", body, message, keys=keys)
     ledger.add(fp)
     if message:
         ledger.add("dv:", stamp=True)
@@ -160,17 +160,17 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
     for key, h in chosen:
         s = h["session"]
         row = rows.get(key, {})
-        title = c.one_line(s.get("title") or (h.get("snippets") or [""])[0], 120)
+        title = c.recall_line(s.get("title") or (h.get("snippets") or [""])[0], 120)
         date = (s.get("updated") or s.get("started") or "")[:10]
         short = s["id"][:8]
         lines.append(f"- {date} {s['harness']} \"{title}\" (deja:{short})")
         if weak:
             continue
         if row.get("decision"):
-            lines.append(f"  decided: {c.one_line(row['decision'], 300)}")
+            lines.append(f"  decided: {c.recall_line(row['decision'], 300)}")
         for snip in (h.get("snippets") or [])[:2]:
             if snip != row.get("decision"):
-                lines.append(f"  > {c.one_line(snip, 240)}")
+                lines.append(f"  > {c.recall_line(snip, 240)}")
         if cite is None:
             cite = f"deja-vu recalled: {title} ({s['harness']}, {date}, deja:{short})"
     head = "Earlier sessions on this (pointer only; call recall_context for more):" if weak else \
@@ -186,7 +186,7 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
         body = c.fit_lines(lines, budget)
     message = None
     if dv:
-        topic = c.one_line(ask, 80)
+        topic = c.recall_line(ask, 80)
         message = f"deja-vu: you have been here — \"{topic}\" ({c.ago(dv[1])})"
     return body, [k for k, _ in chosen], message
 
@@ -194,25 +194,16 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
 def _dejavu(live, keys: list[str], ask: str, sid: str):
     """(session key, when in epoch ms) of a recalled session whose user asked the
     same question: one of its user turns holds every word of the ask. Only the
-    user turns of the recalled sessions are read, from the parts that hold them
-    (a scan of every record, or of the postings of every word, cost a third of
-    the hook)."""
-    from deja.stages.store.duck import sql_list
+    user turns of the recalled sessions are read (project_memory.user_turns)."""
+    from deja.queries.project_memory import user_turns
     from deja.stages.tokenize import tokenize
 
     q = norm_question(ask)
     words = set(tokenize(ask))
     if len(q.split()) < 3 or len(words) < 3 or not keys:
         return None
-    rows = live.con.execute(
-        f"SELECT r.session_key, r.record_id, r.text, epoch_ms(s.updated) FROM {live.records_of(keys)} r "
-        "JOIN sessions s ON s.session_key = r.session_key "
-        f"WHERE r.role = 'user' AND r.session_key IN (SELECT unnest({sql_list(keys)})) AND s.session_id <> ? "
-        "AND r.record_id NOT IN (SELECT record_id FROM deletes)",
-        [sid],
-    ).fetchall()
     best = None
-    for key, rid, text, updated in rows:
+    for key, rid, text, updated in user_turns(live, keys, sid):
         if best is not None and rid <= best[1]:
             continue
         folded = (text or "").casefold()  # every token of a text is a piece of its folded form:

@@ -37,7 +37,6 @@ _GIT_INSPECT = frozenset(
     "status diff log show branch remote stash blame reflog describe rev-parse ls-files".split()
 )
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
-_NOT_FOUND = "command not found"
 _ERROR = re.compile(
     r"error|exception|traceback|failed|failure|panic|fatal|cannot|can't|undefined|not found|refused|denied|"
     r"timed? ?out|segmentation|ERR!|errno|abort|no such|permission|exit code [1-9]|exit status [1-9]",
@@ -108,7 +107,7 @@ def is_inspection(command: str) -> bool:
 # --------------------------------------------------------------------------- before
 
 
-def run(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run(payload: dict, out: c.Output, once: bool = False) -> None:
     kind, what = target_of(payload)
     if not what or not what.strip():
         raise c.Silent("no target")
@@ -136,13 +135,15 @@ def run(payload: dict, plain: bool = False, once: bool = False) -> None:
         live.close()
     if not line:
         raise c.Silent("nothing to say")
-    c.emit("PreToolUse", line, plain)
+    out.emit("PreToolUse", line)
     ledger.add("tool:" + c.fingerprint(line))
 
 
 def command_facts(live, command: str, project: str):
     norm = normalise(command)
     prog = program_of(norm)
+    from deja.queries.tool_memory import past_runs
+
     runs = _memo(lambda: past_runs(live, norm))
     return [lambda: command_history(live, norm, runs()), lambda: missing_program(live, prog),
             lambda: failure_here(live, norm, project, runs())]
@@ -158,54 +159,6 @@ def _memo(fn):
     return get
 
 
-CANDIDATES_MAX = 4000  # past this many command records holding the words, scan instead
-
-
-def past_runs(live, norm: str) -> list[tuple]:
-    """Every recorded run of exactly this command: (session_key, seq, text, ts
-    in epoch ms, project, record_id), newest first. The postings name the command records holding its
-    words, so only those records are read; a records scan cost most of the hook."""
-    if not live.has("records"):
-        return []
-    from deja.stages.roles import ROLE_CODES
-    from deja.stages.tokenize import bucket_of, query_terms, tokenize
-
-    from deja.stages.store.duck import inline, sql_list
-
-    exact, failed = "$ " + norm, "$ " + norm + "  → exit"
-    cols = "SELECT session_key, seq, text, epoch_ms(ts) AS ts, project, record_id FROM {} WHERE role = 'command'"
-    words = sorted(set(query_terms(norm)))
-    files = live.postings_for_buckets({bucket_of(t) for t in words}) if words else []
-    rows = None
-    if files:
-        # a run of exactly this command holds its tokens and at most "exit" and
-        # a status beside them: the record's length in tokens rules the rest out
-        n = len(tokenize(norm))
-        hits = live.con.execute(inline(
-            "SELECT record_id, any_value(session) FROM read_parquet($files) WHERE role = ? "
-            "AND token IN (SELECT unnest($words)) AND rec_len BETWEEN ? AND ? "
-            "GROUP BY record_id HAVING count(DISTINCT token) = ?",
-            files=files, words=words), [ROLE_CODES["command"], n, n + 2, len(words)]).fetchall()
-        if not hits:
-            return []
-        if len(hits) <= CANDIDATES_MAX:
-            # only the parts holding those sessions' records are opened, and the
-            # literal range lets DuckDB skip row groups outside it; the text is
-            # compared here, where it costs nothing per row
-            ids = [h[0] for h in hits]
-            keys = [k for (k,) in live.con.execute(
-                f"SELECT session_key FROM sessions WHERE ord IN (SELECT unnest({sql_list(sorted({h[1] for h in hits}))}))"
-            ).fetchall()]
-            rows = live.con.execute(cols.format(live.records_of(keys)) + f" AND record_id BETWEEN {min(ids)} AND "
-                                    f"{max(ids)} AND record_id IN (SELECT unnest({sql_list(ids)}))").fetchall()
-    if rows is None:
-        rows = live.con.execute(cols.format("records") + " AND (lower(text) = ? OR starts_with(lower(text), ?))",
-                                [exact, failed]).fetchall()
-    rows = [r for r in rows if r[2] and (r[2].lower() == exact or r[2].lower().startswith(failed))]
-    rows.sort(key=lambda r: r[3] or 0, reverse=True)
-    return rows
-
-
 def command_history(live, norm: str, runs: list[tuple]) -> str:
     """"This machine has run that command in N sessions, last DATE — last time: <decision>"."""
     last: dict[str, object] = {}
@@ -215,40 +168,29 @@ def command_history(live, norm: str, runs: list[tuple]) -> str:
     n = len(rows)
     if n < DECISION_NEEDS:
         return ""
-    from deja.stages.store.duck import sql_list
+    from deja.queries.tool_memory import latest_decision
 
-    keys = [r[0] for r in rows]
-    decided = live.con.execute(
-        f"SELECT session_key, decision, title FROM sessions WHERE session_key IN (SELECT unnest({sql_list(keys)})) "
-        "AND decision <> '' AND NOT coalesce(gave_up, false) ORDER BY updated DESC"
-    ).fetchall()
-    decision = ""
-    for _, d, _ in decided:
-        decision = d
-        break
+    decision = latest_decision(live, [r[0] for r in rows])
     if not decision and n < COUNT_NEEDS:
         return ""
-    shown = c.one_line(norm, 100)
+    shown = c.recall_line(norm, 100)
     line = f"This machine has run `{shown}` in {n} sessions, last {c.day(rows[0][1])}"
     if decision:
-        line += f" — last time: {c.one_line(decision, 220)}"
+        line += f" — last time: {c.recall_line(decision, 220)}"
     return line
 
 
 def missing_program(live, prog: str) -> str:
     """A program this machine has never had, named from two sightings."""
-    if not prog or not re.fullmatch(r"[\w.+-]+", prog) or shutil.which(prog) or not live.has("records"):
+    if not prog or not re.fullmatch(r"[\w.+-]+", prog) or shutil.which(prog):
         return ""
-    row = live.con.execute(
-        "SELECT count(DISTINCT session_key), max(ts) FROM records WHERE role = 'tool-output' "
-        "AND contains(text, ?) AND (contains(text, ?) OR contains(text, ?))",
-        [_NOT_FOUND, prog + ": " + _NOT_FOUND, _NOT_FOUND + ": " + prog],
-    ).fetchone()
-    n = int(row[0] or 0)
+    from deja.queries.tool_memory import not_found_sightings
+
+    n, last = not_found_sightings(live, prog)
     if n < MISSING_NEEDS:
         return ""
     return (f"`{prog}` is not installed on this machine: agents hit \"{prog}: command not found\" in {n} sessions, "
-            f"last {c.day(row[1])}")
+            f"last {c.day(last)}")
 
 
 def failure_here(live, norm: str, project: str, runs: list[tuple]) -> str:
@@ -259,16 +201,12 @@ def failure_here(live, norm: str, project: str, runs: list[tuple]) -> str:
     row = next((r for r in runs if r[4] == project and r[2].lower().startswith(failed_prefix)), None)
     if not row:
         return ""
-    # a session's records carry consecutive ids: the output is just after the command
-    out = live.con.execute(
-        f"SELECT text FROM {live.records_of([row[0]])} WHERE record_id BETWEEN {row[5] + 1} AND {row[5] + 64} AND session_key = ? "
-        "AND role = 'tool-output' AND seq > ? ORDER BY seq LIMIT 1",
-        [row[0], row[1]],
-    ).fetchone()
-    err = _error_line(out[0] if out else "")
+    from deja.queries.tool_memory import output_after
+
+    err = _error_line(output_after(live, row[0], row[1], row[5]))
     code = row[2].rsplit("→", 1)[-1].strip()
-    return f"Last time here (`{c.one_line(norm, 80)}`, {c.day(row[3])}) it failed with {code}" + \
-        (f": {c.one_line(err, 200)}" if err else "")
+    return f"Last time here (`{c.recall_line(norm, 80)}`, {c.day(row[3])}) it failed with {code}" + \
+        (f": {c.recall_line(err, 200)}" if err else "")
 
 
 def file_facts(live, path: str, cwd: str, project: str):
@@ -281,12 +219,9 @@ def file_history(live, path: str, cwd: str, project: str) -> str:
     base = os.path.basename(path)
     if not base:
         return ""
-    rows = live.con.execute(
-        "SELECT session_key, updated, decision, gave_up FROM sessions WHERE harness <> 'deja' AND ("
-        "list_contains(touched, ?) OR (project = ? AND len(list_filter(touched, lambda x: x = ? OR ends_with(x, ?))) > 0)) "
-        "ORDER BY updated DESC NULLS LAST",
-        [path, project, base, "/" + base],
-    ).fetchall()
+    from deja.queries.tool_memory import file_sessions
+
+    rows = file_sessions(live, path, project)
     n = len(rows)
     if n < DECISION_NEEDS:
         return ""
@@ -294,7 +229,7 @@ def file_history(live, path: str, cwd: str, project: str) -> str:
     shown = os.path.relpath(path, cwd) if cwd and path.startswith(cwd.rstrip("/") + "/") else path
     if decision:
         return (f"{shown} has been worked on in {n} sessions, last {c.day(rows[0][1])} — "
-                f"prior decision: {c.one_line(decision, 200)}")
+                f"prior decision: {c.recall_line(decision, 200)}")
     if n < COUNT_NEEDS:
         return ""
     return f"{shown} has been worked on in {n} sessions, last {c.day(rows[0][1])} — see `deja blame {shown}`"
@@ -353,8 +288,9 @@ def failed(payload: dict) -> tuple[bool, str]:
     return bool(code and code > 0), text
 
 
-def signature(err: str) -> list[str]:
-    """The words of an error line without the numbers, ids and paths that change."""
+def error_words(err: str) -> list[str]:
+    """The first five distinct words of an error line (filler left out), without
+    the numbers, ids and paths that change."""
     from deja.queries.search import FILLER
 
     words = []
@@ -366,7 +302,7 @@ def signature(err: str) -> list[str]:
     return words[:5]
 
 
-def run_after(payload: dict, plain: bool = False, once: bool = False) -> None:
+def run_after(payload: dict, out: c.Output, once: bool = False) -> None:
     tool = str(payload.get("tool_name") or "").lower()
     if tool not in COMMAND_TOOLS:
         raise c.Silent("not a command")
@@ -374,58 +310,40 @@ def run_after(payload: dict, plain: bool = False, once: bool = False) -> None:
     if not bad:
         raise c.Silent("it worked")
     err = _first_failure(text) or next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    sig = signature(err)
-    if len(sig) < 2:
-        raise c.Silent("no signature")
+    words = error_words(err)
+    if len(words) < 2:
+        raise c.Silent("too few error words")
     env = os.environ
     sid = c.session_id(payload)
     ledger = c.Ledger(c.index_root(env), sid)
     live = c.open_warm(env)
     try:
-        pair = error_fix_pair(live, sig, sid, err)
+        pair = error_fix_pair(live, words, sid, err)
     finally:
         live.close()
     if not pair:
         raise c.Silent("no pair on file")
     seen_err, fix, when = pair
-    lines = [f"Seen before ({c.day(when)}): {c.one_line(seen_err, 160)}",
-             f"What followed without failing: {c.one_line(fix, 160)}"]
+    lines = [f"Seen before ({c.day(when)}): {c.recall_line(seen_err, 160)}",
+             f"What followed without failing: {c.recall_line(fix, 160)}"]
     body = c.fit_lines(lines, AFTER_BUDGET)
     token = "tool:" + c.fingerprint(body)
     if ledger.has(token):
         raise c.Silent("already given")
-    c.emit("PostToolUse", body, plain)
+    out.emit("PostToolUse", body)
     ledger.add(token)
 
 
-def error_fix_pair(live, sig: list[str], sid: str, err: str = ""):
+def error_fix_pair(live, words: list[str], sid: str, err: str = ""):
     """(error text, the command that followed it and succeeded, when), newest first.
 
-    A failure is a command record with exit_code > 0 or an error-marked tool
-    output; the fix is the next command of the same session that did not fail.
     With ``deja.stages.failures`` present, "the same error" means the same
     failure signature (numbers, ids and directories masked), as deja friction
     counts it; otherwise the error's words must all appear.
     """
-    if not live.has("records"):
-        return None
-    need = sig[:4]
-    conds = " AND ".join(["contains(lower(f.text), ?)"] * len(need))
-    rows = live.con.execute(
-        f"""
-        WITH f AS (
-            SELECT session_key, seq, text, ts FROM records f
-            WHERE (f.role = 'tool-output' AND coalesce(f.is_error, false) OR f.role = 'command' AND f.exit_code > 0)
-              AND f.session_id <> ? AND {conds}
-        )
-        SELECT f.text, arg_min(ok.text, ok.seq), f.ts FROM f
-        JOIN records ok ON ok.session_key = f.session_key AND ok.seq > f.seq AND ok.role = 'command'
-             AND coalesce(ok.exit_code, 0) = 0 AND NOT contains(ok.text, '→ exit')
-        GROUP BY f.session_key, f.seq, f.text, f.ts
-        ORDER BY f.ts DESC LIMIT 20
-        """,
-        [sid, *need],
-    ).fetchall()
+    from deja.queries.tool_memory import failures_with_fix
+
+    rows = failures_with_fix(live, words[:4], sid)
     key = _sig_key(err)
     for text, fix, ts in rows:
         if key is not None:

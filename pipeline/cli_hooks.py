@@ -2,7 +2,7 @@
 
 The hooks normally run through the fast path in deja.pipeline.entry (no typer import);
 these typer commands exist so `python -m deja hook-…` and the command list
-stay whole. Both call deja.hooks.common.run_hook.
+stay whole. Both call deja.hooks.dispatch.run_hook.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from deja.stages.store import config
 def _hook(name: str, plain: bool = False, once: bool = False) -> None:
     import typer
 
-    from deja.hooks.common import run_hook
+    from deja.hooks.dispatch import run_hook
 
     args = (["--plain"] if plain else []) + (["--once"] if once else [])
     raise typer.Exit(run_hook(name, args))

@@ -164,7 +164,7 @@ def add_skipped(rep: dict, env: Mapping[str, str]) -> None:
 
 def add_background_failure(rep: dict, env: Mapping[str, str]) -> None:
     """The error of the last background `deja index` a query started, if it failed."""
-    from deja.pipeline.fresh import background_failure
+    from deja.stages.store.refresh import background_failure
 
     failed = background_failure(env)
     if failed:

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
             from deja.stages.store import duck
 
             duck.warm_up()
-        from deja.hooks.common import run_hook
+        from deja.hooks.dispatch import run_hook
 
         code = run_hook(argv[0], argv[1:])  # always 0: a hook never blocks the agent
         _quick_exit()

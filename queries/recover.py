@@ -356,7 +356,7 @@ def _sections(s: WorkingState) -> list[_Section]:
         title = one_line(s.title, _CLIP["title"]) + (" (from the first ask)" if s.title_from_ask else "")
         out.append(_Section("Title", [clean(title)], bullets=False))
     if s.last_prompt:
-        out.append(_Section("Last instruction", [clip(clean(s.last_prompt), _CLIP["last"])], bullets=False))
+        out.append(_Section("Last instruction", [clip_noting_cut(clean(s.last_prompt), _CLIP["last"])], bullets=False))
     asks = _earlier_asks(s)
     if asks:
         out.append(_Section("Recent asks", asks, list(range(len(asks)))))
@@ -387,15 +387,15 @@ def _sections(s: WorkingState) -> list[_Section]:
 def _earlier_asks(s: WorkingState) -> list[str]:
     last = one_line(s.last_prompt, 10_000)
     asks = [a for a in s.asks if one_line(a, 10_000) != last][-_MAX_ASKS:]
-    return [clip(clean(a), _CLIP["ask"]) for a in asks]
+    return [clip_noting_cut(clean(a), _CLIP["ask"]) for a in asks]
 
 
 def _plan_and_answer(s: WorkingState) -> str:
     parts = []
     if s.plan:
-        parts.append("Plan: " + clip(clean(s.plan), _CLIP["plan"]))
+        parts.append("Plan: " + clip_noting_cut(clean(s.plan), _CLIP["plan"]))
     if s.answer:
-        parts.append(("Last answer: " if s.plan else "") + clip(clean(s.answer), _CLIP["answer"]))
+        parts.append(("Last answer: " if s.plan else "") + clip_noting_cut(clean(s.answer), _CLIP["answer"]))
     return "\n".join(parts)
 
 
@@ -454,7 +454,7 @@ def _shrink(s: _Section, room: int) -> str:
         keep = room - overhead - 2
         if keep < _MIN_TEXT:
             return ""
-        return _render(s, [clip(s.items[0], keep)])
+        return _render(s, [clip_noting_cut(s.items[0], keep)])
     order = sorted(range(len(s.items)), key=lambda i: -s.rank[i])
     kept: set[int] = set()
     for i in order:  # add items by priority while the section still fits
@@ -511,7 +511,7 @@ def clean(text: str) -> str:
     return _FRAME_TAG.sub(lambda m: "(" + ("/" if m.group(2) else "") + "deja-recall)", text)
 
 
-def clip(text: str, limit: int) -> str:
+def clip_noting_cut(text: str, limit: int) -> str:
     """At most ``limit`` characters, saying how much was cut."""
     text = text.strip()
     if len(text) <= limit:

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from . import show
+from deja.stages.display import clip, one_line
 from deja.stages.store.read import LiveStore
 
 BUDGET = 8000  # bytes of UTF-8
@@ -128,7 +129,7 @@ def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: i
 
     rows = _records(store, res)
     s = res.session
-    head = [f"# {_one_line(s.get('title') or '(untitled)', 200)}", ""]
+    head = [f"# {one_line(s.get('title') or '(untitled)', 200)}", ""]
     meta = [f"{s['harness']} session `{s['id']}`"]
     if s.get("project"):
         meta.append(f"project {s['project']}")
@@ -149,7 +150,7 @@ def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: i
     commands = _commands(rows)
     files = list(res.row.get("touched") or []) or _files(rows)
     sections = {
-        "problem": Section("Problem", [_one_line(a, 600) for a in asks], keep=1),
+        "problem": Section("Problem", [one_line(a, 600) for a in asks], keep=1),
         "decisions": Section("Decisions", decisions, keep=2).cap(MAX_DECISIONS),
         "outcome": Section("Outcome", [outcome] if outcome else [], keep=1, bullet=False),
         "commands": Section("Commands run", commands, keep=5, front=True).cap(MAX_COMMANDS),
@@ -167,7 +168,7 @@ def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: i
             sec.drop()
             md = render()
     if len(md.encode()) > budget and outcome:
-        sections["outcome"].items = [_clip(outcome, 600)]
+        sections["outcome"].items = [clip(outcome, 600)]
         md = render()
     if len(md.encode()) > budget:
         cut = md.encode()[: budget - 40].decode("utf-8", "ignore")
@@ -228,7 +229,7 @@ def _decisions(rows) -> list[str]:
                 if key in seen or any(key in k for k in seen):
                     continue
                 seen.add(key)
-                out.append(_clip(line, 360))
+                out.append(clip(line, 360))
                 if len(out) >= DECISIONS_SCANNED:
                     return out
     return out
@@ -243,8 +244,8 @@ def _outcome(rows) -> str:
         # a short sign-off ("Committed as 4e1c9a2"): lead with the last substantial answer
         earlier = next((a for a in reversed(answers[:-1]) if len(a) >= SHORT_OUTCOME), "")
         if earlier:
-            return _clip(earlier, 1500) + "\n\n" + last
-    return _clip(last, 1800)
+            return clip(earlier, 1500) + "\n\n" + last
+    return clip(last, 1800)
 
 
 def _commands(rows) -> list[str]:
@@ -261,7 +262,7 @@ def _commands(rows) -> list[str]:
             line = line[: m.start()]
         if line.startswith("$ "):
             line = line[2:]
-        item = _code(_clip(line, 200)) + (f" → exit {code}" if code else "")
+        item = _code(clip(line, 200)) + (f" → exit {code}" if code else "")
         if item == prev:
             repeat += 1
             out[-1] = f"{item} (×{repeat})"
@@ -286,14 +287,6 @@ def _code(text: str) -> str:
     fence = "``" if "`" in text else "`"
     pad = " " if fence == "``" else ""
     return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def _one_line(text: str, width: int) -> str:
-    return _clip(" ".join(text.split()), width)
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 def _utc(iso: str | None) -> str:

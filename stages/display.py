@@ -65,3 +65,25 @@ def utc_day(ms: int | None) -> str:
     if not ms:
         return ""
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    """``text`` with its whitespace collapsed, at most ``limit`` characters (see clip)."""
+    return clip(" ".join(text.split()), limit)
+
+
+def clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters, ending in an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def clip_bytes(text: str, limit: int) -> str:
+    """At most ``limit`` bytes of UTF-8, cut at a word boundary, with an ellipsis:
+    for budgets counted in bytes, as the hooks' are."""
+    if len(text.encode("utf-8")) <= limit:
+        return text
+    cut = text.encode("utf-8")[: max(0, limit - 3)].decode("utf-8", "ignore")
+    sp = cut.rfind(" ")
+    if sp > len(cut) // 2:
+        cut = cut[:sp]
+    return cut.rstrip(" ,;:-") + "…"

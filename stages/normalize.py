@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from .display import one_line
 from .outcome import backed_out, decision_line
 from .sources import values as v
 from .sources.base import WORK_ROLES
@@ -132,11 +133,6 @@ def derive_title(first_user: list[str], first_assistant: str, first_output: str)
     if first_output:
         return "tool output: " + one_line(first_output), False
     return "", False
-
-
-def one_line(text: str, limit: int = 120) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 # ---------------------------------------------------------------------------

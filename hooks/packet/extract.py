@@ -34,9 +34,9 @@ from __future__ import annotations
 import json
 import re
 
-from deja.hooks.common import clip
 from deja.hooks.packet import keep as K
 from deja.hooks.packet.keep import item, key, norm, prose_lines, role_of, text_of, tidy
+from deja.stages.display import clip_bytes
 from deja.stages.failures import failure_line
 from deja.stages.outcome import decision_line
 
@@ -582,7 +582,7 @@ def _fit_stored(packet: dict) -> None:
     for cut in _SHRINK:
         for cat in PRIORITY:
             for it in _items_of(packet, cat):
-                it["text"] = clip(it["text"], cut)
+                it["text"] = clip_bytes(it["text"], cut)
         if stored_size(packet) <= limit:
             return
     omitted = packet["omitted"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Iterator
 
-from deja.hooks.common import clip
+from deja.stages.display import clip_bytes
 
 # --------------------------------------------------------------------------- limits
 
@@ -73,7 +73,7 @@ def key(text: str) -> str:
 def item(text: str, msg, session: str, harness: str, limit: int) -> dict:
     """One packet item: the text and where it came from."""
     return {
-        "text": clip(norm(text), limit),
+        "text": clip_bytes(norm(text), limit),
         "session": session,
         "harness": harness,
         "role": role_of(msg),
@@ -297,7 +297,7 @@ def _valid_entries(previous) -> list[dict]:
         ts = e.get("ts")
         out.append({
             "kind": e["kind"],
-            "text": clip(norm(text), KEEP_LINE_BYTES),
+            "text": clip_bytes(norm(text), KEEP_LINE_BYTES),
             "age": age if isinstance(age, int) and not isinstance(age, bool) and age >= 0 else 0,
             "session": str(e.get("session") or "")[:200],
             "harness": str(e.get("harness") or "")[:40],
@@ -552,7 +552,7 @@ def _valid_instructions(previous) -> list[dict]:
         if isinstance(e, dict) and isinstance(e.get("text"), str) and e["text"].strip():
             ts = e.get("ts")
             out.append({
-                "text": clip(norm(e["text"]), INSTRUCTION_LINE_BYTES),
+                "text": clip_bytes(norm(e["text"]), INSTRUCTION_LINE_BYTES),
                 "session": str(e.get("session") or "")[:200],
                 "harness": str(e.get("harness") or "")[:40],
                 "role": str(e.get("role") or "user")[:20],

@@ -13,7 +13,7 @@ whose UTF-8 length, frame included, never exceeds ``budget``. The order:
     Omitted: … (what the extractor's limits and this budget left out)
 
 Lines that do not fit go lowest priority first and are counted in the omitted
-line. All recalled text passes hooks.common.clean / one_line, so it cannot
+line. All recalled text passes hooks.common.clean / recall_line, so it cannot
 close the frame.
 """
 
@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from deja.hooks.common import frame
-from deja.hooks.common import one_line as _one_line
+from deja.hooks.common import frame, recall_line
 
 KEEP_SHARE = 0.40
 
@@ -101,7 +100,7 @@ def _candidates(packet: dict, verdict) -> list[tuple[str, str]]:
     by_sec["verifications"] = [_verify_line(e) for e in _list(packet, "verifications")]
     for sec in ("instructions", "objective", "first_request", "conclusions", "open", "conflicts", "files"):
         _, prefix, limit = _SECTIONS[sec]
-        by_sec[sec] = [f"{prefix}{one_line(e['text'], limit)}{_prov(e)}" for e in _list(packet, sec)]
+        by_sec[sec] = [f"{prefix}{packet_line(e['text'], limit)}{_prov(e)}" for e in _list(packet, sec)]
     return [(sec, t) for sec in PRIORITY for t in by_sec.get(sec, []) if t]
 
 
@@ -115,21 +114,21 @@ def _list(packet: dict, sec: str) -> list[dict]:
 
 
 def _keep_line(e: dict) -> str:
-    kind = one_line(str(e.get("kind") or "open"), 20)
+    kind = packet_line(str(e.get("kind") or "open"), 20)
     label = {"awaiting": "awaiting the user"}.get(kind, kind)
-    return f"- [{label}] {one_line(e['text'], _SECTIONS['keep'][2])}{_prov(e)}"
+    return f"- [{label}] {packet_line(e['text'], _SECTIONS['keep'][2])}{_prov(e)}"
 
 
 def _verify_line(e: dict) -> str:
     status = e.get("status") if e.get("status") in ("passed", "failed", "unknown") else "unknown"
-    return f"- [{status}] {one_line(e['text'], _SECTIONS['verifications'][2])}{_prov(e)}"
+    return f"- [{status}] {packet_line(e['text'], _SECTIONS['verifications'][2])}{_prov(e)}"
 
 
 def _verdict_line(verdict) -> str:
     v = verdict if isinstance(verdict, dict) else {}
     state = v.get("state") if v.get("state") in _VERDICT_DEFAULT else "unavailable"
     line = v.get("line") if isinstance(v.get("line"), str) and v.get("line").strip() else _VERDICT_DEFAULT[state]
-    text = one_line(line, _SECTIONS["verdict"][2])
+    text = packet_line(line, _SECTIONS["verdict"][2])
     if state != "unchanged":
         text = f"{text.rstrip('.')}. {REVALIDATE}"
     return text
@@ -137,7 +136,7 @@ def _verdict_line(verdict) -> str:
 
 def _prov(e: dict) -> str:
     """ (harness role, 2026-03-02 10:00 UTC) — where a line came from, briefly."""
-    who = " ".join(one_line(str(e.get(f) or ""), 24) for f in ("harness", "role") if e.get(f))
+    who = " ".join(packet_line(str(e.get(f) or ""), 24) for f in ("harness", "role") if e.get(f))
     when = _when(e.get("ts"))
     inner = ", ".join(p for p in (who, when) if p)
     return f" ({inner})" if inner else ""
@@ -178,7 +177,7 @@ def _section_bytes(chosen: list[tuple[str, str]], sec: str) -> int:
 
 
 def _omitted_line(counts: dict[str, int]) -> str:
-    parts = [f"{n} {_NOUNS.get(k, one_line(k, 30))}" for k, n in counts.items() if n > 0]
+    parts = [f"{n} {_NOUNS.get(k, packet_line(k, 30))}" for k, n in counts.items() if n > 0]
     return ("Omitted: " + ", ".join(parts) + ".") if parts else ""
 
 
@@ -205,10 +204,10 @@ def _merge(*counts: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def one_line(text: str, limit: int) -> str:
-    """hooks.common.one_line over text that is sure to encode (a stored packet may
-    carry a lone surrogate)."""
-    return _one_line(str(text).encode("utf-8", "replace").decode("utf-8"), limit)
+def packet_line(text: str, limit: int) -> str:
+    """hooks.common.recall_line over text that is sure to encode (a stored packet
+    may carry a lone surrogate)."""
+    return recall_line(str(text).encode("utf-8", "replace").decode("utf-8"), limit)
 
 
 def _size(text: str) -> int:

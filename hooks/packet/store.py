@@ -1,10 +1,11 @@
 """Packets in the catalog: the latest per session/workspace pair, delivered once.
 
-Seed 000/001: the ``packets`` table of ``catalog.duckdb`` keeps the newest
-packet of up to 32 session/workspace pairs (24 KiB each, oldest evicted);
-index runs, full or incremental, never touch the table. A packet stays after
-delivery, marked delivered, because the next capture of that session carries
-its keep-until-closed list and standing instructions forward.
+Seed 000/001: the ``packets`` table of ``catalog.duckdb`` (its SQL is in
+stages/store/packets.py) keeps the newest packet of up to 32
+session/workspace pairs (24 KiB each, oldest evicted); index runs, full or
+incremental, never touch the table. A packet stays after delivery, marked
+delivered, because the next capture of that session carries its
+keep-until-closed list and standing instructions forward.
 
 Hooks must not open DuckDB on every prompt just to learn that nothing is
 waiting, so a capture also drops an empty marker file beside the index
@@ -103,11 +104,14 @@ def connect(root: Path, create: bool = False):
 
 
 def previous(con, sid: str, cwd: str) -> dict | None:
-    row = con.execute("SELECT body FROM packets WHERE session_id = ? AND workspace = ?", [sid, cwd]).fetchone()
-    if not row:
-        return None
+    from deja.stages.store import packets
+
+    return _decode(packets.body(con, sid, cwd))
+
+
+def _decode(body: str | None) -> dict | None:
     try:
-        return json.loads(row[0])
+        return json.loads(body)
     except (TypeError, ValueError):
         return None
 
@@ -117,20 +121,9 @@ def save(con, root: Path, packet: dict, sid: str, cwd: str, harness: str) -> boo
     body = json.dumps(packet, ensure_ascii=False, separators=(",", ":"))
     if len(body.encode("utf-8")) > MAX_STORED:
         return False
-    con.execute("BEGIN")
-    try:
-        con.execute("DELETE FROM packets WHERE session_id = ? AND workspace = ?", [sid, cwd])
-        con.execute("INSERT INTO packets (session_id, workspace, harness, created, delivered, body) "
-                    "VALUES (?, ?, ?, now()::TIMESTAMP, false, ?)", [sid, cwd, harness, body])
-        evicted = con.execute(
-            "SELECT session_id, workspace FROM packets ORDER BY created DESC, session_id OFFSET ?", [MAX_PAIRS]
-        ).fetchall()
-        for s, w in evicted:
-            con.execute("DELETE FROM packets WHERE session_id = ? AND workspace = ?", [s, w])
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+    from deja.stages.store import packets
+
+    evicted = packets.replace(con, sid, cwd, harness, body, MAX_PAIRS)
     for s, w in evicted:
         _mark(root, s, w, False)
     _mark(root, sid, cwd, True)
@@ -142,37 +135,38 @@ def peek(root: Path, sid: str, cwd: str) -> dict | None:
     (the marker stays for the next hook)."""
     if not is_pending(root, sid, cwd):
         return None
+    from deja.stages.store import packets
+
     con = connect(root)
     try:
-        row = con.execute("SELECT body FROM packets WHERE session_id = ? AND workspace = ? AND NOT delivered",
-                          [sid, cwd]).fetchone()
+        body = packets.body(con, sid, cwd, undelivered=True)
     finally:
         con.close()
-    if not row:
+    if body is None:
         _mark(root, sid, cwd, False)
         return None
-    try:
-        return json.loads(row[0])
-    except (TypeError, ValueError):
-        return None
+    return _decode(body)
 
 
 def mark_delivered(root: Path, sid: str, cwd: str) -> bool:
     """Claim the delivery: True for exactly one caller, however many hooks race."""
+    from deja.stages.store import packets
+
     con = connect(root)
     try:
-        row = con.execute("UPDATE packets SET delivered = true WHERE session_id = ? AND workspace = ? "
-                          "AND NOT delivered RETURNING 1", [sid, cwd]).fetchone()
+        claimed = packets.claim(con, sid, cwd)
     finally:
         con.close()
     _mark(root, sid, cwd, False)
-    return bool(row)
+    return claimed
 
 
 def remove(con, root: Path, pairs: list[tuple[str, str]]) -> None:
     """Delete these (session_id, workspace) packets and their markers (deja forget)."""
+    from deja.stages.store import packets
+
     for sid, cwd in pairs:
-        con.execute("DELETE FROM packets WHERE session_id = ? AND workspace = ?", [sid, cwd])
+        packets.delete(con, sid, cwd)
         _mark(root, sid, cwd, False)
 
 

@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import Mapping
 
 from deja.stages.display import sanitize_display
-from deja.stages.normalize import one_line
+from deja.stages.display import one_line
 from deja.stages.recover import recoverers
 from deja.stages.recover.base import TAIL_BYTES, Action, Candidate, FolderScan, RecoverError, WorkingState
 from deja.stages.redact import redact

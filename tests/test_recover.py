@@ -749,7 +749,7 @@ def test_every_real_session_digest_fits_its_budget_and_names_the_last_instructio
     in; phase 2 for every candidate through the calls the command makes (a
     process per digest would only add start-up time)."""
     from deja.queries import recover
-    from deja.stages.normalize import one_line
+    from deja.stages.display import one_line
 
     home, rows = real_home
     budgets = itertools.cycle((2000, 4000, 8000))

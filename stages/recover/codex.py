@@ -39,7 +39,8 @@ from deja.stages.recover.base import (
     same_dir,
 )
 from deja.stages import work_records as work
-from deja.stages.normalize import one_line, strip_plumbing
+from deja.stages.display import one_line
+from deja.stages.normalize import strip_plumbing
 from deja.stages.sources import codex
 from deja.stages.sources.jsonl import is_regular_file, parse_ts, read_head
 

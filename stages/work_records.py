@@ -100,7 +100,7 @@ def parse_patch(patch: str, cwd: str = "") -> list[tuple[str, str]]:
         m = _PATCH_HEADER.match(line)
         if m:
             path = m.group(2)
-            if cwd and not _is_abs(path):
+            if cwd and not is_absolute(path):
                 path = os.path.join(cwd, path)
             current = []
             out.append((path, current))
@@ -114,7 +114,7 @@ def parse_patch(patch: str, cwd: str = "") -> list[tuple[str, str]]:
     return [(p, "\n".join(removed)) for p, removed in out]
 
 
-def _is_abs(path: str) -> bool:
+def is_absolute(path: str) -> bool:
     return path.startswith(("/", "\\", "~")) or (len(path) > 2 and path[1] == ":" and path[2] in "\\/")
 
 

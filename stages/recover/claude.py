@@ -41,6 +41,7 @@ from deja.stages.recover.base import (
     read_window,
     same_dir,
 )
+from deja.stages import work_records as work
 from deja.stages.display import one_line
 from deja.stages.normalize import strip_plumbing
 from deja.stages.sources import claude
@@ -331,7 +332,7 @@ class _Builder:
         if not (_human(o.get("origin")) and _human(a.get("origin"))):
             return
         prompt = a.get("prompt")
-        text = prompt if isinstance(prompt, str) else claude._result_text(prompt)
+        text = prompt if isinstance(prompt, str) else claude.result_text(prompt)
         if a.get("commandMode") == "bash":
             self.act(Action("! shell", one_line(text, 300)))
         elif a.get("commandMode") in (None, "prompt") and text:
@@ -342,7 +343,7 @@ class _Builder:
         act = self.pending.pop(b.get("tool_use_id"), None)
         if act is None:
             return
-        text = claude._result_text(b.get("content"))
+        text = claude.result_text(b.get("content"))
         m = _EXIT_CODE.match(text)
         if m and m.group(1) != "0":
             act.status = f"exit {m.group(1)}"
@@ -427,7 +428,7 @@ def _absolute(paths: list[str], cwd: str) -> list[str]:
     sep = "\\" if "\\" in cwd and "/" not in cwd else "/"
     out: dict[str, None] = {}
     for p in paths:
-        full = p if claude._is_abs(p) or not cwd else cwd.rstrip("/\\") + sep + p
+        full = p if work.is_absolute(p) or not cwd else cwd.rstrip("/\\") + sep + p
         out.pop(full, None)
         out[full] = None
     return list(out)

@@ -43,6 +43,7 @@ from deja.stages.display import one_line
 from deja.stages.normalize import strip_plumbing
 from deja.stages.sources import codex
 from deja.stages.sources.jsonl import is_regular_file, parse_ts, read_head
+from deja.stages.sources.locate import codex_rollouts
 
 HARNESS = "codex"
 
@@ -64,7 +65,7 @@ def recover_candidates(cwd: str, env: Mapping[str, str]) -> FolderScan:
     home = codex.codex_home(env)
     out = FolderScan(looked=[f"Codex: {os.path.join(home, 'sessions')}"])
     forms = cwd_forms(cwd)
-    for path in codex._rollout_paths(home):
+    for path in codex_rollouts(home):
         if not is_regular_file(path) or not _may_record(path, forms):
             continue
         meta = _meta(path)
@@ -212,7 +213,7 @@ class _Builder:
                 self.user(p.get("content"))
             elif p.get("role") == "assistant":
                 self.has_items = True
-                self.say(codex._content_text(p.get("content")))
+                self.say(codex.content_text(p.get("content")))
         elif pt == "function_call":
             self.call(p)
         elif pt == "custom_tool_call":
@@ -234,7 +235,7 @@ class _Builder:
                 continue
             s = text.lstrip()
             if s.startswith("<user_shell_command>"):  # the person's own `!` command
-                cmd = codex._between(s, "<command>", "</command>") or ""
+                cmd = codex.text_between(s, "<command>", "</command>") or ""
                 self.actions.append(Action("! shell", one_line(cmd, 300)))
             elif s.startswith("<turn_aborted>"):
                 self.event = "interrupt"
@@ -258,7 +259,7 @@ class _Builder:
 
     def call(self, p: dict) -> None:
         name = _s(p.get("name")) or "tool"
-        args = codex._json_obj(p.get("arguments"))
+        args = codex.json_object(p.get("arguments"))
         if name == "update_plan":
             plan = args.get("plan")
             if isinstance(plan, list):
@@ -300,7 +301,7 @@ class _Builder:
         act = self.pending.pop(p.get("call_id"), None)
         if act is None:
             return
-        body, code = codex._frame(codex._output_text(p.get("output")))
+        body, code = codex.unframe_output(codex.output_text(p.get("output")))
         if code:
             act.status = f"exit {code}"
         elif body.startswith("apply_patch verification failed"):

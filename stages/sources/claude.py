@@ -180,7 +180,7 @@ def _parent_uuids(path: str) -> frozenset:
     return uuids
 
 
-def _result_text(content) -> str:
+def result_text(content) -> str:
     """Text of a tool_result ``content``: a string or a list of blocks."""
     if isinstance(content, str):
         return content
@@ -398,7 +398,7 @@ class _Reader:
         if mode not in (None, "prompt", "bash"):
             return  # task-notification and other harness-queued turns
         prompt = a.get("prompt")
-        text = prompt if isinstance(prompt, str) else _result_text(prompt)
+        text = prompt if isinstance(prompt, str) else result_text(prompt)
         part = self.part_for(o)
         self.where(part, o)
         ts = self.time(o)
@@ -501,7 +501,7 @@ class _Reader:
             elif bt == "tool_use":
                 uses.append(b)
             elif bt == "tool_result":
-                t = _result_text(b.get("content"))
+                t = result_text(b.get("content"))
                 err = b.get("is_error")
                 if err:
                     is_error = True
@@ -522,7 +522,7 @@ class _Reader:
             else:
                 t = b.get("text")
                 if not isinstance(t, str):
-                    t = _result_text(b.get("content"))
+                    t = result_text(b.get("content"))
                 if t:
                     texts.append(t)
                     speech += 1
@@ -631,19 +631,15 @@ class _Reader:
         return self.result
 
 
-def _is_abs(path: str) -> bool:
-    return path.startswith(("/", "\\", "~")) or (len(path) > 2 and path[1] == ":" and path[2] in "\\/")
-
-
 def _absolute(paths: list[str], cwd: str) -> list[str]:
     """Snapshot keys are absolute or relative to the cwd; make them all absolute."""
-    if all(_is_abs(p) for p in paths):
+    if all(work.is_absolute(p) for p in paths):
         return paths
     sep = "\\" if "\\" in cwd and "/" not in cwd else "/"
     base = cwd.rstrip("/\\")
     out: dict[str, None] = {}
     for p in paths:
-        out.setdefault(p if _is_abs(p) else base + sep + p, None)
+        out.setdefault(p if work.is_absolute(p) else base + sep + p, None)
     return list(out)
 
 

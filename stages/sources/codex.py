@@ -320,7 +320,7 @@ class _Rollout:
             if role == "user":
                 self._user(p.get("content"), offset)
             elif role == "assistant":
-                text = _content_text(p.get("content"))
+                text = content_text(p.get("content"))
                 if text.strip():
                     self._add("assistant", text, offset)
         elif pt == "function_call":
@@ -363,9 +363,9 @@ class _Rollout:
 
     def _user_shell(self, text: str, offset: int) -> None:
         """The user's ``!cmd``: ``<user_shell_command><command>X</command><result>…``."""
-        cmd = _between(text, "<command>", "</command>")
-        result = _between(text, "<result>", "</result>", last=True)
-        body, code = _frame(result) if result is not None else ("", None)
+        cmd = text_between(text, "<command>", "</command>")
+        result = text_between(text, "<result>", "</result>", last=True)
+        body, code = unframe_output(result) if result is not None else ("", None)
         if cmd is not None and self.flags["COMMANDS"]:
             rec = work.command_record(cmd.strip(), code)
             if rec:
@@ -380,14 +380,14 @@ class _Rollout:
             self.names[call_id] = name
         args = p.get("arguments")
         if name in _SHELL_TOOLS:
-            a = _json_obj(args)
+            a = json_object(args)
             cmd = a.get("cmd") if name == "exec_command" else a.get("command")
             if cmd is None:
                 cmd = a.get("command") if name == "exec_command" else a.get("cmd")
             self._shell(cmd, name, call_id, offset)
             return
         if name in _PATCH_TOOLS:
-            a = _json_obj(args)
+            a = json_object(args)
             patch = a.get("input") or a.get("patch")
             if not isinstance(patch, str) and isinstance(args, str) and args.lstrip().startswith(_PATCH_BEGIN):
                 patch = args
@@ -395,7 +395,7 @@ class _Rollout:
                 self._patch(patch, name, offset)
             return
         if isinstance(args, str) and _PATCH_BEGIN in args:
-            patch = _find_patch(_json_obj(args))
+            patch = _find_patch(json_object(args))
             if patch:
                 self._patch(patch, name if isinstance(name, str) else "apply_patch", offset)
 
@@ -431,7 +431,7 @@ class _Rollout:
 
     def _output(self, p: dict, offset: int) -> None:
         call_id = p.get("call_id")
-        body, code = _frame(_output_text(p.get("output")))
+        body, code = unframe_output(output_text(p.get("output")))
         if isinstance(call_id, str):
             self._set_exit(call_id, code)
         if body and self.flags["TOOL_OUTPUT"]:
@@ -562,7 +562,7 @@ def _task_ms(p: dict) -> int | None:
     return _uuid7_ms(p.get("turn_id"))
 
 
-def _content_text(content) -> str:
+def content_text(content) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -576,7 +576,7 @@ def _content_text(content) -> str:
     return "\n".join(texts)
 
 
-def _json_obj(value) -> dict:
+def json_object(value) -> dict:
     if isinstance(value, dict):
         return value
     if isinstance(value, str):
@@ -610,7 +610,7 @@ def _cut_patch(text: str) -> str | None:
     return text[i:] if j < 0 else text[i : j + len(_PATCH_END)]
 
 
-def _between(text: str, open_tag: str, close_tag: str, last: bool = False) -> str | None:
+def text_between(text: str, open_tag: str, close_tag: str, last: bool = False) -> str | None:
     i = text.find(open_tag)
     if i < 0:
         return None
@@ -621,12 +621,12 @@ def _between(text: str, open_tag: str, close_tag: str, last: bool = False) -> st
     return text[i:j]
 
 
-def _output_text(out) -> str:
+def output_text(out) -> str:
     if isinstance(out, str):
         return out
     if isinstance(out, dict):  # structured payload of some builds
         if isinstance(out.get("output"), str):
-            return orjson.dumps(out).decode()  # unwrapped (with its exit code) by _frame
+            return orjson.dumps(out).decode()  # unwrapped (with its exit code) by unframe_output
         content = out.get("content")
         return content if isinstance(content, str) else ""
     if isinstance(out, list):  # content items (MCP results)
@@ -636,7 +636,7 @@ def _output_text(out) -> str:
     return ""
 
 
-def _frame(out: str) -> tuple[str, int | None]:
+def unframe_output(out: str) -> tuple[str, int | None]:
     """(output text without the harness framing, exit code if recorded)."""
     code: int | None = None
     s = out

@@ -81,7 +81,7 @@ def _fast_index(argv: list[str]) -> None:
 
 def _quick_exit() -> None:
     """A search or hook has said everything: leave without tearing the
-    interpreter and DuckDB down (~10 ms of their budgets; a warm-up thread
+    interpreter and DuckDB down (time their budgets need; a warm-up thread
     still inside DuckDB is simply stopped). Only the process's own entry point
     does this; a caller of main() in-process gets a normal return."""
     if not _ENTRY:

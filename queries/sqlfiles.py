@@ -1,7 +1,7 @@
 """SQL kept in queries/sql/*.sql, loaded once per process.
 
 Read beside this module rather than through importlib.resources, whose
-import alone cost a search ~8 ms; the files install with the package
+import alone is a noticeable share of a search; the files install with the package
 (pyproject package-data), so they are always there.
 """
 

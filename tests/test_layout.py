@@ -1,6 +1,6 @@
 """The house rule: arrows only point down (README, "Layout of the code").
 
-    deja (the root: version, front door) ─► pipeline (CLI, index run) ─► hooks ─► queries ─► stages ─► stages.store
+    deja (deja_root/: version, front door) ─► pipeline (CLI, index run) ─► hooks ─► queries ─► stages ─► stages.store
 
 Every import of a deja module, at module level or inside a function, is read
 from the source with ``ast`` and must point to the same floor or one below.
@@ -15,7 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # folder → import name, highest floor first
 FLOORS = [
-    ("deja", "deja"),
+    ("deja_root", "deja"),  # the package root: not a folder named deja, which would shadow the
+                              # installed package for any process started in a checkout
     ("pipeline", "deja.pipeline"),
     ("hooks", "deja.hooks"),
     ("queries", "deja.queries"),
@@ -136,7 +137,7 @@ def test_readme_layout_names_every_module():
     section = readme.split("## Layout of the code", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"[\w*<>]+(?=\.py\b)", section)) | set(re.findall(r"\b\w+\b", section))
     missing = []
-    for folder in ("deja", "pipeline", "hooks", "queries", "stages", "stages/store"):
+    for folder in ("deja_root", "pipeline", "hooks", "queries", "stages", "stages/store"):
         for path in sorted((ROOT / folder).glob("*.py")):
             if path.stem not in ("__init__", "__main__") and path.stem not in named:
                 missing.append(path.relative_to(ROOT).as_posix())
@@ -144,3 +145,10 @@ def test_readme_layout_names_every_module():
         if folder.split("/")[-1] + "/" not in section:
             missing.append(folder + "/")
     assert missing == []
+
+
+def test_no_folder_of_the_checkout_shadows_the_package():
+    """A process started in a checkout (a reader process, `python -m deja`, a
+    bench) puts the checkout on sys.path: a folder named ``deja`` there would
+    hide the installed package from it."""
+    assert not (ROOT / "deja").exists()

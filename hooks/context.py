@@ -21,10 +21,10 @@ from . import common as c
 BUDGET = {"safe": 2048, "aggressive": 4096}
 MAX_SESSIONS = {"safe": 3, "aggressive": 6}
 CANDIDATES = 12
-LEAD = ("Past sessions on this project, from deja's index of your agents' transcripts. For details call the "
-        "recall_context tool; mention deja only when you actually reused something from it.")
-LEAD_COMPACT = ("The context was just compacted; the memory below survived it. For details call the "
-                "recall_context tool; mention deja only when you actually reused something from it.")
+LEAD = ("Past sessions on this project, from deja's index of your agents' transcripts. For details "
+        + c.MORE + "; mention deja only when you actually reused something from it.")
+LEAD_COMPACT = ("The context was just compacted; the memory below survived it. For details "
+                + c.MORE + "; mention deja only when you actually reused something from it.")
 _ACCEPTED = re.compile(r"\b(?:state|status|lifecycle)\b\W{0,4}accepted\b|\[accepted\]", re.I)
 _LOCKFILES = frozenset(("package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock", "go.sum",
                         "uv.lock", "gemfile.lock", "composer.lock", "bun.lockb"))

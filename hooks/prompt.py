@@ -173,7 +173,7 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
                 lines.append(f"  > {c.recall_line(snip, 240)}")
         if cite is None:
             cite = f"deja-vu recalled: {title} ({s['harness']}, {date}, deja:{short})"
-    head = "Earlier sessions on this (pointer only; call recall_context for more):" if weak else \
+    head = f"Earlier sessions on this, pointers only; for more, {c.MORE}:" if weak else \
         "Earlier sessions on what you are asking:"
     lines.insert(1 if dv else 0, head)
     if cite:

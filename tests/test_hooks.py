@@ -171,7 +171,8 @@ def test_context_digest_led_by_accepted_notes(store):
     notes_at = ctx.index("Standing decisions")
     assert "Keep pool_size at 20" in ctx
     assert notes_at < ctx.index("Recent sessions")
-    assert "recall_context" in ctx
+    # issue 13: the pointer is a command the agent can run, not the MCP tool that does not exist yet
+    assert 'run deja ctx "<query>"' in ctx and "recall_context" not in ctx
     assert env["systemMessage"].startswith("deja recalled ")
     # the receipt is given once per recalled set; the digest every time
     again = json.loads(hook(store, "hook-context", start(sid="other")))
@@ -490,3 +491,11 @@ def test_context_served_from_the_per_cwd_cache_until_the_index_changes(store):
                                        env={"DEJA_EXCLUDE_PROJECTS": "nothing-like-this"})
     os.utime(store.index / "catalog.duckdb")  # an index commit rewrites the catalog
     assert "CACHED DIGEST" not in hook(store, "hook-context", start(sid="cache-5"))
+
+
+def test_weak_prompt_recall_points_at_deja_ctx(store):
+    """issue 13: a pointer-only recall names a command the agent can run, `deja ctx "<query>"`,
+    not the recall_context tool, which no server offers yet."""
+    out = hook(store, "hook-prompt", prompt("why is pool_size wrong on the zebra?", sid="weak"))
+    ctx = envelope(out, "UserPromptSubmit")["hookSpecificOutput"]["additionalContext"]
+    assert 'pointers only; for more, run deja ctx "<query>"' in ctx and "recall_context" not in ctx

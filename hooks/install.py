@@ -8,9 +8,17 @@ usual install locations), so moving or upgrading deja rewrites no config.
 
 Config files are edited, not rewritten: only the ``hooks.<Event>`` arrays deja
 touches are replaced in the original text, so every other byte of the user's
-file — other settings, other events, their formatting — stays as it was. A
-backup is kept once (``<file>.deja-backup``); a run that changes nothing
-writes nothing; re-running never duplicates an entry.
+file — other settings, other events, their formatting — stays as it was. A run
+that changes nothing writes nothing; re-running never duplicates an entry.
+
+Undo is exact. Before its first change to a file that holds no deja entry,
+install copies the file's bytes to ``<file>.deja-backup`` (and, for a file that
+does not exist yet, removes a stale backup, so "no backup" means "deja created
+it"). Uninstall puts the backup back byte for byte when taking deja's entries
+out leaves exactly what it holds, deletes a file deja created and nobody added
+to, and otherwise removes deja's entries only, keeps the rest and says so. The
+/recover skills go the same way: a copy deja wrote is removed (a user's copy it
+set aside comes back), with the folders deja made for it.
 """
 
 from __future__ import annotations
@@ -37,14 +45,22 @@ CLAUDE_HOOKS = (
     ("PreToolUse", "Bash|Edit|Write|MultiEdit|NotebookEdit", "hook-tool", "Checking what this touches…"),
     ("PostToolUse", "Bash", "hook-tool-after", "Checking this error against past sessions…"),
 )
+# Every event the current Codex runs (codex-rs/config hook_config.rs); a Codex that
+# lacks one ignores its key, so older releases get what they support.
 CODEX_HOOKS = (
     ("SessionStart", "startup|resume", "hook-context", "Recalling past sessions…"),
+    ("UserPromptSubmit", None, "hook-prompt", "Searching past sessions…"),
     ("PreToolUse", "Bash|apply_patch", "hook-tool", "Checking what this touches…"),
+    ("PostToolUse", "Bash", "hook-tool-after", "Checking this error against past sessions…"),
     ("PreCompact", "manual|auto", "hook-precompact", "Saving this session to memory…"),
 )
 CODEX_TRUST_NOTE = ("codex: hooks written to {path}; Codex runs a hook only after you review and trust it "
                     "(type /hooks in the Codex TUI once)")
-
+CODEX_SWITCH_NOTE = ("codex: hooks are on by default in current Codex; an older release runs them only with "
+                     "`codex_hooks = true` under `[features]` in {config}")
+CODEX_OFF_NOTE = ("codex: hooks are switched off in {config} (`{key} = false` under `[features]`): "
+                  "set it to true or Codex runs none of them")
+BACKUP_SUFFIX = ".deja-backup"
 
 class InstallError(Exception):
     pass
@@ -70,6 +86,14 @@ def claude_settings(home: Path, env: Mapping[str, str]) -> Path:
 def codex_hooks(home: Path, env: Mapping[str, str]) -> Path:
     base = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
     return base / "hooks.json"
+
+
+def codex_config(home: Path, env: Mapping[str, str]) -> Path:
+    return codex_hooks(home, env).with_name("config.toml")
+
+
+def backup_path(path: Path) -> Path:
+    return path.with_name(path.name + BACKUP_SUFFIX)
 
 
 def launcher_path(home: Path, env: Mapping[str, str]) -> Path:
@@ -270,101 +294,155 @@ def splice_hooks(text: str, new_hooks: dict | None, old_hooks) -> str:
 # --------------------------------------------------------------------------- files
 
 
-def _load(path: Path) -> tuple[str | None, dict]:
-    if not path.exists():
-        return None, {}
-    raw = path.read_text(encoding="utf-8")
+def _parse(raw: str, path: Path) -> dict:
     if not raw.strip():
-        return raw, {}
+        return {}
     try:
         data = json.loads(raw)
     except ValueError as exc:
         raise InstallError(f"{path} is not valid JSON ({exc}); fix it or move it aside, then re-run")
     if not isinstance(data, dict):
         raise InstallError(f"{path} does not hold a JSON object; left alone")
-    return raw, data
+    return data
 
 
-def _save(path: Path, raw: str | None, data: dict, new_hooks: dict | None) -> bool:
-    """Write ``data`` (whose only change is its ``hooks``); False if nothing changed."""
-    if raw is not None and raw.strip():
-        old = json.loads(raw)
-        if old == data:
-            return False
-        try:
-            text = splice_hooks(raw, new_hooks, old.get("hooks"))
-            if json.loads(text) != data:
-                raise ValueError("splice mismatch")
-        except (ValueError, AssertionError, IndexError):
-            text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-        backup = path.with_name(path.name + ".deja-backup")
-        if not backup.exists():
-            backup.write_text(raw, encoding="utf-8")
-    else:
-        if not data:
-            return False
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+def _load(path: Path) -> tuple[bytes | None, str | None, dict]:
+    """The file's bytes, its text (line endings kept) and its object; Nones for no file."""
+    if not path.exists():
+        return None, None, {}
+    blob = path.read_bytes()
+    try:
+        raw = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InstallError(f"{path} is not UTF-8 text; left alone")
+    return blob, raw, _parse(raw, path)
+
+
+def _write(path: Path, blob: bytes) -> None:
+    """Replace ``path`` atomically, keeping its permissions."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".deja-tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_bytes(blob)
     try:
         os.chmod(tmp, path.stat().st_mode & 0o777)
     except OSError:
         pass
     os.replace(tmp, path)
-    return True
 
 
-def _wire(path: Path, spec, launcher: Path, extra: dict) -> tuple[bool, list[str]]:
-    raw, data = _load(path)
-    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
-    new = dict(hooks)
-    for event, matcher, sub, status in spec:
-        new[event] = merge_event(hooks.get(event), matcher, f"{launcher} {sub}", sub,
-                                 {**extra, "statusMessage": status})
-    data = dict(data, hooks=new)
-    return _save(path, raw, data, new), [e for e, *_ in spec]
+def _text(raw: str | None, data: dict, new_hooks: dict | None) -> str:
+    """The file's new text: ``raw`` with only its changed hook arrays replaced."""
+    if raw is not None and raw.strip():
+        try:
+            text = splice_hooks(raw, new_hooks, json.loads(raw).get("hooks"))
+            if json.loads(text) == data:
+                return text
+        except (ValueError, AssertionError, IndexError):
+            pass
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def _unwire(path: Path) -> tuple[bool, list[str]]:
-    raw, data = _load(path)
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return False, []
-    new, removed = {}, []
-    for event, entries in hooks.items():
-        if not isinstance(entries, list):
-            new[event] = entries
-            continue
-        kept = strip_event(entries)
-        if kept == entries:
-            new[event] = entries
-            continue
-        removed.append(event)
-        if kept:
-            new[event] = kept
-    if not removed:
-        return False, []
-    data = dict(data)
-    if new:
-        data["hooks"] = new
-    else:
-        data.pop("hooks")
-    return _save(path, raw, data, new or None), removed
-
-
-def wired(path: Path) -> list[str]:
-    """Events of a hook config that run a deja hook."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
+def _deja_events(data: dict) -> list[str]:
     hooks = data.get("hooks") if isinstance(data, dict) else None
     if not isinstance(hooks, dict):
         return []
     return [ev for ev, entries in hooks.items() if isinstance(entries, list) and any(
         isinstance(e, dict) and isinstance(e.get("hooks"), list) and any(_any_deja(h) for h in e["hooks"])
         for e in entries)]
+
+
+def _wire(path: Path, spec, launcher: Path, extra: dict) -> tuple[bool, list[str]]:
+    blob, raw, data = _load(path)
+    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    new = dict(hooks)
+    for event, matcher, sub, status in spec:
+        new[event] = merge_event(hooks.get(event), matcher, f"{launcher} {sub}", sub,
+                                 {**extra, "statusMessage": status})
+    events = [e for e, *_ in spec]
+    want = dict(data, hooks=new)
+    if blob is not None and want == data:
+        return False, events
+    if not _deja_events(data):
+        # the first change: keep what uninstall must put back (a newer state
+        # than an old backup's, or nothing when there is no file yet)
+        backup = backup_path(path)
+        if blob is not None:
+            _write(backup, blob)
+        elif backup.exists():
+            backup.unlink()
+    _write(path, _text(raw, want, new).encode("utf-8"))
+    return True, events
+
+
+def _unwire(path: Path) -> tuple[bool, list[str], list[str]]:
+    """Take deja's entries out of ``path``: (changed, events, notes)."""
+    blob, raw, data = _load(path)
+    events = _deja_events(data)
+    if not events:
+        return False, [], []
+    hooks = data["hooks"]
+    new = {}
+    for event, entries in hooks.items():
+        kept = strip_event(entries) if isinstance(entries, list) else entries
+        if kept or not isinstance(entries, list):
+            new[event] = kept
+    left = dict(data)
+    if new:
+        left["hooks"] = new
+    else:
+        left.pop("hooks")
+    backup = backup_path(path)
+    if backup.exists():
+        before = backup.read_bytes()
+        try:
+            same = _parse(before.decode("utf-8"), backup) == left
+        except (InstallError, UnicodeDecodeError):
+            same = False
+        if same:
+            _write(path, before)
+            backup.unlink()
+            return True, events, [f"{path} restored byte for byte as it was before install"]
+        _write(path, _text(raw, left, new or None).encode("utf-8"))
+        return True, events, [f"{path} changed since install: removed deja's entries only and kept your other "
+                              f"changes (the file as it was before install: {backup})"]
+    if not left:
+        path.unlink()
+        return True, events, [f"{path} removed (deja created it)"]
+    _write(path, _text(raw, left, new or None).encode("utf-8"))
+    return True, events, [f"{path}: removed deja's entries only and kept your other changes"]
+
+
+def wired(path: Path) -> list[str]:
+    """Events of a hook config that run a deja hook."""
+    try:
+        return _deja_events(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return []
+
+
+def codex_notes(hooks_path: Path, config_path: Path, changed: bool) -> list[str]:
+    """What the user must do before Codex runs the hooks: the feature switch in
+    config.toml where it is off (or may be, on an older Codex) and the trust step."""
+    features = {}
+    try:
+        import tomllib
+
+        features = tomllib.loads(config_path.read_text(encoding="utf-8")).get("features") or {}
+    except (OSError, ValueError, UnicodeDecodeError):
+        pass
+    if not isinstance(features, dict):
+        features = {}
+    # `hooks` is the key today; `codex_hooks` the older one (now an alias)
+    off = next((k for k in ("hooks", "codex_hooks") if features.get(k) is False), None)
+    if off:
+        return [CODEX_OFF_NOTE.format(config=config_path, key=off)] + (
+            [CODEX_TRUST_NOTE.format(path=hooks_path)] if changed else [])
+    if not changed:
+        return []
+    notes = [CODEX_TRUST_NOTE.format(path=hooks_path)]
+    if not any(features.get(k) is True for k in ("hooks", "codex_hooks")):
+        notes.append(CODEX_SWITCH_NOTE.format(config=config_path))
+    return notes
 
 
 # --------------------------------------------------------------------------- commands
@@ -384,20 +462,22 @@ def resolve_targets(target: str | None, auto: bool, all_: bool, home: Path, env:
     return [name]
 
 
+def _config(target: str, home: Path, env: Mapping[str, str]) -> Path:
+    return claude_settings(home, env) if target == "claude" else codex_hooks(home, env)
+
+
 def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str | None = None) -> list[Result]:
     launcher, lchanged = write_launcher(home, env, binary)
     results = []
     for t in targets:
+        path = _config(t, home, env)
         if t == "claude":
-            path = claude_settings(home, env)
             changed, events = _wire(path, CLAUDE_HOOKS, launcher, {})
             res = Result(t, path, changed, events)
         else:
-            path = codex_hooks(home, env)
             changed, events = _wire(path, CODEX_HOOKS, launcher, {"timeout": 10})
             res = Result(t, path, changed, events)
-            if changed:
-                res.notes.append(CODEX_TRUST_NOTE.format(path=path))
+            res.notes.extend(codex_notes(path, codex_config(home, env), changed))
         results.append(res)
     try:
         for p in install_skills(home, targets=list(targets), env=env):
@@ -412,13 +492,20 @@ def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str 
 def uninstall(targets: list[str], home: Path, env: Mapping[str, str]) -> list[Result]:
     results = []
     for t in targets:
-        path = claude_settings(home, env) if t == "claude" else codex_hooks(home, env)
-        changed, events = _unwire(path)
-        results.append(Result(t, path, changed, events))
+        path = _config(t, home, env)
+        changed, events, notes = _unwire(path)
+        res = Result(t, path, changed, events, notes)
+        res.notes.extend(remove_skills(home, [t], env))
+        results.append(res)
     remaining = [p for p in (claude_settings(home, env), codex_hooks(home, env)) if wired(p)]
     launcher = launcher_path(home, env)
     if not remaining and launcher.exists():
         launcher.unlink()
+        for d in (launcher.parent, launcher.parent.parent):  # bin/, then deja/ when nothing else is there
+            try:
+                d.rmdir()
+            except OSError:
+                break
         results[0].notes.append(f"launcher removed: {launcher}")
     return results
 
@@ -435,6 +522,7 @@ def wiring(home: Path, env: Mapping[str, str]) -> dict:
 # --------------------------------------------------------- the /recover skill
 
 SKILL_NAME = "recover"
+STAMP_NAME = ".deja-installed"  # beside SKILL.md: the hash of the copy deja wrote, then the folders it made
 
 
 def skill_source() -> Path:
@@ -452,6 +540,13 @@ def skill_targets(home: Path, env: Mapping[str, str] | None = None) -> dict[str,
     }
 
 
+def _stamp(dest: Path) -> tuple[str, list[str]]:
+    """(hash of deja's copy, folders deja created for it) from the stamp beside ``dest``."""
+    stamp = dest.with_name(STAMP_NAME)
+    lines = stamp.read_text(encoding="utf-8").splitlines() if stamp.is_file() else []
+    return (lines[0].strip() if lines else ""), [x for x in lines[1:] if x.strip()]
+
+
 def install_skills(home: Path, targets=None, env: Mapping[str, str] | None = None) -> list[Path]:
     """Install the /recover skill for ``targets`` (default: every agent in
     ``skill_targets``); return the files written. Idempotent: an up-to-date copy
@@ -467,21 +562,54 @@ def install_skills(home: Path, targets=None, env: Mapping[str, str] | None = Non
         if name not in all_targets:
             raise RecoverError(f"no skill location known for {name!r} (known: {', '.join(all_targets)})")
         dest = all_targets[name]
-        stamp = dest.with_name(".deja-installed")  # hash of the copy deja last wrote here
         have = dest.read_bytes() if dest.is_file() else None
         if have == want:
             continue
-        if have is not None:
-            ours = stamp.is_file() and stamp.read_text().strip() == hashlib.sha256(have).hexdigest()
-            if not ours:  # the user edited it (or wrote their own): keep their copy
-                _keep_user_copy(dest)
+        digest, made = _stamp(dest)
+        if have is not None and digest != hashlib.sha256(have).hexdigest():
+            _keep_user_copy(dest)  # the user edited it (or wrote their own): keep their copy
+        missing = [d for d in [dest.parent, *dest.parent.parents] if not d.exists()]
+        made += [str(d) for d in reversed(missing)]
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(dest.name + ".tmp")
         tmp.write_bytes(want)
         os.replace(tmp, dest)
-        stamp.write_text(hashlib.sha256(want).hexdigest() + "\n")
+        dest.with_name(STAMP_NAME).write_text("\n".join([hashlib.sha256(want).hexdigest(), *made]) + "\n")
         written.append(dest)
     return written
+
+
+def remove_skills(home: Path, targets, env: Mapping[str, str] | None = None) -> list[str]:
+    """Undo ``install_skills`` for ``targets``: remove deja's copy (one the user
+    edited stays), put back the user's copy it set aside, and remove the
+    folders it made once they are empty. Returns what it did, one line each."""
+    import hashlib
+
+    all_targets = skill_targets(Path(home), env)
+    notes = []
+    for name in targets:
+        dest = all_targets.get(name)
+        if dest is None or not dest.with_name(STAMP_NAME).is_file():
+            continue  # deja did not install this one
+        digest, made = _stamp(dest)
+        if dest.is_file() and hashlib.sha256(dest.read_bytes()).hexdigest() == digest:
+            dest.unlink()
+            notes.append(f"removed the /recover skill at {dest}")
+        elif dest.is_file():
+            notes.append(f"kept {dest}: it was edited after deja installed it")
+        dest.with_name(STAMP_NAME).unlink()
+        if not dest.exists():
+            baks = sorted(dest.parent.glob(dest.name + ".bak*"),
+                          key=lambda p: int(p.name.rsplit(".", 1)[1]) if p.name[-1].isdigit() else 0)
+            if baks:
+                os.replace(baks[-1], dest)
+                notes.append(f"put back your own {dest} (deja had kept it as {baks[-1].name})")
+        for d in sorted(made, key=len, reverse=True):
+            try:
+                Path(d).rmdir()
+            except OSError:
+                pass
+    return notes
 
 
 def _keep_user_copy(path: Path) -> Path:

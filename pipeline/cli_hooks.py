@@ -105,7 +105,12 @@ def register(app) -> None:
         all_: bool = typer.Option(False, "--all"),
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
-        """Remove deja's hooks from your agents' settings (nothing else is touched)."""
+        """Remove deja's hooks and /recover skills from your agents.
+
+        A settings file is put back byte for byte when deja's entries were its only
+        change, and deleted when deja created it; otherwise only deja's entries go.
+        Example: deja uninstall --all
+        """
         ins, env, home, targets = _targets(target, auto, all_)
         try:
             results = ins.uninstall(targets, home, env)

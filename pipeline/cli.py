@@ -50,7 +50,7 @@ def recover_cmd(
     env = os.environ
     try:
         if install_skill:
-            from deja.hooks.install import install_skills
+            from deja.hooks.install_skills import install_skills
 
             written = install_skills(config.home(env), env=env)
             print("\n".join(map(str, written)) or "the /recover skill is up to date")

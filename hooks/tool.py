@@ -353,8 +353,7 @@ def _failures_of(text: str) -> list[str]:
 
 
 def _first_failure(text: str) -> str:
-    try:
-        from deja.stages import failures
-    except ImportError:
-        return _error_line(text)
-    return failures.first_failure(text or "") or _error_line(text)
+    """The first failure line by the rule ``fix`` and ``friction`` use (stages/failures)."""
+    from deja.stages import failures
+
+    return failures.first_failure(text or "") or ""

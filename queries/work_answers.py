@@ -263,34 +263,27 @@ class FixAnswer:
 
 
 class _Wanted:
-    """The pasted failure lines, as ``fix`` matches them: a line with its file's
-    location by its signature, a bare message wherever it happened."""
+    """The pasted failure lines, as ``fix`` matches them: by their error part, the
+    message without the file and line it was printed for (``undefined: x`` from
+    ``./a.go:3:1: undefined: x`` answers the same error in ``b.go``)."""
 
     def __init__(self, error_text: str):
-        self.located: dict[int, str] = {}
-        self.bare: dict[int, str] = {}
+        self.sigs: dict[int, str] = {}
         for ln in error_text.splitlines():
             f = fl.failure_line(ln)
-            if not f:
-                continue
-            if fl.split_location(f)[0]:
-                self.located.setdefault(fl.signature(f), f)
-            else:
-                self.bare.setdefault(fl.signature(f, located=False), f)
+            if f:
+                self.sigs.setdefault(fl.signature(f, located=False), f)
 
     def __bool__(self) -> bool:
-        return bool(self.located or self.bare)
+        return bool(self.sigs)
 
     def lines(self) -> list[str]:
-        return list(self.located.values()) + list(self.bare.values())
+        return list(self.sigs.values())
 
     def key(self, line: str) -> int | None:
         """The wanted signature a failure line of the history answers, or None."""
-        sig = fl.signature(line)
-        if sig in self.located:
-            return sig
         sig = fl.signature(line, located=False)
-        return sig if sig in self.bare else None
+        return sig if sig in self.sigs else None
 
 
 def fix(live: LiveStore, error_text: str, limit: int = 3) -> FixAnswer:

@@ -7,7 +7,7 @@ hooks, so every reader agrees on what "the same error" is:
   The error part (``normalize``) is what a person would paste: the line
   trimmed, a location before it dropped (``zsh:1: ``, ``(eval):2: `` or a
   compiler's ``path/to/file.go:42:17: ``), a pytest summary cut to its message
-  (``FAILED tests/x.py::t - TimeoutError: …`` → ``TimeoutError: …``) and
+  (``FAILED test_x.py::t - TimeoutError: …`` → ``TimeoutError: …``) and
   pytest's ``E   `` marker dropped. It qualifies at 20–120 characters, with no
   bare generic head (``Traceback (most recent``, ``FAIL<TAB>``), no
   source-code marker, and either one of the error needles or the form of an
@@ -66,7 +66,7 @@ NEEDLE_RE = re.compile("|".join(re.escape(n) for n in NEEDLES + LOCALE_NEEDLES))
 # line, whose signature keeps the file's name, and is left out of its error part
 _WHERE_PREFIX = re.compile(r"^([^\s:]{1,16}):\d+: ")
 _LOCATION = re.compile(r"^(?:[A-Za-z]:)?[^\s:]+:\d+(?::\d+)?: ")
-# pytest's short summary: ``FAILED tests/x.py::test_y - TimeoutError: …`` (the message is the error)
+# pytest's short summary: ``FAILED test_x.py::test_y - TimeoutError: …`` (the message is the error)
 _PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (\S+?\.py(?:::\S+)?)(?: - (.+))?$")
 _PYTEST_E = re.compile(r"^E {2,}")
 # the forms of an error, needle or not: a compiler diagnostic, an errno head, an exception head

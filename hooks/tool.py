@@ -29,14 +29,6 @@ DECISION_NEEDS = 2
 MISSING_NEEDS = 2
 FILE_TOOLS = {"edit", "write", "multiedit", "notebookedit", "read"}
 COMMAND_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell_command"}
-_INSPECT = frozenset(
-    "ls cat pwd echo which env find tree ps head tail less more wc stat file du df whoami id date uname "
-    "printenv type hostname realpath dirname basename true false".split()
-)
-_GIT_INSPECT = frozenset(
-    "status diff log show branch remote stash blame reflog describe rev-parse ls-files".split()
-)
-_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
 _ERROR = re.compile(
     r"error|exception|traceback|failed|failure|panic|fatal|cannot|can't|undefined|not found|refused|denied|"
     r"timed? ?out|segmentation|ERR!|errno|abort|no such|permission|exit code [1-9]|exit status [1-9]",
@@ -83,25 +75,12 @@ def normalise(command: str) -> str:
     return " ".join(first.lower().split())
 
 
-def program_of(command: str) -> str:
-    for word in command.split():
-        if _ENV_ASSIGN.match(word) or word in ("sudo", "env", "time", "nohup", "exec"):
-            continue
-        return os.path.basename(word)
-    return ""
-
-
 def is_inspection(command: str) -> bool:
-    words = command.split()
-    if not words:
-        return True
-    prog = program_of(command)
-    if prog in _INSPECT or prog in ("cd",) and len(words) <= 2:
-        return True
-    if prog == "git":
-        sub = next((w for w in words[1:] if not w.startswith("-")), "")
-        return sub in _GIT_INSPECT
-    return False
+    """A command that only looks (``ls``, ``git log``, ``cat x | grep y``): the
+    shared rule of stages/work_records, which ``fix`` uses too."""
+    from deja.stages.work_records import inspects
+
+    return inspects(command)
 
 
 # --------------------------------------------------------------------------- before
@@ -140,6 +119,8 @@ def run(payload: dict, out: c.Output, once: bool = False) -> None:
 
 
 def command_facts(live, command: str, project: str):
+    from deja.stages.work_records import program_of
+
     norm = normalise(command)
     prog = program_of(norm)
     from deja.queries.tool_memory import past_runs
@@ -372,8 +353,7 @@ def _failures_of(text: str) -> list[str]:
 
 
 def _first_failure(text: str) -> str:
-    try:
-        from deja.stages import failures
-    except ImportError:
-        return _error_line(text)
-    return failures.first_failure(text or "") or _error_line(text)
+    """The first failure line by the rule ``fix`` and ``friction`` use (stages/failures)."""
+    from deja.stages import failures
+
+    return failures.first_failure(text or "") or ""

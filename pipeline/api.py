@@ -306,7 +306,7 @@ def blame(target: str, *, show_all: bool = False, project: str | None = None, ha
                     "span": answer.span}
         # no decision here: a session's conclusion is not the reason for one line it changed
         rows = [line_row] + rows
-    return Blame(t.base, rows, answer, capped)
+    return Blame(t.shown, rows, answer, capped)
 
 
 def files(topic: str | Iterable[str], *, project: str | None = None, limit: int = 10,

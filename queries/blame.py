@@ -47,6 +47,17 @@ class Target:
     line: int | None = None
     suffixes: list[tuple[str, int]] = field(default_factory=list)  # longest first: (suffix, segments)
 
+    @property
+    def as_path(self) -> bool:
+        """A path whose name is no file name by itself (``/no/such/file``): it is
+        matched by a suffix of two segments or more, never as the loose word."""
+        return len(self.suffixes) > 1 and "." not in self.base.strip(".")
+
+    @property
+    def shown(self) -> str:
+        """The file as the answer names it: the path when it is matched as one."""
+        return self.path if self.as_path else self.base
+
 
 def resolve_target(arg: str, cwd: str) -> Target:
     """The file a blame argument names; a trailing ``:<line>`` or ``:<line>:<col>`` is
@@ -105,8 +116,9 @@ def blame(live: LiveStore, target: Target, harness: str | None = None, project: 
     params = {"base": target.base, "harness": harness, "project": project, "since": since_ms,
               "per_session": BLAME_PER_SESSION}
     rows = con.execute(load_sql("blame_mentions"), params).fetchall()
-    mention = _mention_re(target.base)
     pats = [_suffix_re(s, n) for s, n in target.suffixes]
+    # a bare name matches as itself; a path whose name is a plain word, by its last two segments
+    mention = pats[-2] if target.as_path else _mention_re(target.base)
     per: dict[int, dict] = {}
     for ord_, role, text, ts in rows:
         if role == "edit":

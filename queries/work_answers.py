@@ -165,7 +165,13 @@ def how_words(words: list[str]) -> list[str]:
 
 
 def how(live: LiveStore, words: list[str], project: str | None = None, limit: int = 8) -> list[dict]:
-    """Real invocations: every word a case-insensitive substring of the command."""
+    """Real invocations of a program: one word names a program the command runs (the
+    first word of a segment, after ``sudo``, ``FOO=1``, ``cd x &&``, or the one a
+    runner starts), and every word is a case-insensitive substring of the command.
+    So ``how make`` finds ``cd build && make -j4`` but not ``cat Makefile`` or
+    ``grep make x``."""
+    from deja.stages.work_records import programs
+
     words = [w.lower() for w in words]
     if not words or not live.has("records"):
         return []
@@ -185,7 +191,7 @@ def how(live: LiveStore, words: list[str], project: str | None = None, limit: in
         if not cmd or len(cmd) > HOW_MAX:
             continue
         low = cmd.lower()
-        if not all(w in low for w in words):
+        if not all(w in low for w in words) or not set(words) & set(programs(low)):
             continue
         code = exit_code if exit_code is not None else mark
         failed = code is not None and code > 0
@@ -233,12 +239,20 @@ def _tokens(text: str) -> set[str]:
     return out
 
 
-def _related(error: str, command: str) -> bool:
+def _related(error: str, command: str, failed_command: str = "") -> bool:
+    """A command that answers an error: it shares a meaningful token with it, or
+    (an install) names the missing thing, or it runs the program whose run printed
+    the error without being that same run (``go mod tidy`` after ``go build``)."""
     et, ct = _tokens(error), _tokens(command)
     if et & ct:
         return True
     if "install" in command.lower():  # pip install pyyaml after "No module named 'yaml'"
         return any(e in c for e in et for c in ct)
+    if failed_command and command.lower() != failed_command.lower():
+        from deja.stages.work_records import programs
+
+        ran = [p for p in programs(failed_command) if p != "cd"]
+        return bool(ran) and bool(set(ran) & set(programs(command)))
     return False
 
 
@@ -248,60 +262,103 @@ class FixAnswer:
     rows: list[dict]
 
 
+class _Wanted:
+    """The pasted failure lines, as ``fix`` matches them: by their error part, the
+    message without the file and line it was printed for (``undefined: x`` from
+    ``./a.go:3:1: undefined: x`` answers the same error in ``b.go``)."""
+
+    def __init__(self, error_text: str):
+        self.sigs: dict[int, str] = {}
+        for ln in error_text.splitlines():
+            f = fl.failure_line(ln)
+            if f:
+                self.sigs.setdefault(fl.signature(f, located=False), f)
+
+    def __bool__(self) -> bool:
+        return bool(self.sigs)
+
+    def lines(self) -> list[str]:
+        return list(self.sigs.values())
+
+    def key(self, line: str) -> int | None:
+        """The wanted signature a failure line of the history answers, or None."""
+        sig = fl.signature(line, located=False)
+        return sig if sig in self.sigs else None
+
+
 def fix(live: LiveStore, error_text: str, limit: int = 3) -> FixAnswer:
-    wanted: dict[int, str] = {}
-    for ln in error_text.splitlines():
-        f = fl.failure_line(ln)
-        if f:
-            wanted.setdefault(fl.signature(f), f)
+    wanted = _Wanted(error_text)
     if not wanted:
         return FixAnswer("not-error", [])
     if not live.has("records"):
         return FixAnswer("none", [])
-    needles = sorted({m.group(0) for f in wanted.values() for m in fl.NEEDLE_RE.finditer(f.lower())})
+    probes = sorted({fl.probe(fl.error_part(f)) for f in wanted.lines()})
     rows = live.con.execute(
         f"""WITH cand AS (
                 SELECT DISTINCT session_key FROM records r
                 WHERE role IN ('tool-output', 'assistant') AND {not_deleted()}
-                  AND list_has_any(list_transform($needles, lambda n: contains(lower(r.text), n)), [true]))
+                  AND list_has_any(list_transform($probes, lambda n: contains(lower(r.text), n)), [true]))
             SELECT r.session_key, r.project, r.role, r.text, epoch_ms(r.ts) AS ts, r.exit_code
             FROM records r JOIN cand USING (session_key)
             WHERE {not_deleted()} ORDER BY r.session_key, r.seq""",
-        {"needles": needles},
+        {"probes": probes},
     ).fetchall()
     sessions: dict[str, list[tuple]] = {}
     for key, project, role, text, ts, code in rows:
         sessions.setdefault(key, []).append((role, text or "", ts or 0, code, project))
     pairs: dict[tuple[int, str], dict] = {}
     for key, msgs in sessions.items():
-        for p in _mine(msgs, set(wanted)):
+        for p in _mine(msgs, wanted):
             p["session"] = key
             k = (p["sig"], p["command"].lower())
             g = pairs.setdefault(k, {**p, "sessions": set()})
             g["sessions"].add(key)
             if p["ts"] > g["ts"]:
                 g.update({kk: v for kk, v in p.items() if kk != "sessions"})
-    served = [g for g in pairs.values() if _related(g["error"], g["command"]) or len(g["sessions"]) >= 2]
+    served = [g for g in pairs.values()
+              if _related(g["error"], g["command"], g["failed"]) or len(g["sessions"]) >= 2]
     served.sort(key=lambda g: (-g["ts"], g["command"]))
     out = [{"error": g["error"], "date": utc_day(g["ts"]), "command": g["command"], "session": g["session"],
             "project": g["project"], "sessions": len(g["sessions"])} for g in served[:limit]]
     return FixAnswer("ok" if out else "none", out)
 
 
-def _mine(msgs: list[tuple], wanted: set[int]) -> list[dict]:
+def _looks(msg: tuple) -> bool:
+    """A command that only looked (``ls``, ``grep``, ``git log``): it settles nothing,
+    and ``fix`` reads past it as if it were not there."""
+    from deja.stages.work_records import inspects
+
+    return msg[0] == "command" and inspects(command_text(msg[1])[0])
+
+
+def _after(msgs: list[tuple], start: int, count: int):
+    """The indexes of the next ``count`` records from ``start``, looking commands not counted."""
+    j, seen = start, 0
+    while j < len(msgs) and seen < count:
+        if not _looks(msgs[j]):
+            seen += 1
+            yield j
+        j += 1
+
+
+def _mine(msgs: list[tuple], wanted: _Wanted) -> list[dict]:
     """§5.6 over one session's records in order: the command that followed an error
     which did not come back within the next 6 messages."""
     out = []
+    failed_cmd = ""
     for i, (role, text, ts, _, project) in enumerate(msgs):
+        if role == "command":
+            failed_cmd = command_text(text)[0]
+            continue
         if role not in ("tool-output", "assistant"):
             continue
         err = fl.first_failure(text)
         if not err:
             continue
-        sig = fl.signature(err)
-        if sig not in wanted:
+        sig = wanted.key(err)
+        if sig is None:
             continue
-        for j in range(i + 1, min(len(msgs), i + 1 + FIX_LOOKAHEAD)):
+        for j in _after(msgs, i + 1, FIX_LOOKAHEAD):
             r2, t2, ts2, code2, _ = msgs[j]
             if r2 != "command":
                 continue
@@ -314,11 +371,12 @@ def _mine(msgs: list[tuple], wanted: set[int]) -> list[dict]:
             if fl.destructive(cmd):
                 break  # never offered, and what ran after it is not what settled the error
             back = any(
-                msgs[k][0] in ("tool-output", "assistant") and sig in {fl.signature(f) for f in fl.failure_lines(msgs[k][1])}
-                for k in range(j + 1, min(len(msgs), j + 1 + FIX_RECUR))
+                msgs[k][0] in ("tool-output", "assistant") and any(wanted.key(f) == sig for f in fl.failure_lines(msgs[k][1]))
+                for k in _after(msgs, j + 1, FIX_RECUR)
             )
             if not back:
-                out.append({"sig": sig, "error": err, "command": cmd, "ts": ts2 or ts, "project": project})
+                out.append({"sig": sig, "error": err, "command": cmd, "ts": ts2 or ts, "project": project,
+                            "failed": failed_cmd})
             break
     return out
 
@@ -333,7 +391,7 @@ class Friction:
 def friction(live: LiveStore, limit: int = 10, min_sessions: int = FRICTION_MIN_SESSIONS) -> Friction:
     if not live.has("records"):
         return Friction([], 0)
-    pattern = "|".join(re.escape(n) for n in fl.NEEDLES + fl.LOCALE_NEEDLES)
+    pattern = fl.SCAN_PATTERN
     rows = live.con.execute(
         f"""SELECT r.session_key, s.harness, r.text, epoch_ms(r.ts) AS ts
             FROM records r JOIN sessions s USING (session_key)

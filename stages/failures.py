@@ -3,11 +3,18 @@
 One rule, shared by ``friction``, ``fix``, the error tier of search and the
 hooks, so every reader agrees on what "the same error" is:
 
-* ``failure_line(line)`` is the normalised line when it qualifies, else None:
-  trimmed, a ``<where>:<n>: `` shell prefix dropped, 20–120 characters, no
-  generic prefix, no source-code marker, one of the error needles — and not
-  prose *about* an error (``is_prose``), in English, Russian, German, French
-  or Spanish.
+* ``failure_line(line)`` is the line's error part when it qualifies, else None.
+  The error part (``normalize``) is what a person would paste: the line
+  trimmed, a location before it dropped (``zsh:1: ``, ``(eval):2: `` or a
+  compiler's ``path/to/file.go:42:17: ``), a pytest summary cut to its message
+  (``FAILED test_x.py::t - TimeoutError: …`` → ``TimeoutError: …``) and
+  pytest's ``E   `` marker dropped. It qualifies at 20–120 characters, with no
+  bare generic head (``Traceback (most recent``, ``FAIL<TAB>``), no
+  source-code marker, and either one of the error needles or the form of an
+  error (a compiler diagnostic ``error: …``, an errno head ``EISDIR: …``, an
+  exception head ``TimeoutError: …``, a pytest summary) — and not prose
+  *about* an error (``is_prose``), in English, Russian, German, French or
+  Spanish. ``fix``, ``friction`` and the hooks all ask this one function.
 * ``signature(line)`` is a 64-bit FNV-1a hash of ``signature_key(line)``:
   the normalised line with what changes between two runs of the same error
   masked (line and column numbers, other numbers, hex ids, the directories of
@@ -24,7 +31,9 @@ import re
 MIN_LEN, MAX_LEN = 20, 120
 MAX_SIGNATURES = 256  # per session
 
-GENERIC_PREFIXES = ("Traceback (most recent", "Error: ", "error: ", "FAIL\t", "--- FAIL")
+# Heads that say nothing by themselves; ``Error: `` and ``error: `` are heads of a
+# message (``error: unknown type name 'X'``) and are judged by what follows them.
+GENERIC_PREFIXES = ("Traceback (most recent", "FAIL\t", "--- FAIL")
 CODE_MARKERS = ("echo ", '"', "$(", "=~", "print(")
 COMMENT_PREFIXES = ("//", "#", "/*", "*", "--")
 
@@ -52,7 +61,21 @@ LOCALE_NEEDLES = (
 )
 NEEDLE_RE = re.compile("|".join(re.escape(n) for n in NEEDLES + LOCALE_NEEDLES))
 
+# a shell's ``<where>:<n>: `` (``zsh:1: ``, ``(eval):2: ``) is dropped from the line (§5.4 rule 1);
+# a file's location (``./internal/conv/conv.go:42:17: ``, ``C:\\src\\x.c:3: ``) stays in the
+# line, whose signature keeps the file's name, and is left out of its error part
 _WHERE_PREFIX = re.compile(r"^([^\s:]{1,16}):\d+: ")
+_LOCATION = re.compile(r"^(?:[A-Za-z]:)?[^\s:]+:\d+(?::\d+)?: ")
+# pytest's short summary: ``FAILED test_x.py::test_y - TimeoutError: …`` (the message is the error)
+_PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) (\S+?\.py(?:::\S+)?)(?: - (.+))?$")
+_PYTEST_E = re.compile(r"^E {2,}")
+# the forms of an error, needle or not: a compiler diagnostic, an errno head, an exception head
+_ERROR_FORM = re.compile(
+    r"^(?:(?i:(?:fatal )?error)(?:\[[A-Z]*\d+\])?: \S"
+    r"|(?:Error: )?E[A-Z]{2,}[A-Z0-9]*: \S"
+    r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:: \S|$))"
+)
+_ERROR_HEAD = re.compile(r"^error: ", re.I)  # the signature of ``Error: EISDIR: …`` is that of ``EISDIR: …``
 _OWN_REPORT = re.compile(r"^\d+ sessions? {2}")
 
 # --- prose about an error is not an error --------------------------------------
@@ -93,12 +116,28 @@ _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 
 
 def normalize(line: str) -> str:
-    """§5.4 rule 1: trim, drop a ``<where>:<n>: `` prefix of ≤16 characters."""
+    """§5.4 rule 1, widened: trimmed, a pytest summary cut to its message, pytest's
+    ``E`` marker and a shell's ``<where>:<n>: `` of ≤16 characters dropped."""
     s = line.strip()
+    m = _PYTEST_SUMMARY.match(s)
+    if m:
+        return (m.group(2) or m.group(1)).strip()
+    s = _PYTEST_E.sub("", s)
     m = _WHERE_PREFIX.match(s)
     if m:
         s = s[m.end():].lstrip()
     return s
+
+
+def split_location(line: str) -> tuple[str, str]:
+    """(``path:line[:col]: `` or "", the error part) of a normalised line: the
+    error part is what a person pastes, the message without where it happened."""
+    m = _LOCATION.match(line)
+    return (line[:m.end()], line[m.end():].lstrip()) if m else ("", line)
+
+
+def error_part(line: str) -> str:
+    return split_location(normalize(line))[1]
 
 
 def is_prose(line: str) -> bool:
@@ -116,19 +155,33 @@ def is_prose(line: str) -> bool:
 
 
 def failure_line(line: str) -> str | None:
-    """The normalised line when it qualifies as a failure line (§5.4), else None."""
-    s = normalize(line)
+    """The normalised line when its error part qualifies as a failure line, else None."""
+    full = normalize(line)
+    summary = _PYTEST_SUMMARY.match(line.strip()) is not None  # pytest said FAILED: the form is the evidence
+    s = split_location(full)[1]
     if not MIN_LEN <= len(s) <= MAX_LEN:
         return None
     if s.startswith(GENERIC_PREFIXES) or s.startswith(COMMENT_PREFIXES):
         return None
     if any(m in s for m in CODE_MARKERS) or _OWN_REPORT.match(s):
         return None
-    if not NEEDLE_RE.search(s.lower()):
+    if not (summary or _ERROR_FORM.match(s) or NEEDLE_RE.search(s.lower())):
         return None
     if is_prose(s):
         return None
-    return s
+    return full
+
+
+# A superset of what can hold a failure line, for SQL to narrow the records read
+# (lower-cased text, RE2): the needles, the words of the error forms, errno heads.
+SCAN_PATTERN = "|".join(re.escape(n) for n in NEEDLES + LOCALE_NEEDLES) + r"|error|exception|failed|\be[a-z]{2,}[a-z0-9]*: "
+
+
+def probe(line: str) -> str:
+    """A lower-case piece of a failure line that every text holding it holds too:
+    its longest word (for SQL to find the records worth reading)."""
+    words = re.findall(r"[^\W_]{3,}", line.lower())
+    return max(words, key=len) if words else line.lower()
 
 
 def failure_lines(text: str) -> list[str]:
@@ -163,10 +216,12 @@ def _last_component(m: re.Match) -> str:
     return "…/" + tail if tail else "…/"
 
 
-def signature_key(line: str) -> str:
+def signature_key(line: str, located: bool = True) -> str:
     """What stays the same between two runs of one error: the normalised line with
-    line/column numbers, other numbers, ids and a path's directories masked."""
-    s = normalize(line)
+    line/column numbers, other numbers, ids and a path's directories masked, a
+    bare ``error: `` head left out. ``located=False``: its error part only."""
+    where, s = split_location(normalize(line))
+    s = (where if located else "") + _ERROR_HEAD.sub("", s)
     s = _UUID.sub("<id>", s)
     s = _PATH.sub(_last_component, s)
     s = _LINE_WORD.sub(lambda m: m.group(1) + " N", s)
@@ -186,9 +241,10 @@ def fnv1a64(data: bytes) -> int:
     return h
 
 
-def signature(line: str) -> int:
-    """64-bit FNV-1a of the signature key (cli-contract §5.4)."""
-    return fnv1a64(signature_key(line).encode("utf-8"))
+def signature(line: str, located: bool = True) -> int:
+    """64-bit FNV-1a of the signature key (cli-contract §5.4); ``located=False``:
+    of the error part alone, to find a pasted message wherever it happened."""
+    return fnv1a64(signature_key(line, located).encode("utf-8"))
 
 
 def signatures(text: str, cap: int = MAX_SIGNATURES) -> list[int]:

@@ -11,9 +11,13 @@ import os
 import re
 
 EDIT_SPAN_CAP = 32 << 10
+COMMAND_CAP = 1000  # characters of a command record, its ` → exit N` mark aside
+LINE_MARK = " ⏎ "  # where a multi-line command's lines meet in its one-line record
 
-# Each alternative is anchored at a word start; bun/cargo/deja need a following
-# space and make a word end, so `makefile` or `cargoship` do not qualify.
+# The allow-list (harness-formats 1.2): commands worth ranking first (builds, tests,
+# package and VCS tools). It ranks and filters answers; it never decides what is
+# stored. Each alternative is anchored at a word start; bun/cargo/deja need a
+# following space and make a word end, so `makefile` or `cargoship` do not qualify.
 _MEANINGFUL = re.compile(
     r"(?:^|(?<=[\s(/]))(?:"
     r"go (?:test|build|vet|run)\b|golangci-lint\b|gofmt\b|pytest\b|python3? -m\b|"
@@ -32,38 +36,183 @@ _TRIVIAL = frozenset(
     "ls cd pwd cat head tail echo grep rg find which wc sed awk sleep mkdir rm cp mv "
     "chmod export source touch open printf".split()
 )
-_SEGMENTS = re.compile(r"&&|\|\||;|\|")
+# Programs that only look: their runs settle nothing (``fix``) and recall nothing (the hooks).
+INSPECT = frozenset(
+    "ls cat pwd echo which env find tree ps head tail less more wc stat file du df whoami id date uname "
+    "printenv type hostname realpath dirname basename true false grep rg sleep printf".split()
+)
+GIT_INSPECT = frozenset(
+    "status diff log show branch remote stash blame reflog describe rev-parse ls-files".split()
+)
+# Words that run the program named after them: ``sudo make``, ``env FOO=1 make``.
+_WRAPPERS = frozenset("sudo env time nohup exec command nice doas".split())
+# Runners whose next word is the program a person would ask ``how`` about.
+_RUNNERS = {"npx": 1, "bunx": 1, "uvx": 1, "pipx": 1, "uv": 2, "poetry": 2, "pdm": 2, "bundle": 2,
+            "pnpm": 2, "yarn": 2, "python": 2, "python3": 2}
+_RUNNER_VERBS = {"run", "exec", "dlx", "-m"}
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def one_line(command: str) -> str:
+    """A command as one line: continued lines joined, other lines meeting at ``⏎``."""
+    lines: list[str] = []
+    cont = False
+    for raw in command.splitlines():
+        ln = raw.strip()
+        if not ln:
+            continue
+        if cont and lines:
+            lines[-1] = lines[-1] + " " + ln
+        else:
+            lines.append(ln)
+        cont = lines[-1].endswith("\\")
+        if cont:
+            lines[-1] = lines[-1][:-1].rstrip()
+    return LINE_MARK.join(" ".join(ln.split()) for ln in lines)
 
 
 def command_record(command: str, exit_code: int | None = None) -> str | None:
-    """``$ <command>`` for an allow-listed single-line command, else None.
+    """``$ <command>`` for every shell command an agent ran, else None (no text).
 
-    A segment qualifies when it matches the allow-list and does not start with
-    a trivial verb: ``cd repo && go test ./...`` is kept, ``grep "go test" x``
-    is not.
+    The record is one line (``one_line``) of at most ``COMMAND_CAP`` characters;
+    secrets are redacted downstream like every record's text. Whether a command
+    is worth ranking first is ``notable``'s question, asked by the answers.
     """
     if not isinstance(command, str):
         return None
-    command = command.strip()
-    if not command or "\n" in command or "\r" in command:
+    text = one_line(command)
+    if not text:
         return None
-    keep = False
-    for seg in _SEGMENTS.split(command):
-        seg = seg.strip()
-        if not seg:
-            continue
-        first = seg.split(None, 1)[0]
-        if first in _TRIVIAL:
-            continue
-        if _MEANINGFUL.search(seg):
-            keep = True
-            break
-    if not keep:
-        return None
-    text = "$ " + command
+    if len(text) > COMMAND_CAP:
+        text = text[: COMMAND_CAP - 1].rstrip() + "…"
+    text = "$ " + text
     if exit_code is not None and exit_code > 0:
         text += f"  → exit {exit_code}"
     return text
+
+
+def notable(command: str) -> bool:
+    """The allow-list (harness-formats 1.2): a segment matches it and does not
+    start with a trivial verb. ``cd repo && go test ./...`` is notable,
+    ``grep "go test" x`` is not."""
+    for seg in segments(command):
+        first = seg.split(None, 1)[0]
+        if first not in _TRIVIAL and _MEANINGFUL.search(seg):
+            return True
+    return False
+
+
+def segments(command: str) -> list[str]:
+    """The simple commands of a command line, split on ``&&``, ``||``, ``;``, ``|``
+    and line breaks outside quotes; here-document bodies are not commands."""
+    if not isinstance(command, str):
+        return []
+    text = one_line(command).replace(LINE_MARK, "\n")
+    parts: list[str] = []
+    cur: list[str] = []
+    quote, i, n = "", 0, len(text)
+    line_start = 0
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n and quote != "'":
+            cur.append(text[i:i + 2])
+            i += 2
+            continue
+        if quote:
+            quote = "" if ch == quote else quote
+            cur.append(ch)
+            i += 1
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch == "\n":
+            parts.append("".join(cur))
+            cur = []
+            m = _HEREDOC.search(text, line_start, i)
+            i += 1
+            if m:  # skip the body, through the line that ends it
+                while i < n:
+                    end = text.find("\n", i)
+                    end = n if end < 0 else end
+                    body, i = text[i:end].strip(), end + 1
+                    if body == m.group(1):
+                        break
+            line_start = i
+            continue
+        elif ch == ";" or text.startswith(("&&", "||"), i) or (ch == "|" and text[i - 1:i] != ">"):
+            parts.append("".join(cur))
+            cur = []
+            i += 2 if text.startswith(("&&", "||"), i) else 1
+            continue
+        cur.append(ch)
+        i += 1
+    parts.append("".join(cur))
+    return [p for p in (x.strip() for x in parts) if p and any(c.isalnum() for c in p)]
+
+
+def _words(segment: str) -> list[str]:
+    """A segment's words from its program on: wrappers, their flags and env
+    assignments before it are dropped."""
+    words = [w.strip("'\"") for w in segment.lstrip("({!").split()]
+    i, wrapped = 0, False
+    while i < len(words):
+        w = words[i]
+        if _ENV_ASSIGN.match(w) or w in _WRAPPERS:
+            wrapped = wrapped or w in _WRAPPERS
+            i += 1
+        elif wrapped and w.startswith("-"):
+            i += 2 if w in ("-u", "-g", "-n", "-C") else 1  # sudo -u user, nice -n 10
+        else:
+            break
+    return words[i:]
+
+
+def program_of(segment: str) -> str:
+    """The program a simple command runs (after ``sudo``, ``env``, ``FOO=1``), by its
+    file name, lower-cased: ``sudo FOO=1 /usr/bin/make -j4`` → ``make``."""
+    words = _words(segment)
+    return os.path.basename(words[0]).lower() if words else ""
+
+
+def programs(command: str) -> list[str]:
+    """Every program a command line runs, in order: each segment's program, and the
+    one a runner starts (``uv run pytest`` → uv, pytest; ``python -m pip`` → python, pip)."""
+    out: list[str] = []
+    for seg in segments(command):
+        words = _words(seg)
+        if not words:
+            continue
+        prog = os.path.basename(words[0]).lower()
+        out.append(prog)
+        stem, dot, ext = prog.rpartition(".")
+        if dot and stem and ext in ("sh", "py", "js", "ts", "rb", "pl", "exe", "bat", "ps1"):
+            out.append(stem)  # ./deploy.sh runs "deploy"
+        n = _RUNNERS.get(prog)
+        if n == 1 and len(words) > 1:
+            out.append(os.path.basename(words[1]).lower())
+        elif n == 2 and len(words) > 2 and words[1] in _RUNNER_VERBS:
+            out.append(os.path.basename(words[2]).lower())
+    return out
+
+
+def inspects(command: str) -> bool:
+    """Whether a command only looks (``ls``, ``cat x | grep y``, ``cd x``, ``git log``,
+    ``sed -n``): every segment runs a looking program."""
+    segs = segments(command)
+    if not segs:
+        return True
+    for seg in segs:
+        words = _words(seg)
+        prog = os.path.basename(words[0]).lower() if words else ""
+        if not prog or prog in INSPECT or prog == "cd":
+            continue
+        if prog in ("sed", "awk") and not any(w == "-i" or w.startswith(("-i", "--in-place")) for w in words[1:]):
+            continue
+        if prog == "git" and next((w for w in words[1:] if not w.startswith("-")), "") in GIT_INSPECT:
+            continue
+        return False
+    return True
 
 
 def files_record(paths: list[str]) -> str | None:

@@ -278,8 +278,8 @@ def test_bash_command_with_exit_code_from_result(tmp_path):
             t.result("toolu_B1", "Exit code 1\nFAILED tests/test_cart.py::test_empty - IndexError", is_error=True),
             t.assistant(tool_use("Bash", {"command": "git status"}, "toolu_B2")),
             t.result("toolu_B2", "On branch main\nnothing to commit"),
-            t.assistant(tool_use("Bash", {"command": "ls -la"}, "toolu_B3")),  # trivial: no record
-            t.assistant(tool_use("Bash", {"command": "cat <<EOF > x\npytest\nEOF"}, "toolu_B4")),  # multi-line
+            t.assistant(tool_use("Bash", {"command": "ls -la"}, "toolu_B3")),
+            t.assistant(tool_use("Bash", {"command": "cat <<EOF > x\npytest\nEOF"}, "toolu_B4")),
         ],
     )
     _, s = read_one(path)
@@ -287,6 +287,9 @@ def test_bash_command_with_exit_code_from_result(tmp_path):
     assert [(m.text, m.exit_code, m.tool) for m in cmds] == [
         ("$ cd shop && pytest -x tests/test_cart.py  → exit 1", 1, "Bash"),
         ("$ git status", None, "Bash"),
+        # every command the agent ran is a record (issue 13), a multi-line one on one line
+        ("$ ls -la", None, "Bash"),
+        ("$ cat <<EOF > x ⏎ pytest ⏎ EOF", None, "Bash"),
     ]
     assert by_role(s, "tool-output")[0].is_error is True
 
@@ -405,7 +408,7 @@ def test_shell_mode(tmp_path):
         [
             t.user("<bash-input>cargo test -p core</bash-input>"),
             t.user("<bash-stdout>running 3 tests\ntest ok</bash-stdout><bash-stderr>warning: unused import</bash-stderr>"),
-            t.user("<bash-input>pwd</bash-input>"),  # trivial: no record
+            t.user("<bash-input>pwd</bash-input>"),
             t.user("<bash-stdout></bash-stdout><bash-stderr></bash-stderr>"),  # nothing printed
         ],
     )
@@ -413,6 +416,7 @@ def test_shell_mode(tmp_path):
     assert [(m.role, m.text) for m in s.messages] == [
         ("command", "$ cargo test -p core"),
         ("tool-output", "running 3 tests\ntest ok\nwarning: unused import"),
+        ("command", "$ pwd"),  # every command is a record (issue 13)
     ]
 
 

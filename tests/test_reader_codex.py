@@ -268,9 +268,10 @@ def test_exec_command_with_process_exited_framing(tmp_path):
         ("user", "run the integration tests"),
         ("command", "$ go test ./integration/...  → exit 1"),
         ("tool-output", "--- FAIL: TestCheckout (5.00s)\nFAIL"),  # exec_command_end not counted again
-        ("tool-output", "total 0"),  # trivial command: no command record, output kept
+        ("command", "$ ls -la"),  # every command the agent ran is a record (issue 13)
+        ("tool-output", "total 0"),
     ]
-    cmd, fail, ls = part.messages[1], part.messages[2], part.messages[3]
+    cmd, fail, ls = part.messages[1], part.messages[2], part.messages[4]
     assert (cmd.tool, cmd.exit_code, cmd.ts) == ("exec_command", 1, codex.parse_ts(ts(2)))
     assert (fail.tool, fail.is_error, fail.exit_code) == ("exec_command", True, None)
     assert ls.is_error is False

@@ -270,7 +270,9 @@ def test_failure_line_rules_of_the_contract():
     assert fl.failure_line("zsh:1: command not found: pnpm") == "command not found: pnpm"  # <where>:<n>: dropped
     assert fl.failure_line("x: not found: y") is None  # shorter than 20 characters
     assert fl.failure_line("bash: " + "x" * 120 + ": command not found") is None  # longer than 120
-    assert fl.failure_line("Error: ENOENT: no such file or directory, open x.json") is None  # generic prefix
+    assert fl.failure_line("Traceback (most recent call last):") is None  # a generic head, nothing more
+    # issue 13: `error: `/`Error: ` head a message and are judged by it (they were refused as generic)
+    assert fl.failure_line("Error: ENOENT: no such file or directory, open x.json")
     assert fl.failure_line('echo "bash: foo: command not found"') is None  # source code
     assert fl.failure_line("# bash: foo: command not found is expected here") is None  # comment
     assert fl.failure_line("3 sessions  bash: foo: command not found  · claude") is None  # our own report

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 SCHEMA_VERSION = 1
 # Moves when deja derives something new from a transcript: stale stores re-read.
-CONTENT_VERSION = 1
+CONTENT_VERSION = 2  # 2: project identity (project_root, one project name for every harness)
 
 
 def home(env: Mapping[str, str] | None = None) -> Path:

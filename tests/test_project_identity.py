@@ -140,3 +140,17 @@ def test_a_cwd_whose_repository_is_gone_falls_back_to_the_normalised_cwd(tmp_pat
     rows = sessions_table(home)
     assert {r[1:] for r in rows if r[0] in (CLAUDE_ID, CODEX_ID)} == {("Shop/api", str(gone))}
     assert {r[1:] for r in rows if r[0] not in (CLAUDE_ID, CODEX_ID)} == {("Ann/Vault", "c:/users/ann/vault")}
+
+
+def test_a_later_repository_with_the_same_ending_renames_the_first_on_the_next_run(tmp_path):
+    home = Home(tmp_path)
+    first = repo(home.home / "a" / "buildroot" / "dl")
+    claude_session(home, CLAUDE_ID, str(first), "why is the toolchain download cached twice here?",
+                   "The toolchain download cache key ignored the mirror; decided: key on the mirror url.")
+    home.run("index")
+    assert [s["project"] for s in last(home)] == ["buildroot/dl"]  # the short form while it is unique
+    second = repo(home.home / "b" / "buildroot" / "dl")
+    codex_session(home, CODEX_ID, str(second), "the kernel download hangs behind the proxy again",
+                  "The kernel download hangs on the proxy CONNECT; decided: set the proxy for wget as well.")
+    home.run("index")  # an append-only run: the untouched session is renamed too
+    assert {(s["id"], s["project"]) for s in last(home)} == {(CLAUDE_ID, "a/buildroot/dl"), (CODEX_ID, "b/buildroot/dl")}

@@ -109,10 +109,11 @@ def project_cwd(payload: Mapping, env: Mapping[str, str] | None = None) -> str:
 
 
 def project_name(cwd: str) -> str:
-    """The same project name the Claude reader gives a session run in ``cwd``."""
-    from deja.stages.sources.projects import project_from_cwd
+    """The project identity (its root) of ``cwd``, the same the index gives a
+    session run there (``sessions.project_root``)."""
+    from deja.stages.sources.projects import project_root
 
-    return project_from_cwd(cwd) if cwd else ""
+    return project_root(cwd) if cwd else ""
 
 
 def session_id(payload: Mapping) -> str:

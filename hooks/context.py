@@ -128,7 +128,7 @@ def cache_put(root, cwd: str, mode: str, env, body: str, keys: list[str]) -> Non
 
 
 def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = False) -> tuple[str, list[str]]:
-    """(the digest body, the session keys it recalls)."""
+    """(the digest body, the session keys it recalls); ``project`` is the cwd's project root."""
     notes = accepted_notes(live, project) if project else []
     any_project = mode == "aggressive"
     if not project and not any_project:
@@ -162,13 +162,17 @@ def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = 
         return "", []
     lines = [LEAD_COMPACT if compacted else LEAD]
     keys = []
+    if project:
+        from deja.queries.project_memory import project_display
+
+        name = next((r[8] for r in rows if r[8] and not any_project), "") or project_display(live, project)
     if notes:
-        lines.append(f"Standing decisions for {project} (accepted notes):")
+        lines.append(f"Standing decisions for {name} (accepted notes):")
         for key, text in notes:
             lines.append(f"- {text}")
             keys.append(key)
     if picked:
-        lines.append(f"Recent sessions in {project}:" if not any_project else "Recent sessions:")
+        lines.append(f"Recent sessions in {name}:" if not any_project else "Recent sessions:")
         for r, title, decision in picked:
             lines.append(f"- {c.day(r[5])} {r[1]} \"{title}\" (deja:{r[2][:8]})")
             if decision:

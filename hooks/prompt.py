@@ -136,7 +136,7 @@ def recall(live, terms: list[str], ask: str, project: str, sid: str, ledger, exe
         key = f"{s['harness']}:{s['id']}"
         if s["id"] == sid or key in recent or s.get("kind") in ("sidechain", "subagent"):
             continue
-        if project and s.get("project") and s["project"] != project:
+        if project and served.get(key, {}).get("project_root") not in (None, "", project):
             continue
         if tier == "relevance" and len(terms) < 2:
             continue

@@ -49,3 +49,7 @@ def term_width() -> int:
 
 def elide(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+# every --project filter takes the same values (queries/project_match.py)
+PROJECT_HELP = "Only this project: its name (github/volcano), the end of its path (volcano), or a path (~/src/volcano)."

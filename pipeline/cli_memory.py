@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from deja.pipeline.cli_common import Fail, elide, err, out_json, say
+from deja.pipeline.cli_common import Fail, elide, err, PROJECT_HELP, out_json, say
 from deja.stages.store import config
 
 
@@ -45,7 +45,7 @@ def register(app) -> None:
     @app.command("remember")
     def remember_cmd(
         text: list[str] = typer.Argument(..., metavar="TEXT", help="The note."),
-        project: Optional[str] = typer.Option(None, "--project", help="Default: this folder's project name."),
+        project: Optional[str] = typer.Option(None, "--project", help="Default: this folder's project (its git repository, else the folder)."),
         tag: Optional[list[str]] = typer.Option(None, "--tag", help="Repeatable; searchable as #tag."),
     ) -> None:
         """Append a durable note to your memory (notes.jsonl) and index it."""
@@ -76,7 +76,7 @@ def register(app) -> None:
     @app.command("forget")
     def forget_cmd(
         session: Optional[str] = typer.Option(None, "--session", help="A session id (prefix); harness:id works too."),
-        project: Optional[str] = typer.Option(None, "--project", help="Every session whose project contains this."),
+        project: Optional[str] = typer.Option(None, "--project", help="Every session of this project (its name, the end of its path, or a path)."),
         before: Optional[str] = typer.Option(None, "--before", help="Only sessions last active before this (30d, or a date)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="List what would be forgotten; change nothing."),
         all_matches: bool = typer.Option(False, "--all-matches", help="An ambiguous --session prefix forgets every match."),
@@ -105,7 +105,7 @@ def register(app) -> None:
     def stats_cmd(
         as_json: bool = typer.Option(False, "--json"),
         harness: Optional[str] = typer.Option(None, "--harness"),
-        project: Optional[str] = typer.Option(None, "--project", help="Project name contains this."),
+        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
         since: Optional[str] = typer.Option(None, "--since", help="Active within this long (30d, 12h)."),
         card_file: Optional[Path] = typer.Argument(None, metavar="[FILE.svg]", help="With --card: write the card here as SVG."),
         card: bool = typer.Option(False, "--card", help="Draw a card in the terminal; `--card FILE.svg` writes it as SVG."),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Optional  # noqa: F401
 import sys
 
-from deja.pipeline.cli_common import elide, err, out_json, say, term_width
+from deja.pipeline.cli_common import elide, err, PROJECT_HELP, out_json, say, term_width
 
 
 def search_command(query: list[str], as_json: bool, harness: str | None, project: str | None, since: str | None,
@@ -53,7 +53,7 @@ def register(app) -> None:
         query: list[str] = typer.Argument(..., help="Words to find (all must appear); \"quoted\" for a phrase."),
         as_json: bool = typer.Option(False, "--json"),
         harness: Optional[str] = typer.Option(None, "--harness"),
-        project: Optional[str] = typer.Option(None, "--project"),
+        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
         since: Optional[str] = typer.Option(None, "--since"),
         role: Optional[str] = typer.Option(None, "--role"),
         limit: int = typer.Option(15, "--limit"),

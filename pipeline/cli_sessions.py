@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional  # noqa: F401
 import sys
 
-from deja.pipeline.cli_common import Fail, elide, err, out_json, say, term_width
+from deja.pipeline.cli_common import Fail, elide, err, PROJECT_HELP, out_json, say, term_width
 
 
 def register(app) -> None:
@@ -17,7 +17,7 @@ def register(app) -> None:
     def last_cmd(
         n: Optional[int] = typer.Argument(None, metavar="N", help="How many sessions (default 10)."),
         as_json: bool = typer.Option(False, "--json"),
-        project: Optional[str] = typer.Option(None, "--project", help="Project name contains this."),
+        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
         harness: Optional[str] = typer.Option(None, "--harness"),
         since: Optional[str] = typer.Option(None, "--since", help="Active within this long (7d, 12h, 90m)."),
         role: Optional[str] = typer.Option(None, "--role", help="Only sessions holding records of this role."),

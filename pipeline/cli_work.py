@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional  # noqa: F401
 import sys
 
-from deja.pipeline.cli_common import Fail, elide, err, out_json, say, term_width
+from deja.pipeline.cli_common import Fail, elide, err, PROJECT_HELP, out_json, say, term_width
 
 
 def _safe(text: str) -> str:
@@ -50,7 +50,7 @@ def register(app) -> None:
         target: str = typer.Argument(..., metavar="PATH[:LINE]", help="A file (absolute, relative or bare name), optionally :line."),
         as_json: bool = typer.Option(False, "--json", help="The contract's array of sessions."),
         show_all: bool = typer.Option(False, "--all", help="No row cap."),
-        project: Optional[str] = typer.Option(None, "--project", help="Project name contains this."),
+        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
         harness: Optional[str] = typer.Option(None, "--harness"),
         since: Optional[str] = typer.Option(None, "--since", help="Active within this long (7d, 12h, 90m)."),
     ) -> None:
@@ -75,7 +75,7 @@ def register(app) -> None:
     @app.command("files")
     def files_cmd(
         topic: list[str] = typer.Argument(..., metavar="TOPIC…"),
-        project: Optional[str] = typer.Option(None, "--project", help="Project name contains this."),
+        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
         limit: int = typer.Option(10, "--limit", help="How many files (default 10)."),
     ) -> None:
         """The files touched while a topic was being worked on."""
@@ -93,7 +93,7 @@ def register(app) -> None:
     @app.command("how")
     def how_cmd(
         what: list[str] = typer.Argument(..., metavar="WHAT…", help="Every word must appear in the command."),
-        project: Optional[str] = typer.Option(None, "--project", help="Project name contains this."),
+        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
         limit: int = typer.Option(8, "--limit", help="How many commands (default 8)."),
     ) -> None:
         """Real invocations of a tool on this machine, most used and successful first."""

@@ -49,9 +49,10 @@ def _now_utc() -> datetime:
 
 
 def cwd_project(cwd: str | None = None) -> str:
-    """The Claude-style project name of a folder: its last two path segments."""
-    parts = [p for p in Path(cwd or os.getcwd()).resolve().parts if p not in ("/", "\\")]
-    return "/".join(parts[-2:]) if parts else "notes"
+    """The project of a folder, as a session run there has it: its root (stages/sources/projects.py)."""
+    from deja.stages.sources.projects import project_root
+
+    return project_root(str(Path(cwd or os.getcwd()).resolve())) or "notes"
 
 
 def clean_tags(tags: Iterable[str] | None, notice=None) -> list[str]:

@@ -58,7 +58,7 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
     if res.error:
         return FileOutput(action, None, {}, action.start, "", res.malformed, 0, {}, res.error)
     seq_start = {k: (r.get("max_seq", -1) + 1) for k, r in prior.items()} if action.start else {}
-    projects = {k: r.get("project", "") for k, r in prior.items()} if action.start else {}
+    projects = {k: (r.get("project") or "", r.get("project_root") or "") for k, r in prior.items()} if action.start else {}
     faults = Faults()
     faults.first = list(res.faults)
     cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects, faults)

@@ -25,9 +25,10 @@ from deja.pipeline import manifest as mf
 from deja.pipeline.batch import ArrowBatch, ListBatch
 from deja.pipeline.heal import Repair
 from deja.pipeline.ingest import FileOutput, process_file
+from deja.pipeline.sessions import build_sessions, project_names
 from deja.stages import normalize
 from deja.stages.policy import drop_filter
-from deja.stages.sources import harnesses, locate
+from deja.stages.sources import harnesses, locate, projects
 from deja.stages.store import config, duck, index_state, write
 from deja.stages.store.catalog import Store
 from deja.stages.store.compact import MAX_PARTS, compact, needs_compaction
@@ -117,6 +118,7 @@ class Run:
         for rows in self.file_sessions.values():
             for key in [k for k in rows if k in self.drop.keys]:
                 del rows[key]
+        self.names_before = project_names(r for per_file in self.file_sessions.values() for r in per_file.values())
         self.next_record_id = state.next_record_id
         self.gen = state.generation + 1
         self.parts = state.parts
@@ -134,7 +136,11 @@ class Run:
     # -- main -------------------------------------------------------------
     def execute(self) -> Summary:
         t0 = time.monotonic()
+        projects.clear_cache()  # a repository may have moved or gone since the last run in this process
         self.load_state()
+        if not self.rebuild and any(r.get("content_version") != CONTENT_VERSION for r in self.manifest.values()):
+            # an older deja derived other columns: its parts cannot be read beside new ones
+            self.rebuild = True
         if not self.rebuild:
             self.find_damage()
         sources = self.discover()
@@ -329,7 +335,10 @@ class Run:
         rel = f"sessions/{self.store.new_part_name(self.gen)}"
         old = self.live["sessions"]
         per = None
-        if self.touched_sessions is not None and len(old) == 1:
+        self.names = project_names(r for per_file in self.file_sessions.values() for r in per_file.values())
+        # a new project can lengthen the display names of others: then every row is rewritten
+        same_names = all(self.names.get(root) == name for root, name in self.names_before.items())
+        if self.touched_sessions is not None and len(old) == 1 and same_names:
             keys = self.touched_sessions | self.drop.keys
             try:
                 per = write.write_sessions(self.con, self.session_columns(keys), self.store.root, rel, old[0], keys)
@@ -349,13 +358,11 @@ class Run:
 
     def session_columns(self, keys: set[str] | None) -> dict[str, list]:
         """Sessions rows from what every file said about them: the ``keys`` sessions, or all."""
-        from deja.pipeline.sessions import build_sessions
-
         rows = [r for per_file in self.file_sessions.values() for r in per_file.values()
                 if keys is None or r["session_key"] in keys]
         for key in {r["session_key"] for r in rows}:
             self.ordinals.of(key)
-        return build_sessions(rows, self.ords)
+        return build_sessions(rows, self.ords, self.names)
 
     def merge_file_sessions(self, action: mf.Action, meta: dict[str, dict]) -> dict[str, dict]:
         """This file's session rows after the run: an append merges into the old ones."""

@@ -2,17 +2,50 @@
 
 A session can span files (a resumed run continuing its id in a new file); the
 project of the first file in sorted path order wins (harness-formats 1.8).
+Its ``project`` is the display name of its ``project_root``, unique among the
+store's projects, so it is decided here, over every session, not per file.
 """
 
 from __future__ import annotations
 
 from deja.stages.normalize import COUNTS, derive_title
+from deja.stages.sources.projects import display_names, match_terms, normalize_cwd, spelled
 from deja.stages.store.layout import SESSION_TYPES
 
 
+def project_names(rows) -> dict[str, str]:
+    """root → display name over file_sessions rows (every session of the store).
 
-def build_sessions(rows: list[dict], ords: dict[str, int]) -> dict[str, list]:
-    """Column lists of the sessions dataset, one row per session key, sorted by key."""
+    A name keeps the case the cwd was written in, though the root is folded
+    where the file system ignores case."""
+    spell: dict[str, str] = {}
+    for r in sorted(rows, key=lambda r: (r.get("path") or "", r.get("session_key") or "")):
+        root = r.get("project_root") or ""
+        if not root or spell.get(root):
+            continue
+        cwd = spelled(r.get("cwd") or "")
+        inside = normalize_cwd(cwd)[: len(root) + 1] in (root, root + "/")
+        spell[root] = cwd[: len(root)] if inside else ""
+    return display_names({r: s or r for r, s in spell.items()})
+
+
+def named_root(project: str, names: dict[str, str]) -> str:
+    """The root a project given by name alone (a note's ``--project``) stands
+    for: the one root it is the display name or a path suffix of, else ""."""
+    exact, suffix = match_terms(project)
+    if not exact:
+        return ""
+    hits = [r for r, name in names.items()
+            if name.lower() == exact or r.lower() == exact or (suffix and r.lower().endswith(suffix))]
+    return hits[0] if len(hits) == 1 else ""
+
+
+def build_sessions(rows: list[dict], ords: dict[str, int], names: dict[str, str] | None = None) -> dict[str, list]:
+    """Column lists of the sessions dataset, one row per session key, sorted by key.
+
+    ``names``: every root's display name (``project_names`` of the whole
+    store); by default those of ``rows``."""
+    names = project_names(rows) if names is None else names
     groups: dict[str, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["session_key"], []).append(r)
@@ -21,6 +54,9 @@ def build_sessions(rows: list[dict], ords: dict[str, int]) -> dict[str, list]:
         parts = sorted(groups[key], key=lambda r: r["path"])
         first = parts[0]
         merged = _merge(parts)
+        root = merged["project_root"] or (named_root(merged["project"], names) if merged["project"] else "")
+        if root in names:
+            merged["project_root"], merged["project"] = root, names[root]
         if not merged["messages"] and not merged["n_summary"] and not merged["n_command"]:
             continue  # a file with no message at all (titles only, a zero-byte file) is not a session
         for name, value in merged.items():
@@ -64,6 +100,7 @@ def _merge(parts: list[dict]) -> dict:
         last_prompt = p.get("last_prompt") or last_prompt
     return {
         "project": first_nonempty("project"),
+        "project_root": first_nonempty("project_root"),
         "cwd": first_nonempty("cwd"),
         "branch": first_nonempty("branch"),
         "started": min(started) if started else None,

@@ -19,8 +19,10 @@ from datetime import datetime
 from deja.stages.store.read import LiveStore
 
 from .session_obj import session_object, session_rows
+from . import project_match
 from .sqlfiles import load as load_sql
 from deja.stages.display import utc_day
+from deja.stages.sources.projects import normalize_cwd
 
 from .work_common import not_deleted
 
@@ -113,9 +115,9 @@ def blame(live: LiveStore, target: Target, harness: str | None = None, project: 
     con = live.con
     if not live.has("records"):
         return []
-    params = {"base": target.base, "harness": harness, "project": project, "since": since_ms,
+    params = {"base": target.base, "harness": harness, **project_match.named_params(project), "since": since_ms,
               "per_session": BLAME_PER_SESSION}
-    rows = con.execute(load_sql("blame_mentions"), params).fetchall()
+    rows = con.execute(load_sql("blame_mentions").replace("$project_rule", project_match.named()), params).fetchall()
     pats = [_suffix_re(s, n) for s, n in target.suffixes]
     # a bare name matches as itself; a path whose name is a plain word, by its last two segments
     mention = pats[-2] if target.as_path else _mention_re(target.base)
@@ -135,14 +137,14 @@ def blame(live: LiveStore, target: Target, harness: str | None = None, project: 
                 st["lines"].append((segs, role in ("user", "assistant"), ts or 0, ln.strip()))
     # sessions whose touched files name it, even when no record text survived
     touched = con.execute(
-        """SELECT ord, touched FROM sessions
+        f"""SELECT ord, touched FROM sessions
            WHERE len(list_filter(touched, lambda x: x = $path OR x = $base OR ends_with(x, '/' || $base))) > 0
              AND ($harness IS NULL OR harness = $harness)
-             AND ($project IS NULL OR contains(lower(project), lower($project)))
+             AND {project_match.named()}
              AND ($since IS NULL OR epoch_ms(updated) >= $since)
            ORDER BY updated DESC LIMIT $lim""",
-        {"path": target.path, "base": target.base, "harness": harness, "project": project, "since": since_ms,
-         "lim": BLAME_TOUCHED},
+        {"path": target.path, "base": target.base, "harness": harness, **project_match.named_params(project),
+         "since": since_ms, "lim": BLAME_TOUCHED},
     ).fetchall()
     for ord_, paths in touched:
         st = per.setdefault(ord_, {"mentions": 0, "segs": 0, "lines": []})
@@ -156,7 +158,10 @@ def blame(live: LiveStore, target: Target, harness: str | None = None, project: 
     if not per:
         return []
     srows = session_rows(con, list(per))
-    cwds = dict(con.execute("SELECT ord, cwd FROM sessions WHERE ord IN (SELECT unnest(?))", [list(per)]).fetchall())
+    # the lift: the file lies in the session's project (its repository, wherever in it the session ran)
+    roots = dict(con.execute("SELECT ord, coalesce(nullif(project_root, ''), cwd) FROM sessions "
+                             "WHERE ord IN (SELECT unnest(?))", [list(per)]).fetchall())
+    target_key = normalize_cwd(target.path)  # a relative one starts with no root
     full = len(target.suffixes)
     out = []
     for ord_, st in per.items():
@@ -166,8 +171,8 @@ def blame(live: LiveStore, target: Target, harness: str | None = None, project: 
         segs = st["segs"] or 1
         spec = 1 + segs / 4
         score = st["mentions"] * (1 + spec)
-        cwd = (cwds.get(ord_) or "").rstrip("/")
-        if cwd and target.path.startswith("/") and target.path.startswith(cwd + "/"):
+        root = normalize_cwd(roots.get(ord_) or "")
+        if root and target_key.startswith(root.rstrip("/") + "/"):
             score *= PROJECT_BOOST
         upd = _ms(row.get("updated"))
         age_days = max(0.0, (now_ms - upd) / DAY_MS) if upd else 365.0
@@ -309,8 +314,8 @@ def blame_line(live: LiveStore, target: Target, harness: str | None = None,
             WHERE r.role = 'edit' AND {not_deleted()}
               AND list_contains($bases, regexp_extract(split_part(r.text, chr(10), 1), '[^/\\\\]+$'))
               AND ($harness IS NULL OR s.harness = $harness)
-              AND ($project IS NULL OR contains(lower(s.project), lower($project)))""",
-        {"bases": sorted(bases), "harness": harness, "project": project},
+              AND {project_match.named("s")}""",
+        {"bases": sorted(bases), "harness": harness, **project_match.named_params(project)},
     ).fetchall() if live.has("records") else []
     best: tuple[int, int, int] | None = None  # (span, ts, ord)
     for ord_, text, ts in cands:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 def recent_sessions(live, project: str, sid: str, any_project: bool, limit: int) -> list[tuple]:
     """(session_key, harness, session_id, title, decision, updated, touched,
-    gave_up) of the newest agent sessions of ``project`` (of any project with
-    ``any_project``) that hold messages, other than ``sid`` and its subagents."""
+    gave_up, project) of the newest agent sessions of the project whose root is
+    ``project`` (of any project with ``any_project``) that hold messages, other
+    than ``sid`` and its subagents."""
     return live.con.execute(
-        "SELECT session_key, harness, session_id, title, decision, updated, touched, gave_up "
-        "FROM sessions WHERE harness <> 'deja' AND session_id <> ? AND (? OR project = ?) "
+        "SELECT session_key, harness, session_id, title, decision, updated, touched, gave_up, project "
+        "FROM sessions WHERE harness <> 'deja' AND session_id <> ? AND (? OR project_root = ?) "
         "AND coalesce(kind, '') NOT IN ('sidechain', 'subagent') AND messages > 0 "
         "ORDER BY updated DESC NULLS LAST LIMIT ?",
         [sid, any_project, project, limit],
@@ -24,10 +25,11 @@ def recent_sessions(live, project: str, sid: str, any_project: bool, limit: int)
 
 def promoted_notes(live, project: str) -> list[tuple[str, str, str, str]]:
     """(session_key, title, decision, text) of the 50 newest promoted notes
-    (sessions of harness ``deja``) of ``project`` or of no project."""
+    (sessions of harness ``deja``) of the project whose root is ``project``, or of no project."""
     con = live.con
     rows = con.execute(
-        "SELECT session_key, title, decision FROM sessions WHERE harness = 'deja' AND (project = ? OR project = '') "
+        "SELECT session_key, title, decision FROM sessions WHERE harness = 'deja' "
+        "AND (project_root = ? OR (coalesce(project_root, '') = '' AND project = '')) "
         "ORDER BY updated DESC NULLS LAST LIMIT 50",
         [project],
     ).fetchall()
@@ -39,6 +41,14 @@ def promoted_notes(live, project: str) -> list[tuple[str, str, str, str]]:
         [[r[0] for r in rows]],
     ).fetchall())
     return [(key, title, decision, texts.get(key) or "") for key, title, decision in rows]
+
+
+def project_display(live, root: str) -> str:
+    """The display name of the project whose root is ``root`` (its last segments when unknown)."""
+    from deja.stages.sources.projects import short_name
+
+    row = live.con.execute("SELECT project FROM sessions WHERE project_root = ? LIMIT 1", [root]).fetchone()
+    return (row[0] if row else "") or short_name(root)
 
 
 def user_turns(live, keys: list[str], sid: str) -> list[tuple]:

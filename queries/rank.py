@@ -15,6 +15,7 @@ from deja.stages.store import duck
 from deja.stages.store.read import LiveStore
 from deja.stages.tokenize import bucket_of
 
+from . import project_match
 from .sqlfiles import load as load_sql
 from .time_words import in_windows
 
@@ -160,8 +161,9 @@ class SessionRanker:
             # a part read twice in a search (a bucket by two rungs, a records
             # part by two roles' snippets) parses its footer once
             con.execute("SET parquet_metadata_cache = true")
-            made, fill = load_sql("search_tables").split(";\n", 1)
-            con.execute(made, {"harness": q.harness, "project": q.project, "since": q.since_ms, "session": q.session})
+            made, fill = load_sql("search_tables").replace("$project_rule", project_match.named()).split(";\n", 1)
+            con.execute(made, {"harness": q.harness, **project_match.named_params(q.project), "since": q.since_ms,
+                               "session": q.session})
             con.execute(fill)
             self._loaded = set()
             n, avgdl = con.execute("SELECT count(*), avg(dl) FROM q_sessions").fetchone()

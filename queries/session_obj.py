@@ -8,8 +8,8 @@ import time
 from deja.stages.store.duck import sql_list
 
 COLUMNS = (
-    "ord, session_key, harness, session_id, project, path, started, updated, title, agent_title, touched, kind, "
-    "parent, agent, origin, messages, decision, gave_up, "
+    "ord, session_key, harness, session_id, project, project_root, path, started, updated, title, agent_title, "
+    "touched, kind, parent, agent, origin, messages, decision, gave_up, "
     # `deja promote` state (store.read loads the lifecycle table); NULL when none
     """(SELECT {'state': l.state, 'note': l.note, 'at': l."at"} FROM lifecycle l """
     "WHERE l.session_key = sessions.session_key) AS lifecycle"

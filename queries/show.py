@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from deja.stages.display import own_day
 from deja.stages.roles import WORK_ROLES
 
+from . import project_match
 from .session_obj import COLUMNS, session_object
 from deja.stages.store.read import LiveStore
 
@@ -166,9 +167,9 @@ def last(
     """The ``n`` most recently updated sessions as contract session objects (no messages)."""
     if not store.has("sessions"):
         return []
-    where = ["(?::VARCHAR IS NULL OR harness = ?)", "(?::VARCHAR IS NULL OR contains(lower(project), lower(?)))",
-             "(?::BIGINT IS NULL OR epoch_ms(updated) >= ?)"]
-    params: list = [harness, harness, project, project, since_ms, since_ms]
+    in_project, project_params = project_match.positional(project)
+    where = ["(?::VARCHAR IS NULL OR harness = ?)", in_project, "(?::BIGINT IS NULL OR epoch_ms(updated) >= ?)"]
+    params: list = [harness, harness, *project_params, since_ms, since_ms]
     if role:
         where.append(f"coalesce({ROLE_COUNT[role]}, 0) > 0")
     if origin == "local":
@@ -192,15 +193,16 @@ def session_count(store: LiveStore) -> int:
 def sessions_where(store: LiveStore, keys: list[str] | None = None, project: str | None = None,
                    before=None) -> list[dict]:
     """(key, harness, session_id, project, title, started, updated) of the sessions
-    among ``keys``, in a project containing ``project`` (deja's own notes left
+    among ``keys``, in the projects ``project`` names (deja's own notes left
     out: they are primary data), last active before ``before``; newest first."""
     where, params = ["true"], []
     if keys is not None:
         where.append("session_key IN (SELECT unnest(?))")
         params.append(keys)
     if project:
-        where.append("contains(lower(project), lower(?)) AND harness <> 'deja'")
-        params.append(project)
+        in_project, project_params = project_match.positional(project)
+        where.append(f"{in_project} AND harness <> 'deja'")
+        params.extend(project_params)
     if before is not None:
         where.append("coalesce(updated, started) < ?")
         params.append(before)

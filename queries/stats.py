@@ -15,6 +15,8 @@ from pathlib import Path
 
 from deja.stages.display import local_day
 
+from . import project_match
+
 SPARK = "▁▂▃▄▅▆▇█"
 VIEW_MESSAGES_PER_SESSION = 40  # `deja view`: messages kept per session (the file stays openable)
 VIEW_TEXT_CAP = 2000  # characters kept per message in `deja view`
@@ -30,8 +32,9 @@ def _filters(harness, project, since_ms) -> tuple[str, list]:
         where.append("harness = ?")
         params.append(harness)
     if project:
-        where.append("contains(lower(project), lower(?))")
-        params.append(project)
+        in_project, project_params = project_match.positional(project)
+        where.append(in_project)
+        params.extend(project_params)
     if since_ms is not None:
         where.append("coalesce(updated, started) >= ?")
         params.append(datetime.fromtimestamp(since_ms / 1000, timezone.utc))

@@ -16,7 +16,7 @@ NOT_FOUND = "command not found"
 
 def past_runs(live, norm: str) -> list[tuple]:
     """Every recorded run of exactly this command: (session_key, seq, text, ts
-    in epoch ms, project, record_id), newest first. The postings name the command records holding its
+    in epoch ms, project root, record_id), newest first. The postings name the command records holding its
     words, so only those records are read; a records scan cost most of the hook."""
     if not live.has("records"):
         return []
@@ -26,7 +26,7 @@ def past_runs(live, norm: str) -> list[tuple]:
     from deja.stages.store.duck import inline, sql_list
 
     exact, failed = "$ " + norm, "$ " + norm + "  → exit"
-    cols = "SELECT session_key, seq, text, epoch_ms(ts) AS ts, project, record_id FROM {} WHERE role = 'command'"
+    cols = "SELECT session_key, seq, text, epoch_ms(ts) AS ts, project_root, record_id FROM {} WHERE role = 'command'"
     words = sorted(set(query_terms(norm)))
     files = live.postings_for_buckets({bucket_of(t) for t in words}) if words else []
     rows = None
@@ -97,11 +97,11 @@ def output_after(live, session_key: str, seq: int, record_id: int) -> str:
 
 def file_sessions(live, path: str, project: str) -> list[tuple]:
     """(session_key, updated, decision, gave_up) of the agent sessions that
-    touched ``path``, or, in ``project``, a file of the same name; newest first."""
+    touched ``path``, or, in the project whose root is ``project``, a file of the same name; newest first."""
     base = os.path.basename(path)
     return live.con.execute(
         "SELECT session_key, updated, decision, gave_up FROM sessions WHERE harness <> 'deja' AND ("
-        "list_contains(touched, ?) OR (project = ? AND len(list_filter(touched, lambda x: x = ? OR ends_with(x, ?))) > 0)) "
+        "list_contains(touched, ?) OR (project_root = ? AND len(list_filter(touched, lambda x: x = ? OR ends_with(x, ?))) > 0)) "
         "ORDER BY updated DESC NULLS LAST",
         [path, project, base, "/" + base],
     ).fetchall()

@@ -19,6 +19,7 @@ from deja.stages.store.read import LiveStore
 from .blame import BLAME_LIMIT, Target, blame, blame_line, deleted_text, resolve_target, shared_span
 from deja.stages.display import utc_day
 
+from . import project_match
 from .work_common import not_deleted
 
 FILES_NEAR_MS = 20 * 60 * 1000
@@ -177,12 +178,12 @@ def how(live: LiveStore, words: list[str], project: str | None = None, limit: in
         return []
     conds = " AND ".join(f"contains(lower(r.text), $w{i})" for i in range(len(words)))
     params = {f"w{i}": w for i, w in enumerate(words)}
-    params["project"] = project
+    params.update(project_match.named_params(project))
     rows = live.con.execute(
         f"""SELECT r.text, r.exit_code, epoch_ms(r.ts) AS ts, r.session_key
             FROM records r
             WHERE r.role = 'command' AND {not_deleted()} AND {conds}
-              AND ($project IS NULL OR contains(lower(r.project), lower($project)))""",
+              AND ($project_exact IS NULL OR {project_match.in_sessions("r.session_key")})""",
         params,
     ).fetchall()
     groups: dict[str, dict] = {}

@@ -13,6 +13,7 @@ from .display import one_line
 from .outcome import backed_out, decision_line
 from .sources import values as v
 from .sources.base import WORK_ROLES
+from .sources.projects import project_root, short_name
 from .store.layout import SESSION_COUNTS
 
 # 1. our own earlier output echoed back, raw or HTML-escaped (Gemini)
@@ -143,7 +144,7 @@ _TITLE_USERS = 2
 
 RECORD_COLUMNS = (
     "session_key", "session_id", "project", "seq", "role", "text", "ts", "tool", "exit_code", "is_error",
-    "source_path", "byte_offset",
+    "source_path", "byte_offset", "project_root",
 )
 
 
@@ -164,6 +165,7 @@ def record_schema():
             ("is_error", pa.bool_()),
             ("source_path", pa.string()),
             ("byte_offset", pa.int64()),
+            ("project_root", pa.string()),
         ]
     )
 
@@ -186,8 +188,8 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
     Plain lists, not Arrow: this runs in reader worker processes, which stay
     light (no pyarrow import) and hand their columns back by pickle.
     ``seq_start`` continues numbering for sessions this file already fed (an
-    append); ``projects`` supplies the project a previous read found when this
-    read did not see the session's identity lines again.
+    append); ``projects`` supplies the (project, project_root) a previous read
+    found when this read did not see the session's identity lines again.
     Every value is checked against its column here, once for all readers
     (sources/values.py): one out of range becomes unknown and is noted in
     ``faults`` with its line's offset.
@@ -201,12 +203,12 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
     for part in parts:
         _check_part(part, faults)
         key = session_key(part.harness, part.session_id)
-        project = part.project or projects.get(key, "")
+        project, root = identity(part, projects.get(key))
         m = meta.get(key)
         if m is None:
-            m = meta[key] = _new_meta(part, key, project)
+            m = meta[key] = _new_meta(part, key, project, root)
         else:
-            _merge_part_fields(m, part, project)
+            _merge_part_fields(m, part, project, root)
         seq = seq_start.get(key, 0) + m["_n"]
         for msg in part.messages:
             text = msg.text
@@ -233,6 +235,7 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
             cols["is_error"].append(msg.is_error)
             cols["source_path"].append(path)
             cols["byte_offset"].append(msg.byte_offset)
+            cols["project_root"].append(root)
             seq += 1
         m["_n"] = seq - seq_start.get(key, 0)
         m["max_seq"] = seq - 1
@@ -243,6 +246,26 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
         m["touched"] = [p for p, _ in ranked]
         m["touched_counts"] = [c for _, c in ranked]
     return cols, meta
+
+
+_ABSOLUTE = re.compile(r"^(?:[/~]|[A-Za-z]:[/\\\\])")
+
+
+def identity(part, prior: tuple[str, str] | None = None) -> tuple[str, str]:
+    """A session part's (project, project_root), the same way for every harness
+    (stages/sources/projects.py): the root from the recorded cwd, or from a
+    reader's project hint when that is a path (a note's project); the project
+    is the root's last two segments. With neither, the reader's name stands
+    (Claude's folder name, Codex's history), or what an earlier read found."""
+    hint = part.project or ""
+    root = project_root(part.cwd) if part.cwd else ""
+    if not root and _ABSOLUTE.match(hint):
+        root = project_root(hint)
+    if root:
+        return short_name(root), root
+    if hint:
+        return hint, ""
+    return prior if prior else ("", "")
 
 
 def _check_message(msg, faults: v.Faults) -> None:
@@ -290,7 +313,7 @@ def _digest(s: str) -> str:
     return hashlib.blake2b(s.encode("utf-8", "replace"), digest_size=8).hexdigest()
 
 
-def _new_meta(part, key: str, project: str) -> dict:
+def _new_meta(part, key: str, project: str, root: str) -> dict:
     touch: dict[str, int] = {}
     for p in part.touched:
         touch[p] = touch.get(p, 0) + 1
@@ -299,6 +322,7 @@ def _new_meta(part, key: str, project: str) -> dict:
         "harness": part.harness,
         "session_id": part.session_id,
         "project": project,
+        "project_root": root,
         "cwd": part.cwd,
         "branch": part.branch,
         "title": part.title,
@@ -325,13 +349,16 @@ def _new_meta(part, key: str, project: str) -> dict:
     return m
 
 
-_IDENTITY = ("project", "cwd", "branch", "kind", "parent", "agent")
+_IDENTITY = ("project", "project_root", "cwd", "branch", "kind", "parent", "agent")
 COUNTS = SESSION_COUNTS  # the sessions dataset has a column of each (stages/store/layout.py)
 
 
 def merge_identity(o: dict, n) -> None:
     """What a later read says about a session the earlier one knew: empty fields
-    fill, a title of equal or higher rank replaces, the latest prompt wins."""
+    fill (a root found later brings its project name with it), a title of equal
+    or higher rank replaces, the latest prompt wins."""
+    if not o.get("project_root") and n.get("project_root"):
+        o["project"] = n["project"]
     for f in _IDENTITY:
         if not o.get(f) and n.get(f):
             o[f] = n[f]
@@ -341,9 +368,10 @@ def merge_identity(o: dict, n) -> None:
         o["last_prompt"] = n["last_prompt"]
 
 
-def _merge_part_fields(m: dict, part, project: str) -> None:
+def _merge_part_fields(m: dict, part, project: str, root: str) -> None:
     merge_identity(m, {f: getattr(part, f) for f in ("cwd", "branch", "kind", "parent", "agent", "title",
-                                                     "title_rank", "last_prompt")} | {"project": project})
+                                                     "title_rank", "last_prompt")}
+                   | {"project": project, "project_root": root})
     for p in part.touched:
         m["_touch"][p] = m["_touch"].get(p, 0) + 1
 

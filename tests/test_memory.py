@@ -57,7 +57,7 @@ def test_remember_indexes_a_note_as_harness_deja_and_it_survives_rebuild_and_for
     assert notes_file(mem).read_text().count("\n") == 1
 
 
-def test_remember_project_defaults_to_the_cwd_last_two_segments(mem, tmp_path):
+def test_remember_project_defaults_to_the_cwd_project(mem, tmp_path):
     import subprocess
 
     from conftest import deja_cmd
@@ -66,7 +66,7 @@ def test_remember_project_defaults_to_the_cwd_last_two_segments(mem, tmp_path):
     cwd.mkdir(parents=True)
     subprocess.run(deja_cmd() + ["remember", "invoices are cut at midnight UTC"], cwd=cwd, env=mem.env, check=True,
                    capture_output=True, text=True)
-    assert json.loads(notes_file(mem).read_text())["project"] == "src/billing"
+    assert json.loads(notes_file(mem).read_text())["project"] == str(cwd.resolve())  # the project root
     hit = mem.search("invoices", "midnight")["hits"][0]["session"]
     assert hit["project"] == "src/billing" and hit["harness"] == "deja"
 

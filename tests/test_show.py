@@ -223,7 +223,7 @@ def test_last_json_is_newest_first_with_contract_session_objects(store):
     assert sa["touched"] == ["/home/dev/src/shop/app/db.py"]
     cx = by_id[CX]
     assert (cx["harness"], cx["project"], cx["started"], cx["updated"]) == (
-        "codex", "api", "2026-03-04T09:00:01Z", "2026-03-04T09:00:14Z")
+        "codex", "src/api", "2026-03-04T09:00:01Z", "2026-03-04T09:00:14Z")
     assert "integration/stub.go" in " ".join(cx["touched"])
     fork = by_id[CX_FORK]
     assert (fork["kind"], fork["parent"]) == ("subagent_fork", CX)
@@ -255,7 +255,7 @@ def test_last_text_is_one_line_per_session(store):
     assert "rename the todays module" in lines[0]
     assert re.search(r"\b\d{4}-\d\d-\d\d \d\d:\d\d\b", lines[0])
     codex_line = next(line for line in lines if CX[:12] in line)
-    assert codex_line.startswith("codex") and " api " in codex_line
+    assert codex_line.startswith("codex") and " src/api " in codex_line
 
 
 def test_last_empty_and_bad_input(store):
@@ -455,7 +455,7 @@ def test_ctx_by_query(store):
     assert f"`{SA}`" in proc.stdout
     proc = store.run("ctx", "integration tests gateway stub")
     md = proc.stdout
-    assert f"codex session `{CX}`" in md and "project api" in md
+    assert f"codex session `{CX}`" in md and "project src/api" in md
     assert "We switched the stub to return immediately." in md
     assert "- `go test ./integration/...` → exit 1" in md
     assert "integration/stub.go" in md

@@ -1,12 +1,12 @@
 -- blame: records that name a file's basename ($base), per session the newest
 -- $per_session of them, with the session filters of blame (--harness,
--- --project, --since). The mention is verified (path component or standalone
+-- --project, --since; $project_rule is queries/project_match). The mention is verified (path component or standalone
 -- word) in Python; strpos only narrows the scan.
 WITH s AS (
     SELECT session_key, ord
     FROM sessions
     WHERE ($harness IS NULL OR harness = $harness)
-      AND ($project IS NULL OR contains(lower(project), lower($project)))
+      AND $project_rule
       AND ($since IS NULL OR epoch_ms(updated) >= $since)
 ),
 hits AS (

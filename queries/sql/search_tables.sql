@@ -2,12 +2,13 @@
 -- them instead of opening Parquet again.
 --
 -- q_sessions: every session, with what ranking needs of it and whether the
--- query's filters admit it (the corpus statistics count them all).
+-- query's filters admit it (the corpus statistics count them all; $project_rule
+-- is queries/project_match).
 CREATE OR REPLACE TEMP TABLE q_sessions AS
 SELECT ord, greatest(words, 20)::DOUBLE AS dl, epoch_ms(updated) AS updated, epoch_ms(started) AS started,
        coalesce(decision, '') <> '' AS decided, coalesce(gave_up, false) AS gave_up, harness = 'deja' AS note,
        ($harness IS NULL OR harness = $harness)
-       AND ($project IS NULL OR contains(lower(project), lower($project)))
+       AND $project_rule
        AND ($since IS NULL OR epoch_ms(updated) >= $since)
        AND ($session IS NULL OR starts_with(session_id, $session)) AS admitted
 FROM sessions;

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from datetime import datetime
 from pathlib import Path
 from typing import Mapping
@@ -25,6 +26,7 @@ from typing import Mapping
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts
 from deja.stages.sources.locate import notes_file, notes_files
+from deja.stages.sources.projects import short_name
 
 HARNESS = "deja"
 DEFAULT_PROJECT = "notes"
@@ -53,6 +55,9 @@ def local_day(ms: int) -> str:
 
 
 def note_session_id(project: str, ms: int) -> str:
+    if re.match(r"^(?:[/~]|[A-Za-z]:[/\\])", project or ""):
+        # a project root: its short name, and a mark of the whole path (two repos may share the name)
+        return f"note-{slug(short_name(project))}-{zlib.crc32(project.encode()) % 4096:03x}-{local_day(ms)}"
     return f"note-{slug(project)}-{local_day(ms)}"
 
 

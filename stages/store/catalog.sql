@@ -62,8 +62,10 @@ CREATE TABLE IF NOT EXISTS file_sessions (
     decision        VARCHAR,       -- the latest decision line of the agent's turns
     decision_ts     BIGINT,
     gave_up         BOOLEAN,       -- the agent reported reverting/abandoning what it did
+    project_root    VARCHAR,       -- the project's identity (stages/sources/projects.py)
     PRIMARY KEY (path, session_key)
 );
+ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS project_root VARCHAR;
 
 -- Stable small integers for sessions; postings carry them.
 CREATE TABLE IF NOT EXISTS session_ords (session_key VARCHAR PRIMARY KEY, ord INTEGER NOT NULL);

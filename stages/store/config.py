@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 SCHEMA_VERSION = 1
 # Moves when deja derives something new from a transcript: stale stores re-read.
-CONTENT_VERSION = 2  # 2: every shell command is a command record (issue 13)
+CONTENT_VERSION = 2  # 2: every shell command is a command record; project identity (project_root)
 
 
 def home(env: Mapping[str, str] | None = None) -> Path:

@@ -41,6 +41,7 @@ RECORD_TYPES = (
     ("record_id", "BIGINT"), ("session_key", "VARCHAR"), ("session_id", "VARCHAR"), ("project", "VARCHAR"),
     ("seq", "INTEGER"), ("role", "VARCHAR"), ("text", "VARCHAR"), ("ts", "TIMESTAMPTZ"), ("tool", "VARCHAR"),
     ("exit_code", "SMALLINT"), ("is_error", "BOOLEAN"), ("source_path", "VARCHAR"), ("byte_offset", "BIGINT"),
+    ("project_root", "VARCHAR"),
 )
 POSTING_TYPES = (
     ("token", "VARCHAR"), ("record_id", "BIGINT"), ("session", "INTEGER"), ("tf", "INTEGER"),
@@ -87,6 +88,7 @@ SESSION_TYPES = (
     ("from_machine", "VARCHAR"),
     ("decision", "VARCHAR"),
     ("gave_up", "BOOLEAN"),
+    ("project_root", "VARCHAR"),  # the project's identity; ``project`` is its unique short name
 )
 
 

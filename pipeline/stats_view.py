@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 from deja.pipeline.cli_common import elide, term_width
 from deja.queries.stats import VIEW_MESSAGES_PER_SESSION, VIEW_TEXT_CAP
-from deja.stages.display import local_day
+from deja.stages.display import local_day, plural
 
 
 def heat_grid(days: dict[str, int], today: date | None = None, weeks: int = 52) -> tuple[list[date], list[list[int]]]:
@@ -74,6 +74,11 @@ def _fmt(n: int) -> str:
     return f"{n:,}"
 
 
+def _n(n: int, word: str) -> str:
+    """"1 session", "1,204 sessions"."""
+    return f"{n:,} {plural(n, word)}"
+
+
 def stats_text(st: dict, color: bool) -> str:
     from deja.stages.display import sanitize_display
 
@@ -81,9 +86,9 @@ def stats_text(st: dict, color: bool) -> str:
     out = []
     dr = st.get("date_range")
     span = f", {dr['start']} → {dr['end']}" if dr else ""
-    out.append(f"{_fmt(st['total_sessions'])} sessions, {_fmt(st['total_messages'])} messages{span}")
+    out.append(f"{_n(st['total_sessions'], 'session')}, {_n(st['total_messages'], 'message')}{span}")
     if st["harnesses"]:
-        out.append("  " + "  ".join(f"{h['harness']} {_fmt(h['sessions'])} sessions / {_fmt(h['messages'])} messages"
+        out.append("  " + "  ".join(f"{h['harness']} {_n(h['sessions'], 'session')} / {_n(h['messages'], 'message')}"
                                     for h in st["harnesses"]))
     out.append("")
     out.append("activity, last 52 weeks (messages per day)")
@@ -92,12 +97,12 @@ def stats_text(st: dict, color: bool) -> str:
     if st["monthly"]:
         out.append(f"monthly   {st['sparkline']}  ({st['monthly'][0]['month']} … {st['monthly'][-1]['month']})")
     if st.get("busiest_day"):
-        out.append(f"busiest   {st['busiest_day']['date']} ({_fmt(st['busiest_day']['messages'])} messages)")
+        out.append(f"busiest   {st['busiest_day']['date']} ({_n(st['busiest_day']['messages'], 'message')})")
     ls = st.get("longest_session")
     if ls:
         title = sanitize_display(" ".join((ls["title"] or "").split())) or "(untitled)"
         out.append(elide(f"longest   {ls['harness']} {ls['id'][:12]} {ls['project']} — {title} "
-                          f"({_fmt(ls['messages'])} messages)", width))
+                          f"({_n(ls['messages'], 'message')})", width))
     if st["top_projects"]:
         out.append("")
         out.append("top projects")
@@ -142,7 +147,7 @@ def card_lines(st: dict) -> list[tuple[str, str]]:
         rows.append(("busiest day", f"{st['busiest_day']['date']} ({_fmt(st['busiest_day']['messages'])})"))
     ls = st.get("longest_session")
     if ls:
-        rows.append(("longest", f"{ls['messages']} messages ({ls['harness']})"))
+        rows.append(("longest", f"{_n(ls['messages'], 'message')} ({ls['harness']})"))
     return rows
 
 
@@ -248,8 +253,8 @@ def stats_html(st: dict) -> str:
     from deja.stages.display import sanitize_display
 
     rows = st.get("_timeline") or []
-    body = [f"<h1>deja · timeline</h1><p class=\"mute\">{_fmt(st['total_sessions'])} sessions, "
-            f"{_fmt(st['total_messages'])} messages</p>",
+    body = [f"<h1>deja · timeline</h1><p class=\"mute\">{_n(st['total_sessions'], 'session')}, "
+            f"{_n(st['total_messages'], 'message')}</p>",
             f"<figure id=\"card\">{card_svg(st)}</figure>"]
     day = None
     for h, sid, proj, title, n, t in rows:
@@ -260,7 +265,7 @@ def stats_html(st: dict) -> str:
             body.append(f"<section class=\"day\"><h2>{_x(d)}</h2><ul>")
             day = d
         body.append(f"<li><span class=\"tag\">{_x(h)}</span><b>{_x(sanitize_display(title or '(untitled)'))}</b> "
-                    f"<span class=\"mute\">{_x(proj or '')} · {int(n or 0)} messages · {_x(sid)}</span></li>")
+                    f"<span class=\"mute\">{_x(proj or '')} · {_n(int(n or 0), 'message')} · {_x(sid)}</span></li>")
     if day is not None:
         body.append("</ul></section>")
     return _html_page("deja timeline", "".join(body))
@@ -312,7 +317,7 @@ def view_html(sessions: list[dict]) -> str:
     payload = payload.replace("</", "<\\/").replace("<!--", "<\\!--")  # safe inside <script>
     body = (
         "<h1>deja · memory</h1>"
-        f"<p class=\"mute\">{len(sessions)} sessions from this machine's agent transcripts and notes. "
+        f"<p class=\"mute\">{_n(len(sessions), 'session')} from this machine's agent transcripts and notes. "
         f"Up to {VIEW_MESSAGES_PER_SESSION} messages per session are included (each cut at {VIEW_TEXT_CAP} "
         "characters); commands, files and tool output are left out. This file makes no network requests.</p>"
         "<div class=\"bar\"><input id=\"q\" type=\"search\" placeholder=\"search titles, projects, messages…\" autofocus>"

@@ -178,3 +178,25 @@ def test_every_option_says_what_it_does():
     for name, cmd in group.commands.items():
         for p in cmd.params:
             assert not any(j in (getattr(p, "help", None) or "") for j in jargon), (name, p.name, p.help)
+
+
+def test_index_and_doctor_agree_on_counts(tmp_path):
+    """A transcript holding only its title (Claude Code writes one when a
+    session is renamed and never used) is no session: `deja index` when up
+    to date counts what doctor counts."""
+    import json
+
+    h = Home(tmp_path)
+    write_jsonl(h.claude_file(POOL), [
+        claude_user(POOL, "connection pool exhausted again", "2026-03-02T10:00:00Z", "u1"),
+        claude_assistant(POOL, [{"type": "text", "text": "Raised pool_size."}], "2026-03-02T10:00:30Z", "a1",
+                         parent="u1"),
+    ])
+    titled = "5e550000-0000-4000-8000-00000000717e"
+    write_jsonl(h.claude_file(titled), [{"type": "ai-title", "aiTitle": "SNMP GET via AgentX", "sessionId": titled},
+                                        {"type": "agent-name", "agentName": "SNMP GET", "sessionId": titled}])
+    first = h.run("index").stdout
+    doctor = json.loads(h.run("doctor", "--json").stdout)
+    held = sum(s["indexed_sessions"] for s in doctor["stores"])
+    assert held == 1 and "claude: 1 session," in first
+    assert f"up to date ({held} session)" in h.run("index").stderr

@@ -200,3 +200,23 @@ def test_index_and_doctor_agree_on_counts(tmp_path):
     held = sum(s["indexed_sessions"] for s in doctor["stores"])
     assert held == 1 and "claude: 1 session," in first
     assert f"up to date ({held} session)" in h.run("index").stderr
+
+
+def test_stats_charts_say_what_they_show(home, tmp_path):
+    """The monthly bars and the heatmap carry their months and a scale for
+    their shades, in the terminal, the SVG card and the HTML timeline."""
+    out = home.run("stats").stdout.splitlines()
+    monthly = next(i for i, ln in enumerate(out) if ln.startswith("monthly"))
+    assert "messages per month" in out[monthly] and out[monthly + 1].strip() == "M"  # 2026-03
+    assert any(ln.strip().startswith("· 0") and ln.endswith("messages a day") for ln in out)
+    card = home.run("stats", "--card").stdout.splitlines()
+    spark = next(i for i, ln in enumerate(card) if "monthly" in ln)
+    assert card[spark + 1].strip("│ ") == "M"
+    svg_file, html_file = tmp_path / "card.svg", tmp_path / "timeline.html"
+    home.run("stats", "--card", str(svg_file))
+    home.run("stats", "--html", str(html_file))
+    for page in (svg_file.read_text(), html_file.read_text()):
+        assert "messages per month" in page and "messages per day" in page
+        assert 'class="month"' in page and ">M</text>" in page  # under the bars
+        assert ">Jan</text>" in page  # above the heatmap
+        assert page.count('class="legend"') >= 3 and "messages a day" in page

@@ -13,14 +13,17 @@ from typing import Optional
 import typer
 
 from deja.pipeline import cli_hooks, cli_index, cli_memory, cli_search, cli_sessions, cli_work
-from deja.pipeline.cli_common import Fail, err as _err, out_json as _out_json  # (the recover command's names)
+from deja.pipeline.cli_common import HELP_HARNESS, HELP_JSON, Fail, err as _err, out_json as _out_json  # (the recover command's names)
 from deja.stages.store import config
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion; `deja completion SHELL` prints the script
     no_args_is_help=False,
     context_settings={"help_option_names": ["-h", "--help"]},
-    help="A local memory for AI coding agents, built from the transcripts they already write.",
+    help="A local memory for AI coding agents, built from the transcripts they already write. "
+         "`deja <words>` searches every session (e.g. `deja connection pool exhausted`).",
+    epilog="Every command also takes --color auto|always|never (NO_COLOR=1 turns colour off); "
+           "`deja --version` prints the version.",
     pretty_exceptions_enable=False,
 )
 
@@ -30,13 +33,13 @@ app = typer.Typer(
 
 
 def recover_cmd(
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output (phase 1 of the /recover skill)."),
+    as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
     cwd: Optional[str] = typer.Option(None, "--cwd", help="The folder the session ran in (default: here)."),
-    exclude: Optional[str] = typer.Option(None, "--exclude", help="The live session's id, never offered."),
+    exclude: Optional[str] = typer.Option(None, "--exclude", help="A session id never to offer (the one you are in now)."),
     limit: Optional[int] = typer.Option(None, "--limit", help="How many sessions to list (1-50, default 5)."),
-    harness: Optional[str] = typer.Option(None, "--harness", help="Only this agent's sessions."),
+    harness: Optional[str] = typer.Option(None, "--harness", help=HELP_HARNESS),
     session: Optional[str] = typer.Option(None, "--session", help="The session to rebuild, check or repair."),
-    digest: bool = typer.Option(False, "--digest", help="Print the session's working-state digest (phase 2)."),
+    digest: bool = typer.Option(False, "--digest", help="Print what the session was doing: its goal, files, last steps (needs --session)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Digest size in characters (default 8000)."),
     check: bool = typer.Option(False, "--check", help="Report crash damage in the session's transcript."),
     repair: bool = typer.Option(False, "--repair", help="Write a repaired copy of the transcript to --out."),
@@ -104,6 +107,31 @@ def recover_cmd(
 
 
 # ---------------------------------------------------------------------------
+# completion, version
+
+
+def completion_cmd(
+    shell: str = typer.Argument(..., metavar="bash|zsh|fish",
+                                help="The shell to complete in, e.g. `eval \"$(deja completion bash)\"` in ~/.bashrc."),
+) -> None:
+    """Print a shell completion script (commands, options, values) for bash, zsh or fish."""
+    from typer._completion_shared import get_completion_script
+
+    from deja.pipeline.entry import COMPLETE_VAR
+
+    if shell not in ("bash", "zsh", "fish"):
+        raise Fail(f"completion takes bash, zsh or fish (got {shell!r})")
+    sys.stdout.write(get_completion_script(prog_name="deja", complete_var=COMPLETE_VAR, shell=shell).strip() + "\n")
+
+
+def version_cmd() -> None:
+    """Print deja's version (same as `deja --version`)."""
+    from deja.pipeline.usage import version
+
+    print(f"deja {version()}")
+
+
+# ---------------------------------------------------------------------------
 # every command, in the order `deja --help` lists them; each module registers its own
 
 cli_index.register(app)  # index, doctor
@@ -113,6 +141,8 @@ cli_sessions.register(app)  # last, show, ctx
 cli_work.register(app)  # blame, files, how, fix, friction
 cli_memory.register(app)  # remember, promote, forget, stats, view
 cli_hooks.register(app)  # hook-*, install, uninstall
+app.command("completion")(completion_cmd)
+app.command("version")(version_cmd)
 
 
 def main(argv: list[str] | None = None) -> None:

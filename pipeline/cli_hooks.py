@@ -12,7 +12,7 @@ from typing import Optional  # noqa: F401
 import os
 import sys
 
-from deja.pipeline.cli_common import Fail, out_json
+from deja.pipeline.cli_common import HELP_JSON, Fail, out_json
 from deja.stages.store import config
 
 
@@ -87,7 +87,7 @@ def register(app) -> None:
         target: Optional[str] = typer.Argument(None, help="claude or codex (or use --auto / --all)."),
         auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
         all_: bool = typer.Option(False, "--all", help="Every agent deja can wire."),
-        as_json: bool = typer.Option(False, "--json"),
+        as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
     ) -> None:
         """Wire deja's hooks (and the /recover skill) into your agents."""
         ins, env, home, targets = _targets(target, auto, all_)
@@ -101,9 +101,9 @@ def register(app) -> None:
     @app.command("uninstall")
     def uninstall_cmd(
         target: Optional[str] = typer.Argument(None, help="claude or codex (or use --auto / --all)."),
-        auto: bool = typer.Option(False, "--auto"),
-        all_: bool = typer.Option(False, "--all"),
-        as_json: bool = typer.Option(False, "--json"),
+        auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
+        all_: bool = typer.Option(False, "--all", help="Every agent deja can wire."),
+        as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
     ) -> None:
         """Remove deja's hooks and /recover skills from your agents.
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
-from deja.pipeline.cli_common import err, out_json, say
+from deja.pipeline.cli_common import err, out_json, plural, say
+from deja.stages.display import counted
 
 
 def index_command(rebuild: bool, as_json: bool) -> None:
@@ -52,16 +53,17 @@ def print_summary(summary: dict) -> None:
         if "repaired" not in summary:  # the quick check answered, without a run: it names what it skipped
             for e in summary["errors"][:10]:
                 err(e)
-        print(f"up to date ({summary['sessions']} sessions)", file=sys.stderr)
+        n = summary["sessions"]
+        print(f"up to date ({n} {plural(n, 'session')})", file=sys.stderr)
         return
     for hs in summary["harnesses"]:
         if not hs["files"] and not hs["sessions"]:
             continue
         line = (
-            f"{hs['harness']}: {hs['sessions']} sessions, {hs['messages']} messages, "
-            f"{hs['redactions']} redactions ({hs['read']} of {hs['files']} files read"
+            f"{hs['harness']}: {counted(hs['sessions'], 'session')}, {counted(hs['messages'], 'message')}, "
+            f"{counted(hs['redactions'], 'redaction')} ({hs['read']} of {counted(hs['files'], 'file')} read"
         )
-        line += f", {hs['malformed']} malformed lines or values" if hs["malformed"] else ""
+        line += f", {hs['malformed']} malformed {plural(hs['malformed'], 'line')} or values" if hs["malformed"] else ""
         line += f", {hs['failed']} unreadable" if hs["failed"] else ""
         line += f", {hs['changed_while_read']} changed while read" if hs["changed_while_read"] else ""
         print(line + ")")

@@ -13,7 +13,9 @@ import os
 import sys
 from pathlib import Path
 
-from deja.pipeline.cli_common import Fail, elide, err, PROJECT_HELP, out_json, say
+from deja.pipeline.cli_common import (
+    HELP_HARNESS, HELP_JSON, HELP_PROJECT, HELP_SINCE, Fail, color_on, elide, err, out_json, say
+)
 from deja.stages.store import config
 
 
@@ -46,7 +48,7 @@ def register(app) -> None:
     def remember_cmd(
         text: list[str] = typer.Argument(..., metavar="TEXT", help="The note."),
         project: Optional[str] = typer.Option(None, "--project", help="Default: this folder's project (its git repository, else the folder)."),
-        tag: Optional[list[str]] = typer.Option(None, "--tag", help="Repeatable; searchable as #tag."),
+        tag: Optional[list[str]] = typer.Option(None, "--tag", help="A label to find the note by, searchable as #tag; repeatable (e.g. --tag auth)."),
     ) -> None:
         """Append a durable note to your memory (notes.jsonl) and index it."""
         from deja.pipeline import api
@@ -59,11 +61,11 @@ def register(app) -> None:
     @app.command("promote")
     def promote_cmd(
         ident: str = typer.Argument(..., metavar="ID-PREFIX", help="The session's id, or the start of it."),
-        state: str = typer.Option("accepted", "--state", help="accepted | rejected | superseded | stale"),
+        state: str = typer.Option("accepted", "--state", help="What became of the session's conclusion: accepted, rejected, superseded or stale."),
         note: Optional[str] = typer.Option(None, "--note", help="Why: kept with the state and shown with every hit."),
-        tag: Optional[list[str]] = typer.Option(None, "--tag"),
+        tag: Optional[list[str]] = typer.Option(None, "--tag", help="A label to find the note by; repeatable (e.g. --tag auth)."),
         to: Optional[Path] = typer.Option(None, "--to", help="Also append a Markdown block to this file."),
-        harness: Optional[str] = typer.Option(None, "--harness"),
+        harness: Optional[str] = typer.Option(None, "--harness", help=HELP_HARNESS),
     ) -> None:
         """Distil a session into a curated note with provenance and a lifecycle state."""
         from deja.pipeline import api
@@ -103,10 +105,10 @@ def register(app) -> None:
 
     @app.command("stats")
     def stats_cmd(
-        as_json: bool = typer.Option(False, "--json"),
-        harness: Optional[str] = typer.Option(None, "--harness"),
-        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
-        since: Optional[str] = typer.Option(None, "--since", help="Active within this long (30d, 12h)."),
+        as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
+        harness: Optional[str] = typer.Option(None, "--harness", help=HELP_HARNESS),
+        project: Optional[str] = typer.Option(None, "--project", help=HELP_PROJECT),
+        since: Optional[str] = typer.Option(None, "--since", help=HELP_SINCE),
         card_file: Optional[Path] = typer.Argument(None, metavar="[FILE.svg]", help="With --card: write the card here as SVG."),
         card: bool = typer.Option(False, "--card", help="Draw a card in the terminal; `--card FILE.svg` writes it as SVG."),
         html_out: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Write a browsable timeline (HTML)."),
@@ -142,7 +144,7 @@ def register(app) -> None:
         if as_json:
             out_json(public_stats(st))
         elif not html_out:
-            sys.stdout.write(stats_view.stats_text(st, color=sys.stdout.isatty()))
+            sys.stdout.write(stats_view.stats_text(st, color=color_on()))
         if not st["total_sessions"]:
             filters = [f"{k} {v}" for k, v in (("--harness", harness), ("--project", project), ("--since", since)) if v]
             err("no session matches " + ", ".join(filters) if filters else "the index holds no sessions yet; run `deja index`")

@@ -8,7 +8,10 @@ from __future__ import annotations
 from typing import Optional  # noqa: F401
 import sys
 
-from deja.pipeline.cli_common import elide, err, PROJECT_HELP, out_json, say, term_width
+from deja.pipeline.cli_common import (
+    HELP_JSON, HELP_HARNESS, HELP_PROJECT, HELP_SINCE, BOLD, RESET, color_on, elide, err, highlight,
+    out_json, plural, say, term_width
+)
 
 
 def search_command(query: list[str], as_json: bool, harness: str | None, project: str | None, since: str | None,
@@ -21,28 +24,49 @@ def search_command(query: list[str], as_json: bool, harness: str | None, project
     if as_json:
         out_json(answer)
     else:
-        print_hits(answer)
+        print_hits(answer, match_pattern(" ".join(query), regex) if color_on() else None)
     if not answer["hits"]:
         err("no session matches " + repr(" ".join(query).strip()))
 
 
-def print_hits(answer: dict) -> None:
+def match_pattern(text: str, regex: bool):
+    """What a search's output marks as a match: the --re expression, else the
+    quoted phrases, else the query's words (a close spelling or another word
+    form that matched is left unmarked). None when there is nothing to mark."""
+    import re
+
+    if regex:
+        try:
+            return re.compile(text)
+        except re.error:  # RE2 syntax Python's re does not take: unmarked
+            return None
+    from deja.queries.query_parse import parse_query
+
+    content, phrases, _ = parse_query(text)
+    needles = sorted(phrases or content, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, needles)), re.I) if needles else None
+
+
+def print_hits(answer: dict, pattern=None) -> None:
+    """The hits as text: a bold head line per session on a colour terminal,
+    ``pattern``'s matches marked in the title and snippets."""
     from deja.stages.display import sanitize_display
 
-    tty = sys.stdout.isatty()
+    bold = color_on()
     width = term_width()
     what = {"relevance": "nothing matched every word; nearest sessions", "error": "same error signature",
             "close": "close spellings", "stemmed": "word forms"}.get(answer["tier"], "")
-    print(f"{answer['total']} sessions ({answer['tier']}{': ' + what if what else ''})", file=sys.stderr)
+    total = answer["total"]
+    print(f"{total} {plural(total, 'session')} ({answer['tier']}{': ' + what if what else ''})", file=sys.stderr)
     for hit in answer["hits"]:
         s = hit["session"]
         when = (s.get("updated") or s.get("started") or "")[:10]
         title = sanitize_display(s.get("title") or "(untitled)")
         head = f"{s['harness']}  {s['id'][:12]}  {when}  {s.get('project', '')}"
-        print(("\033[1m" + head + "\033[0m") if tty else head)
-        print("  " + elide(title, width - 2))
+        print((BOLD + head + RESET) if bold else head)
+        print("  " + highlight(elide(title, width - 2), pattern))
         for snip in hit["snippets"]:
-            print("    " + elide(sanitize_display(snip), width - 4))
+            print("    " + highlight(elide(sanitize_display(snip), width - 4), pattern))
 
 
 def register(app) -> None:
@@ -51,17 +75,17 @@ def register(app) -> None:
     @app.command("search")
     def search_cmd(
         query: list[str] = typer.Argument(..., help="Words to find (all must appear); \"quoted\" for a phrase."),
-        as_json: bool = typer.Option(False, "--json"),
-        harness: Optional[str] = typer.Option(None, "--harness"),
-        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
-        since: Optional[str] = typer.Option(None, "--since"),
-        role: Optional[str] = typer.Option(None, "--role"),
-        limit: int = typer.Option(15, "--limit"),
-        show_all: bool = typer.Option(False, "--all"),
-        session: Optional[str] = typer.Option(None, "--session", help="Only this session (id prefix)."),
-        regex: bool = typer.Option(False, "--re", help="The query is a regular expression over record text."),
-        rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild the index in the foreground first."),
-        no_embed: bool = typer.Option(False, "--no-embed", help="Skip the semantic tier (there is none yet)."),
+        as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
+        harness: Optional[str] = typer.Option(None, "--harness", help=HELP_HARNESS),
+        project: Optional[str] = typer.Option(None, "--project", help=HELP_PROJECT),
+        since: Optional[str] = typer.Option(None, "--since", help=HELP_SINCE),
+        role: Optional[str] = typer.Option(None, "--role", help="Only messages of one kind: user, assistant, tool, command, files or edit (e.g. --role user)."),
+        limit: int = typer.Option(15, "--limit", help="Show at most this many sessions, 1 to 100 (default 15)."),
+        show_all: bool = typer.Option(False, "--all", help="Show every matching session, not only the first 15."),
+        session: Optional[str] = typer.Option(None, "--session", help="Search inside one session, by the start of its id (e.g. --session 7f1c)."),
+        regex: bool = typer.Option(False, "--re", help="Read the query as a regular expression (RE2), e.g. deja search --re 'pool_size=\\d+'."),
+        rebuild: bool = typer.Option(False, "--rebuild", help="Re-read every transcript first, then search (slow; like `deja index --rebuild`)."),
+        no_embed: bool = typer.Option(False, "--no-embed", hidden=True),
     ) -> None:
         """Search every agent's history."""
         search_command(query, as_json, harness, project, since, role, limit, show_all, session, regex, rebuild)

@@ -7,7 +7,10 @@ from __future__ import annotations
 from typing import Optional  # noqa: F401
 import sys
 
-from deja.pipeline.cli_common import Fail, elide, err, PROJECT_HELP, out_json, say, term_width
+from deja.pipeline.cli_common import (
+    HELP_JSON, HELP_HARNESS, HELP_PROJECT, HELP_SINCE, Fail, color_on, elide, err, out_json, page,
+    plural, say, term_width
+)
 
 
 def register(app) -> None:
@@ -16,12 +19,12 @@ def register(app) -> None:
     @app.command("last")
     def last_cmd(
         n: Optional[int] = typer.Argument(None, metavar="N", help="How many sessions (default 10)."),
-        as_json: bool = typer.Option(False, "--json"),
-        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
-        harness: Optional[str] = typer.Option(None, "--harness"),
-        since: Optional[str] = typer.Option(None, "--since", help="Active within this long (7d, 12h, 90m)."),
-        role: Optional[str] = typer.Option(None, "--role", help="Only sessions holding records of this role."),
-        origin: Optional[str] = typer.Option(None, "--from", help="`local`, or the machine a session came from."),
+        as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
+        project: Optional[str] = typer.Option(None, "--project", help=HELP_PROJECT),
+        harness: Optional[str] = typer.Option(None, "--harness", help=HELP_HARNESS),
+        since: Optional[str] = typer.Option(None, "--since", help=HELP_SINCE),
+        role: Optional[str] = typer.Option(None, "--role", help="Only sessions with messages of this kind: user, assistant, tool, command, files or edit."),
+        origin: Optional[str] = typer.Option(None, "--from", help="Only sessions from one machine: local, or the machine's name (e.g. --from laptop)."),
     ) -> None:
         """Recent sessions, newest first."""
         from deja.pipeline import api
@@ -48,10 +51,10 @@ def register(app) -> None:
     @app.command("show")
     def show_cmd(
         ident: str = typer.Argument(..., metavar="ID-PREFIX", help="The session's id, or the start of it."),
-        harness: Optional[str] = typer.Option(None, "--harness"),
-        as_json: bool = typer.Option(False, "--json", help="JSON (needs the exact id and --harness)."),
-        offset: Optional[int] = typer.Option(None, "--offset", help="Skip this many messages."),
-        limit: Optional[int] = typer.Option(None, "--limit", help="At most this many messages (JSON: 50, max 200)."),
+        harness: Optional[str] = typer.Option(None, "--harness", help=HELP_HARNESS),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts; needs the full id and --harness (e.g. --json --harness codex)."),
+        offset: Optional[int] = typer.Option(None, "--offset", help="Start after this many messages (e.g. --offset 100 --limit 20)."),
+        limit: Optional[int] = typer.Option(None, "--limit", help="Print at most this many messages (e.g. --limit 20; JSON prints 50 unless told, 200 at most)."),
     ) -> None:
         """Print one session: its messages, with commands, files and edits as compact lines."""
         from deja.pipeline import api
@@ -63,25 +66,25 @@ def register(app) -> None:
         if as_json:
             out_json(s.as_json())
         else:
-            sys.stdout.write(sh.render_text(s.resolved, win, tty=sys.stdout.isatty()))
+            page(sh.render_text(s.resolved, win, tty=color_on()))
             if (offset is not None or limit is not None) and win.messages:
                 print(f"messages {win.offset + 1}–{win.offset + len(win.messages)} of {win.total}", file=sys.stderr)
             elif offset is not None or limit is not None:
                 print(f"no messages from offset {win.offset} (the session has {win.total})", file=sys.stderr)
             elif win.total > sh.TEXT_MENTION_FLAGS_ABOVE:
-                print(f"{win.total} messages; --offset N --limit N prints a slice", file=sys.stderr)
+                print(f"{win.total} {plural(win.total, 'message')}; --offset N --limit N prints a slice", file=sys.stderr)
         if s.parent:
             title = " ".join((s.parent.get("title") or "").split())
             print(f"spawned from {s.parent['harness']} {s.parent['session_id']}"
                   + (f" ({elide(title, 60)})" if title else ""), file=sys.stderr)
         if s.children:
             listed = ", ".join(c["session_id"] for c in s.children[:5]) + (", …" if len(s.children) > 5 else "")
-            print(f"spawned {len(s.children)} session{'s' if len(s.children) != 1 else ''}: {listed}",
+            print(f"spawned {len(s.children)} {plural(len(s.children), 'session')}: {listed}",
                   file=sys.stderr)
 
     @app.command("ctx", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
     def ctx_cmd(
-        query: Optional[list[str]] = typer.Argument(None, metavar="QUERY|ID-PREFIX"),
+        query: Optional[list[str]] = typer.Argument(None, metavar="QUERY|ID-PREFIX", help="What you are about to work on, or a session's id (e.g. deja ctx flaky checkout test)."),
     ) -> None:
         """Markdown digest of the best-matching session (problem, decisions, outcome) for a prompt."""
         from deja.pipeline import api

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Optional  # noqa: F401
 import sys
 
-from deja.pipeline.cli_common import Fail, elide, err, PROJECT_HELP, out_json, say, term_width
+from deja.pipeline.cli_common import (
+    HELP_HARNESS, HELP_JSON, HELP_PROJECT, HELP_SINCE, Fail, elide, err, out_json, say, term_width
+)
 
 
 def _safe(text: str) -> str:
@@ -48,11 +50,11 @@ def register(app) -> None:
     @app.command("blame")
     def blame_cmd(
         target: str = typer.Argument(..., metavar="PATH[:LINE]", help="A file (absolute, relative or bare name), optionally :line."),
-        as_json: bool = typer.Option(False, "--json", help="The contract's array of sessions."),
-        show_all: bool = typer.Option(False, "--all", help="No row cap."),
-        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
-        harness: Optional[str] = typer.Option(None, "--harness"),
-        since: Optional[str] = typer.Option(None, "--since", help="Active within this long (7d, 12h, 90m)."),
+        as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
+        show_all: bool = typer.Option(False, "--all", help="List every session that mentions the file, not only the first ones."),
+        project: Optional[str] = typer.Option(None, "--project", help=HELP_PROJECT),
+        harness: Optional[str] = typer.Option(None, "--harness", help=HELP_HARNESS),
+        since: Optional[str] = typer.Option(None, "--since", help=HELP_SINCE),
     ) -> None:
         """Sessions that discussed a file, most specific first, with what was decided; PATH:LINE
         first names the session that changed that line (git blame + the session's edit)."""
@@ -74,8 +76,8 @@ def register(app) -> None:
 
     @app.command("files")
     def files_cmd(
-        topic: list[str] = typer.Argument(..., metavar="TOPIC…"),
-        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
+        topic: list[str] = typer.Argument(..., metavar="TOPIC…", help="Words about the work (e.g. deja files checkout flow)."),
+        project: Optional[str] = typer.Option(None, "--project", help=HELP_PROJECT),
         limit: int = typer.Option(10, "--limit", help="How many files (default 10)."),
     ) -> None:
         """The files touched while a topic was being worked on."""
@@ -93,7 +95,7 @@ def register(app) -> None:
     @app.command("how")
     def how_cmd(
         what: list[str] = typer.Argument(..., metavar="WHAT…", help="Every word must appear in the command."),
-        project: Optional[str] = typer.Option(None, "--project", help=PROJECT_HELP),
+        project: Optional[str] = typer.Option(None, "--project", help=HELP_PROJECT),
         limit: int = typer.Option(8, "--limit", help="How many commands (default 8)."),
     ) -> None:
         """Real invocations of a tool on this machine, most used and successful first."""

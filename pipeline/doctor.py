@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
+from deja.stages.display import counted, plural
 from deja.stages.sources import harnesses, reader
 
 from deja.stages.store import config
@@ -98,8 +99,9 @@ def render(rep: dict) -> str:
     for s in rep["stores"]:
         where = ", ".join(s["paths"]) if s["paths"] else ""
         lines.append(
-            f"  {s['name']:<8} {s['state']:<10} {s['files']} files, {s['indexed_sessions']} sessions and "
-            f"{s['indexed_messages']} messages indexed  {where}".rstrip()
+            f"  {s['name']:<8} {s['state']:<10} {counted(s['files'], 'file')}, "
+            f"{counted(s['indexed_sessions'], 'session')} and {counted(s['indexed_messages'], 'message')} indexed  "
+            f"{where}".rstrip()
         )
         if s.get("error"):
             lines.append(f"           error: {s['error']}")
@@ -127,11 +129,11 @@ def render(rep: dict) -> str:
     for h, info in rep.get("ingest_health", {}).items():
         bits = []
         if info.get("malformed_lines"):
-            bits.append(f"{info['malformed_lines']} malformed lines or values")
+            bits.append(f"{info['malformed_lines']} malformed {plural(info['malformed_lines'], 'line')} or values")
         if info.get("failed_files"):
-            bits.append(f"{info['failed_files']} unreadable files")
+            bits.append(f"{counted(info['failed_files'], 'unreadable file')}")
         if info.get("redactions"):
-            bits.append(f"{info['redactions']} secrets redacted")
+            bits.append(f"{counted(info['redactions'], 'secret')} redacted")
         if bits:
             lines.append(f"  {h}: " + ", ".join(bits))
         for u in info.get("unreadable", [])[:10]:

@@ -15,7 +15,7 @@ import sys
 COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "show", "ctx",
                       "hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact",
                       "install", "uninstall", "blame", "files", "how", "fix", "friction",
-                      "remember", "promote", "forget", "stats", "view"})
+                      "remember", "promote", "forget", "stats", "view", "completion", "version"})
 # Agent hooks run on every session start, prompt and tool call (design.md §5: median
 # ≤150 ms whole process): they bypass typer too and import only what they read.
 HOOKS = frozenset({"hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact"})
@@ -103,12 +103,64 @@ def run() -> None:
     main()
 
 
+# The variable the shell's completion script sets when it asks `deja` for completions.
+COMPLETE_VAR = "_DEJA_COMPLETE"
+
+
+def _manners(argv: list[str]) -> list[str]:
+    """What every command shares before it runs: `--color` (any position,
+    before a `--`), `--version`, the usage bare `deja` prints, and "did you
+    mean" for a mistyped command. Returns the arguments left to dispatch."""
+    from deja.pipeline import usage
+
+    end = argv.index("--") if "--" in argv else len(argv)
+    rest, i, mode = [], 0, None
+    while i < len(argv):
+        a = argv[i]
+        if i < end and (a == "--color" or a.startswith("--color=")):
+            mode = a.partition("=")[2] if "=" in a else (argv[i + 1] if i + 1 < end else "")
+            i += 1 if "=" in a else 2
+            continue
+        rest.append(a)
+        i += 1
+    if mode is not None:
+        from deja.pipeline.cli_common import COLOR_MODES, set_color
+
+        if mode not in COLOR_MODES:
+            _usage_error(f"--color takes auto, always or never (got {mode!r})")
+        set_color(mode)
+    if rest[:1] in (["--version"], ["-V"], ["version"]) and not any(a in ("-h", "--help") for a in rest):
+        print(f"deja {usage.version()}")
+        sys.exit(0)
+    if not rest:
+        sys.stdout.write(usage.USAGE)
+        sys.exit(0)
+    if rest[0] not in COMMANDS:
+        meant = usage.did_you_mean(rest, COMMANDS - HOOKS)
+        if meant:
+            _usage_error(f"no command {rest[0]!r}; did you mean `{meant}`? (to search for the word: "
+                         f"deja search {rest[0]})")
+    return rest
+
+
+def _usage_error(message: str) -> None:
+    """A command line deja cannot take as meant: one line, exit 2 (the usual
+    status for a usage mistake), nothing run."""
+    print(f"deja: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     # Allocators that give memory back, set before pyarrow/polars load: an index
     # run frees a flush's worth at a time and should not keep the high-water mark.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
     argv = list(sys.argv[1:] if argv is None else argv)
+    if COMPLETE_VAR in os.environ:  # the shell asking for completions (deja completion): typer answers
+        from deja.pipeline.cli import main as full
+
+        full(argv)
+        return
     wants_help = any(a in ("-h", "--help") for a in argv)
     if argv and argv[0] in HOOKS and not wants_help:
         if argv[0] in WARM_HOOKS:
@@ -120,6 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         code = run_hook(argv[0], argv[1:])  # always 0: a hook never blocks the agent
         _quick_exit()
         sys.exit(code)
+    argv = _manners(argv)
     if argv and not wants_help and (argv[0] in ("search", "index") or argv[0] not in COMMANDS and not argv[0].startswith("-")):
         if argv[0] != "index":
             from deja.stages.store import duck

@@ -57,8 +57,10 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
     actions = None
     try:
         rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
-        sessions = (con.execute("SELECT count(DISTINCT session_key) FROM cat.file_sessions").fetchone()[0]
-                    if check_disk else 0)  # only `deja index` says how many
+        # only `deja index` says how many: the rows of the live sessions parts, as doctor
+        # counts them (a file's session with no message has no row, so file_sessions overcounts)
+        sessions = (con.execute("SELECT coalesce(sum(rows), 0) FROM cat.generation WHERE dataset = 'sessions'")
+                    .fetchone()[0] if check_disk else 0)
         # with the sizes written: a part torn since (a crash, a full disk) has another
         live = dict(con.execute("SELECT file, bytes FROM cat.generation").fetchall()) if check_disk else {}
         current = not check_disk or _catalog_current(con)

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 from deja.pipeline.cli_common import elide, term_width
 from deja.queries.stats import VIEW_MESSAGES_PER_SESSION, VIEW_TEXT_CAP
-from deja.stages.display import local_day
+from deja.stages.display import local_day, plural
 
 
 def heat_grid(days: dict[str, int], today: date | None = None, weeks: int = 52) -> tuple[list[date], list[list[int]]]:
@@ -42,6 +42,25 @@ def _level(v: int, cuts: list[int]) -> int:
     return 1 + sum(1 for c in cuts if v > c)
 
 
+def shade_ranges(cuts: list[int]) -> list[str]:
+    """What each shade of the heatmap stands for, in messages a day: "0",
+    then each level's range ("1–3", "4–9", "26+"); "" for a level no day can
+    reach (few distinct counts make two cuts equal)."""
+    lows = [1, cuts[0] + 1, cuts[1] + 1, cuts[2] + 1]
+    highs = [cuts[0], cuts[1], cuts[2], None]
+    out = ["0"]
+    for lo, hi in zip(lows, highs):
+        out.append(f"{lo:,}+" if hi is None else "" if hi < lo else f"{lo:,}" if hi == lo else f"{lo:,}–{hi:,}")
+    if len(set(cuts)) == 1 and out[4] and out[1]:  # one distinct count: every active day is level 1
+        out[2:] = ["", "", ""]
+    return out
+
+
+def month_marks(months: list[str]) -> str:
+    """One letter per monthly bar ("2026-01" → "J"), under the bars."""
+    return "".join("JFMAMJJASOND"[int(m[5:7]) - 1] if len(m) >= 7 and m[5:7].isdigit() else " " for m in months)
+
+
 def heatmap_text(days: dict[str, int], color: bool, today: date | None = None) -> list[str]:
     cols, grid = heat_grid(days, today)
     cuts = _levels(grid)
@@ -67,11 +86,17 @@ def heatmap_text(days: dict[str, int], color: bool, today: date | None = None) -
             cells.append(f"{shades[lv]}{glyph[lv]}\033[0m" if color else glyph[lv])
         lines.append(f"{name:<4}" + "".join(cells))
     lines.append("    less " + " ".join(glyph) + " more")
+    lines.append("    " + "  ".join(f"{g} {r}" for g, r in zip(glyph, shade_ranges(cuts)) if r) + " messages a day")
     return lines
 
 
 def _fmt(n: int) -> str:
     return f"{n:,}"
+
+
+def _n(n: int, word: str) -> str:
+    """"1 session", "1,204 sessions"."""
+    return f"{n:,} {plural(n, word)}"
 
 
 def stats_text(st: dict, color: bool) -> str:
@@ -81,23 +106,26 @@ def stats_text(st: dict, color: bool) -> str:
     out = []
     dr = st.get("date_range")
     span = f", {dr['start']} → {dr['end']}" if dr else ""
-    out.append(f"{_fmt(st['total_sessions'])} sessions, {_fmt(st['total_messages'])} messages{span}")
+    out.append(f"{_n(st['total_sessions'], 'session')}, {_n(st['total_messages'], 'message')}{span}")
     if st["harnesses"]:
-        out.append("  " + "  ".join(f"{h['harness']} {_fmt(h['sessions'])} sessions / {_fmt(h['messages'])} messages"
+        out.append("  " + "  ".join(f"{h['harness']} {_n(h['sessions'], 'session')} / {_n(h['messages'], 'message')}"
                                     for h in st["harnesses"]))
     out.append("")
     out.append("activity, last 52 weeks (messages per day)")
     out.extend(heatmap_text(st["_days"], color))
     out.append("")
     if st["monthly"]:
-        out.append(f"monthly   {st['sparkline']}  ({st['monthly'][0]['month']} … {st['monthly'][-1]['month']})")
+        top = max(st["monthly"], key=lambda m: m["messages"])
+        out.append(f"monthly   {st['sparkline']}  messages per month, {st['monthly'][0]['month']} … "
+                   f"{st['monthly'][-1]['month']}; most {_fmt(top['messages'])} in {top['month']}")
+        out.append("          " + month_marks([m["month"] for m in st["monthly"]]))
     if st.get("busiest_day"):
-        out.append(f"busiest   {st['busiest_day']['date']} ({_fmt(st['busiest_day']['messages'])} messages)")
+        out.append(f"busiest   {st['busiest_day']['date']} ({_n(st['busiest_day']['messages'], 'message')})")
     ls = st.get("longest_session")
     if ls:
         title = sanitize_display(" ".join((ls["title"] or "").split())) or "(untitled)"
         out.append(elide(f"longest   {ls['harness']} {ls['id'][:12]} {ls['project']} — {title} "
-                          f"({_fmt(ls['messages'])} messages)", width))
+                          f"({_n(ls['messages'], 'message')})", width))
     if st["top_projects"]:
         out.append("")
         out.append("top projects")
@@ -142,7 +170,7 @@ def card_lines(st: dict) -> list[tuple[str, str]]:
         rows.append(("busiest day", f"{st['busiest_day']['date']} ({_fmt(st['busiest_day']['messages'])})"))
     ls = st.get("longest_session")
     if ls:
-        rows.append(("longest", f"{ls['messages']} messages ({ls['harness']})"))
+        rows.append(("longest", f"{_n(ls['messages'], 'message')} ({ls['harness']})"))
     return rows
 
 
@@ -156,7 +184,9 @@ def card_text(st: dict) -> str:
     for k, v in rows:
         out.append("│ " + f"{k:<14}{v}".ljust(inner) + " │")
     if st["sparkline"]:
-        out.append("│ " + ("monthly       " + st["sparkline"][-(inner - 14):]).ljust(inner) + " │")
+        keep = inner - 14
+        out.append("│ " + ("monthly       " + st["sparkline"][-keep:]).ljust(inner) + " │")
+        out.append("│ " + ("              " + month_marks([m["month"] for m in st["monthly"]])[-keep:]).ljust(inner) + " │")
     out.append("╰" + "─" * (inner + 2) + "╯")
     return "\n".join(out) + "\n"
 
@@ -166,18 +196,25 @@ def _x(s) -> str:
 
 
 def card_svg(st: dict) -> str:
-    """A self-contained SVG card (no external fonts or images): numbers, sparkline bars, heat strip."""
+    """A self-contained SVG card (no external fonts or images): numbers, then
+    messages per month as bars with their months under them, then messages
+    per day as a heatmap with its months above and a legend for the shades."""
     from deja.stages.display import sanitize_display
 
     W, pad = 480, 24
     rows = [(k, elide(sanitize_display(v), 38)) for k, v in card_lines(st)]
     line_h = 22
     top = 64
-    bars_y = top + line_h * len(rows) + 16
+    font = 'font-family="system-ui, sans-serif"'
+    mute = 'fill="#8b949e"'
+    bars_cap = top + line_h * len(rows) + 16
+    bars_y = bars_cap + 8
     bars_h = 40
-    heat_y = bars_y + bars_h + 20
+    heat_cap = bars_y + bars_h + 44
+    heat_y = heat_cap + 22
     cell = 7
-    H = heat_y + 7 * cell + pad
+    legend_y = heat_y + 7 * cell + 16
+    H = legend_y + pad
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" '
         f'aria-label="deja memory stats">',
@@ -188,28 +225,61 @@ def card_svg(st: dict) -> str:
     ]
     for i, (k, v) in enumerate(rows):
         y = top + i * line_h + 14
-        parts.append(f'<text class="row" x="{pad}" y="{y}" font-family="system-ui, sans-serif" font-size="14" '
-                     f'fill="#8b949e">{_x(k)}</text>')
-        parts.append(f'<text class="row" x="{pad + 120}" y="{y}" font-family="system-ui, sans-serif" font-size="14" '
+        parts.append(f'<text class="row" x="{pad}" y="{y}" {font} font-size="14" {mute}>{_x(k)}</text>')
+        parts.append(f'<text class="row" x="{pad + 120}" y="{y}" {font} font-size="14" '
                      f'fill="#e6edf3">{_x(v)}</text>')
-    monthly = [m["messages"] for m in st["monthly"]][-24:]
-    if monthly:
-        top_v = max(monthly) or 1
-        bw = (W - 2 * pad) / len(monthly)
-        for i, v in enumerate(monthly):
+    months = st["monthly"][-24:]
+    if months:
+        values = [m["messages"] for m in months]
+        top_v = max(values) or 1
+        peak = max(months, key=lambda m: m["messages"])
+        parts.append(f'<text class="caption" x="{pad}" y="{bars_cap}" {font} font-size="11" {mute}>messages per month '
+                     f'({_x(months[0]["month"])} … {_x(months[-1]["month"])}; most {_fmt(peak["messages"])} in '
+                     f'{_x(peak["month"])})</text>')
+        bw = (W - 2 * pad) / len(months)
+        for i, (m, v) in enumerate(zip(months, values)):
             h = max(2.0, bars_h * v / top_v) if v else 1.0
-            parts.append(f'<rect x="{pad + i * bw + 1:.1f}" y="{bars_y + bars_h - h:.1f}" width="{max(1.0, bw - 2):.1f}" '
-                         f'height="{h:.1f}" fill="#39d353"><title>{_x(st["monthly"][-len(monthly) + i]["month"])}: {v}</title></rect>')
-    _, grid = heat_grid(st["_days"])
+            x = pad + i * bw
+            parts.append(f'<rect x="{x + 1:.1f}" y="{bars_y + bars_h - h:.1f}" width="{max(1.0, bw - 2):.1f}" '
+                         f'height="{h:.1f}" fill="#39d353"><title>{_x(m["month"])}: {_fmt(v)} messages</title></rect>')
+            mark = month_marks([m["month"]])
+            parts.append(f'<text class="month" x="{x + bw / 2:.1f}" y="{bars_y + bars_h + 12}" text-anchor="middle" '
+                         f'{font} font-size="9" {mute}>{_x(mark)}</text>')
+            if i == 0 or m["month"].endswith("-01"):
+                parts.append(f'<text class="year" x="{x + bw / 2:.1f}" y="{bars_y + bars_h + 23}" '
+                             f'text-anchor="middle" {font} font-size="9" {mute}>{_x(m["month"][:4])}</text>')
+    cols, grid = heat_grid(st["_days"])
     cuts = _levels(grid)
     shades = ["#161b22", "#0e4429", "#006d32", "#26a641", "#39d353"]
+    step = cell + 1.2
+    parts.append(f'<text class="caption" x="{pad}" y="{heat_cap}" {font} font-size="11" {mute}>messages per day, '
+                 'last 52 weeks</text>')
+    last = None
+    for c, monday in enumerate(cols):
+        if monday.month != last and c + 3 <= len(cols):
+            parts.append(f'<text class="month" x="{pad + c * step:.1f}" y="{heat_y - 4}" {font} font-size="9" '
+                         f'{mute}>{monday.strftime("%b")}</text>')
+            last = monday.month
     for c in range(len(grid[0])):
         for r in range(7):
             v = grid[r][c]
             if v < 0:
                 continue
-            parts.append(f'<rect x="{pad + c * (cell + 1.2):.1f}" y="{heat_y + r * cell}" width="{cell - 1}" '
+            parts.append(f'<rect x="{pad + c * step:.1f}" y="{heat_y + r * cell}" width="{cell - 1}" '
                          f'height="{cell - 1}" fill="{shades[_level(v, cuts)]}"/>')
+    x = pad
+    parts.append(f'<text class="legend" x="{x}" y="{legend_y + 6}" {font} font-size="9" {mute}>less</text>')
+    x += 22
+    for shade, span in zip(shades, shade_ranges(cuts)):
+        if not span:
+            continue
+        parts.append(f'<rect class="legend" x="{x}" y="{legend_y - 1}" width="{cell}" height="{cell}" '
+                     f'fill="{shade}"><title>{_x(span)} messages a day</title></rect>')
+        parts.append(f'<text class="legend" x="{x + cell + 3}" y="{legend_y + 6}" {font} font-size="9" '
+                     f'{mute}>{_x(span)}</text>')
+        x += cell + 10 + 6 * len(span)
+    parts.append(f'<text class="legend" x="{x}" y="{legend_y + 6}" {font} font-size="9" {mute}>more '
+                 '(messages a day)</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
@@ -248,8 +318,8 @@ def stats_html(st: dict) -> str:
     from deja.stages.display import sanitize_display
 
     rows = st.get("_timeline") or []
-    body = [f"<h1>deja · timeline</h1><p class=\"mute\">{_fmt(st['total_sessions'])} sessions, "
-            f"{_fmt(st['total_messages'])} messages</p>",
+    body = [f"<h1>deja · timeline</h1><p class=\"mute\">{_n(st['total_sessions'], 'session')}, "
+            f"{_n(st['total_messages'], 'message')}</p>",
             f"<figure id=\"card\">{card_svg(st)}</figure>"]
     day = None
     for h, sid, proj, title, n, t in rows:
@@ -260,7 +330,7 @@ def stats_html(st: dict) -> str:
             body.append(f"<section class=\"day\"><h2>{_x(d)}</h2><ul>")
             day = d
         body.append(f"<li><span class=\"tag\">{_x(h)}</span><b>{_x(sanitize_display(title or '(untitled)'))}</b> "
-                    f"<span class=\"mute\">{_x(proj or '')} · {int(n or 0)} messages · {_x(sid)}</span></li>")
+                    f"<span class=\"mute\">{_x(proj or '')} · {_n(int(n or 0), 'message')} · {_x(sid)}</span></li>")
     if day is not None:
         body.append("</ul></section>")
     return _html_page("deja timeline", "".join(body))
@@ -312,7 +382,7 @@ def view_html(sessions: list[dict]) -> str:
     payload = payload.replace("</", "<\\/").replace("<!--", "<\\!--")  # safe inside <script>
     body = (
         "<h1>deja · memory</h1>"
-        f"<p class=\"mute\">{len(sessions)} sessions from this machine's agent transcripts and notes. "
+        f"<p class=\"mute\">{_n(len(sessions), 'session')} from this machine's agent transcripts and notes. "
         f"Up to {VIEW_MESSAGES_PER_SESSION} messages per session are included (each cut at {VIEW_TEXT_CAP} "
         "characters); commands, files and tool output are left out. This file makes no network requests.</p>"
         "<div class=\"bar\"><input id=\"q\" type=\"search\" placeholder=\"search titles, projects, messages…\" autofocus>"

@@ -87,3 +87,13 @@ def clip_bytes(text: str, limit: int) -> str:
     if sp > len(cut) // 2:
         cut = cut[:sp]
     return cut.rstrip(" ,;:-") + "…"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``word`` as ``n`` of it reads: "1 session", "2 sessions"."""
+    return word if n == 1 else (many or word + "s")
+
+
+def counted(n: int, word: str, many: str | None = None) -> str:
+    """"1 session", "2 sessions"."""
+    return f"{n} {plural(n, word, many)}"

@@ -71,7 +71,7 @@ def test_unchanged_store_is_skipped(home):
     home.run("index")
     again = json.loads(home.run("index", "--json").stdout)
     assert again["up_to_date"] is True
-    assert "up to date (1 sessions)" in home.run("index").stderr
+    assert "up to date (1 session)" in home.run("index").stderr
 
 
 def test_grown_transcript_is_read_from_its_safe_offset(home):
@@ -504,7 +504,7 @@ def test_doctor_counts_malformed_lines(home):
     rep = json.loads(home.run("doctor", "--json").stdout)
     assert rep["ingest_health"]["claude"]["malformed_lines"] == 1
     text = home.run("doctor").stdout
-    assert "1 malformed lines or values" in text and f"{p}:3: line is not JSON" in text
+    assert "1 malformed line or values" in text and f"{p}:3: line is not JSON" in text
     assert ids(home.search("after", "bad", "line")) == [S1]  # the rest of the file still indexed
 
 

@@ -240,7 +240,7 @@ def test_empty_result_and_bad_flags(corpus):
 def test_bare_words_search_and_text_output(corpus):
     proc = corpus.run("connection", "pool", "exhausted")
     assert sid(1)[:12] in proc.stdout and "root cause" in proc.stdout
-    assert "1 sessions (exact)" in proc.stderr
+    assert "1 session (exact)" in proc.stderr
 
 
 # ---- ranking ------------------------------------------------------------------

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from . import show
 from deja.stages.display import clip, one_line
+from deja.stages.work_records import inspects
 from deja.stages.store.read import LiveStore
 
 BUDGET = 8000  # bytes of UTF-8
@@ -262,6 +263,8 @@ def _commands(rows) -> list[str]:
             line = line[: m.start()]
         if line.startswith("$ "):
             line = line[2:]
+        if not code and inspects(line):
+            continue  # every command is stored; a brief lists the ones that did something (or failed)
         item = _code(clip(line, 200)) + (f" → exit {code}" if code else "")
         if item == prev:
             repeat += 1

@@ -133,9 +133,13 @@ def _record_stats(live, any_sessions: bool) -> dict:
         return out
     con = live.con
     base = "FROM records WHERE session_key IN (SELECT k FROM _keys)"
-    out["commands"] = con.execute(
+    # every command is stored; the top ten are of those that did something, not `ls` or `cat x`
+    from deja.stages.work_records import inspects
+
+    ranked = con.execute(
         f"SELECT regexp_replace(split_part(text, chr(10), 1), '\\s+→ exit -?\\d+$', '') AS c, count(*) AS n {base} "
-        f"AND role = 'command' GROUP BY c ORDER BY n DESC, c LIMIT 10").fetchall()
+        f"AND role = 'command' GROUP BY c ORDER BY n DESC, c LIMIT 500").fetchall()
+    out["commands"] = [r for r in ranked if not inspects(r[0].removeprefix("$ "))][:10]
     out["files"] = con.execute(
         f"SELECT f, count(*) AS n FROM (SELECT unnest(string_split(text, chr(10))) AS f {base} AND role = 'files') "
         f"WHERE trim(f) <> '' GROUP BY f ORDER BY n DESC, f LIMIT 10").fetchall()

@@ -147,6 +147,14 @@ def test_show_prints_runs_of_every_program(world):
     assert "$ chezmoi apply --verbose" in out and "$ ls -la ~/.config" in out
 
 
+def test_stats_and_ctx_list_the_commands_that_did_something(world):
+    """Every command is stored; the lists a person reads leave out the ones that only looked."""
+    text = world.run("stats").stdout
+    assert "chezmoi apply --verbose" in text and "ls -la" not in text and "cat Makefile" not in text, text
+    brief = world.run("ctx", CODEX_ID).stdout
+    assert "chezmoi apply --verbose" in brief and "ls -la" not in brief and "cat Makefile" not in brief, brief
+
+
 def test_command_records_are_redacted(world):
     out = world.run("show", CODEX_ID).stdout
     assert TOKEN not in out and "chezmoi init --apply dev" in out and "[redacted" in out

@@ -79,7 +79,8 @@ class Repair:
         add = lambda part: part and run.new_parts.append(part)  # noqa: E731
         postings = run.live["postings"] + new("postings")
         if self.dead_sessions and run.live["postings"]:
-            ords = [run.ords[k] for k in self.dead_sessions if k in run.ords]
+            known = run.ordinals.known
+            ords = [known[k] for k in self.dead_sessions if k in known]
             add(derive.dead_of_sessions(*args, run.live["postings"], ords))
         if self.deletes:
             # dead: a posting whose record no live records part holds (found again whole)

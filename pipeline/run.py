@@ -114,7 +114,6 @@ class Run:
             self.drop = drop_filter(self.env, con)
         self.manifest, self.file_sessions = state.manifest, state.file_sessions
         self.ordinals = index_state.SessionOrdinals(state.ords)
-        self.ords = self.ordinals.known
         for rows in self.file_sessions.values():
             for key in [k for k in rows if k in self.drop.keys]:
                 del rows[key]
@@ -362,7 +361,7 @@ class Run:
                 if keys is None or r["session_key"] in keys]
         for key in {r["session_key"] for r in rows}:
             self.ordinals.of(key)
-        return build_sessions(rows, self.ords, self.names)
+        return build_sessions(rows, self.ordinals.known, self.names)
 
     def merge_file_sessions(self, action: mf.Action, meta: dict[str, dict]) -> dict[str, dict]:
         """This file's session rows after the run: an append merges into the old ones."""

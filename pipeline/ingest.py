@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from deja.stages import normalize, redact
 from deja.stages.sources import reader
+from deja.stages.sources.locate import include_subagents
 from deja.stages.sources.values import Faults
 
 from deja.pipeline import manifest as mf
@@ -57,6 +58,10 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
         return FileOutput(action, None, {}, action.start, "", 0, 0, {}, f"{type(exc).__name__}: {exc}")
     if res.error:
         return FileOutput(action, None, {}, action.start, "", res.malformed, 0, {}, res.error)
+    if not include_subagents(os.environ):
+        # Subagents a harness marks only inside the file (Codex's source.subagent);
+        # Claude Code's live in their own folders and are never listed (stages/sources/locate.py).
+        res.sessions = [s for s in res.sessions if not s.spawned]
     seq_start = {k: (r.get("max_seq", -1) + 1) for k, r in prior.items()} if action.start else {}
     projects = {k: (r.get("project") or "", r.get("project_root") or "") for k, r in prior.items()} if action.start else {}
     faults = Faults()

@@ -67,10 +67,10 @@ def test_session_and_message_counts_are_plausible(indexed):
     by = {h["harness"]: h for h in summary["harnesses"]}
     for h in HARNESSES:
         files = [r for r in rows if r["harness"] == h and "subagents" not in r["source_path"]
-                 and "/agent-" not in r["source_path"]]
+                 and "/agent-" not in r["source_path"] and not any(i in r["file"] for i in CODEX_SUBAGENTS)]
         with_speech = sum(1 for r in files if int(r["user_msgs"]) + int(r["assistant_msgs"]) > 0)
         raw = sum(int(r["user_msgs"]) + int(r["assistant_msgs"]) for r in files)
-        # a session per file that has any speech (a few hold only titles or an api error)
+        # a session per file that has any speech, subagents left out (a few hold only titles or an api error)
         assert with_speech - 3 <= by[h]["sessions"] <= len(files), (h, by[h], with_speech)
         # speech is a fraction of raw user/assistant lines: tool results, thinking-only
         # and tool-call-only lines are not messages (measured: claude ~25%, codex ~40%)
@@ -93,6 +93,27 @@ def test_the_real_corpus_is_searchable_and_doctor_agrees(indexed):
     assert rep["index"]["stale_stores"] == []
 
 
+CODEX_SUBAGENTS = {  # rollouts of the real corpus whose session_meta says source.subagent
+    "019b5669-8da8-7bc3-bed8-e1c1b805dad5",  # /review
+    "019d924b-53f5-78f1-a0d4-69aa13191f54", "019d924b-6bc1-7fa2-aa36-5e5a0e068c59",
+    "019d781a-be34-7041-abb1-577f9360b907",  # thread_spawn explorers
+}
+
+
+def _codex_ids(home) -> set[str]:
+    import duckdb
+
+    files = [str(p) for p in (home.index / "sessions").glob("*.parquet")]
+    return {r[0] for r in duckdb.connect().execute(
+        "SELECT session_id FROM read_parquet(?) WHERE harness='codex'", [files]).fetchall()}
+
+
+def test_codex_subagent_rollouts_are_skipped_like_claude_subagents(indexed):
+    home, rows, summary = indexed
+    ids = _codex_ids(home)
+    assert len(ids) >= 5 and not ids & CODEX_SUBAGENTS
+
+
 def test_subagents_are_their_own_sessions_when_included(tmp_path):
     from conftest import Home
 
@@ -107,3 +128,4 @@ def test_subagents_are_their_own_sessions_when_included(tmp_path):
         "SELECT count(*) FILTER (WHERE parent <> ''), count(*) FROM read_parquet(?) WHERE harness='claude'", [files]
     ).fetchone()
     assert kinds[0] >= 10  # every subagent file became a child session with its parent named
+    assert CODEX_SUBAGENTS <= _codex_ids(home)

@@ -66,6 +66,7 @@ class SessionPart:
     kind: str = ""  # sidechain, subagent, subagent_fork — only when the harness wrote the edge
     parent: str = ""
     agent: str = ""
+    spawned: bool = False  # started by an agent, not a person (a subagent): kept only with DEJA_INCLUDE_SUBAGENTS=1
     touched: list[str] = field(default_factory=list)  # paths from file-history snapshots etc.
     messages: list[Message] = field(default_factory=list)
 

@@ -161,7 +161,7 @@ def _primed(path: str, start: int, flags: dict) -> "_Rollout":
 
 class _Rollout:
     __slots__ = (
-        "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "meta", "first_id",
+        "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "spawned", "meta", "first_id",
         "started", "replay", "replay_seen", "replay_ts", "replay_tasks", "fork_ms", "has_ri",
         "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad",
     )
@@ -174,6 +174,7 @@ class _Rollout:
         self.kind = ""
         self.parent = ""
         self.agent = ""
+        self.spawned = False
         self.meta = False  # first session_meta seen
         self.first_id = ""
         self.started = False  # a line other than session_meta seen
@@ -272,6 +273,7 @@ class _Rollout:
         source = p.get("source")
         if isinstance(source, dict) and "subagent" in source:
             self.kind = "subagent"
+            self.spawned = True
             sub = source.get("subagent")
             role = p.get("agent_role")
             if isinstance(sub, str):
@@ -504,6 +506,7 @@ class _Rollout:
                     kind=self.kind,
                     parent=self.parent,
                     agent=self.agent,
+                    spawned=self.spawned,
                     messages=msgs,
                 )
             )

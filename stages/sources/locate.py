@@ -93,13 +93,19 @@ def _why(exc: OSError) -> str:
     return f"cannot be read ({exc.strerror or type(exc).__name__}): skipped"
 
 
+def include_subagents(env: Mapping[str, str]) -> bool:
+    """Subagent transcripts are left out unless DEJA_INCLUDE_SUBAGENTS=1: they
+    repeat their parent's task in smaller steps and would crowd search."""
+    return env.get("DEJA_INCLUDE_SUBAGENTS") == "1"
+
+
 def claude_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
     root = claude_root(env)
     if not os.path.isdir(root):
         if os.path.lexists(root) and not os.path.exists(root):
             _problem(problems, root, "dangling symlink: skipped")
         return []
-    include_sub = env.get("DEJA_INCLUDE_SUBAGENTS") == "1"
+    include_sub = include_subagents(env)
     out: list[str] = []
     skip = lambda d: d == "tool-results" or (not include_sub and d == "subagents")  # noqa: E731
     for folder, names in walk(root, problems, skip, lambda n: n.endswith(".jsonl")):

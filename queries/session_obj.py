@@ -35,6 +35,8 @@ def session_object(row: dict) -> dict:
         s["started"] = iso(row["started"])
     if row.get("updated"):
         s["updated"] = iso(row["updated"])
+    if row.get("project_root"):
+        s["project_root"] = row["project_root"]
     if row.get("path"):
         s["path"] = row["path"]
     if row.get("title"):

@@ -75,6 +75,7 @@ def test_a_claude_and_a_codex_session_in_one_repository_share_one_project(tmp_pa
     both = last(home)
     assert {s["id"] for s in both} == ids
     assert {s["project"] for s in both} == {"github/volcano"}
+    assert {s["project_root"] for s in both} == {str(root)}  # the session object names the root too
     hits = home.search("lava", "flow", "--project", "github/volcano")["hits"]
     assert {h["session"]["id"] for h in hits} == ids
     assert {s["id"] for s in last(home, "--project", "github/volcano")} == ids

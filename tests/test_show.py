@@ -25,6 +25,7 @@ CX_FORK = "019c0000-2222-7000-8000-00000000f04c"  # forked from CX
 ALLOWED_SESSION_KEYS = {
     "harness", "id", "project", "source", "started", "updated", "path", "title", "agent_title", "touched",
     "gave_up", "words", "orig_id", "from", "lifecycle", "lifecycle_note", "lifecycle_at", "kind", "parent", "agent",
+    "project_root",
 }
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 

@@ -325,26 +325,35 @@ def fix(live: LiveStore, error_text: str, limit: int = 3) -> FixAnswer:
 
 
 def _looks(msg: tuple) -> bool:
-    """A command that only looked (``ls``, ``grep``, ``git log``): it settles nothing,
-    and ``fix`` reads past it as if it were not there."""
+    """A command that only looked (``ls``, ``grep``, ``git log``, ``go version``): it
+    settles nothing, and ``fix`` reads past it as if it were not there."""
     from deja.stages.work_records import inspects
 
     return msg[0] == "command" and inspects(command_text(msg[1])[0])
 
 
+# What counts towards fix's look-ahead: the agent's steps. Tool output, file
+# lists and looking commands do not, so a long investigation (a dozen greps and
+# `git show`s) between an error and the command that settled it does not hide it.
+_STEPS = ("command", "edit", "assistant", "user")
+
+
 def _after(msgs: list[tuple], start: int, count: int):
-    """The indexes of the next ``count`` records from ``start``, looking commands not counted."""
+    """The indexes of every record from ``start`` up to the ``count``-th step after it."""
     j, seen = start, 0
     while j < len(msgs) and seen < count:
-        if not _looks(msgs[j]):
+        if msgs[j][0] in _STEPS and not _looks(msgs[j]):
             seen += 1
-            yield j
+        yield j
         j += 1
 
 
 def _mine(msgs: list[tuple], wanted: _Wanted) -> list[dict]:
     """§5.6 over one session's records in order: the command that followed an error
-    which did not come back within the next 6 messages."""
+    which did not come back within the next 6 steps. A command that neither shares
+    a word with the error nor runs the program that failed is kept (a second
+    session may vouch for it) and the scan goes on for one that does: an agent
+    often tries something unrelated before ``go mod tidy``."""
     out = []
     failed_cmd = ""
     for i, (role, text, ts, _, project) in enumerate(msgs):
@@ -361,7 +370,7 @@ def _mine(msgs: list[tuple], wanted: _Wanted) -> list[dict]:
             continue
         for j in _after(msgs, i + 1, FIX_LOOKAHEAD):
             r2, t2, ts2, code2, _ = msgs[j]
-            if r2 != "command":
+            if r2 != "command" or _looks(msgs[j]):
                 continue
             cmd, mark = command_text(t2)
             if not cmd or len(cmd) > FIX_CMD_MAX:
@@ -375,10 +384,12 @@ def _mine(msgs: list[tuple], wanted: _Wanted) -> list[dict]:
                 msgs[k][0] in ("tool-output", "assistant") and any(wanted.key(f) == sig for f in fl.failure_lines(msgs[k][1]))
                 for k in _after(msgs, j + 1, FIX_RECUR)
             )
-            if not back:
-                out.append({"sig": sig, "error": err, "command": cmd, "ts": ts2 or ts, "project": project,
-                            "failed": failed_cmd})
-            break
+            if back:
+                break
+            out.append({"sig": sig, "error": err, "command": cmd, "ts": ts2 or ts, "project": project,
+                        "failed": failed_cmd})
+            if _related(err, cmd, failed_cmd):
+                break
     return out
 
 

@@ -42,8 +42,11 @@ INSPECT = frozenset(
     "printenv type hostname realpath dirname basename true false grep rg sleep printf".split()
 )
 GIT_INSPECT = frozenset(
-    "status diff log show branch remote stash blame reflog describe rev-parse ls-files".split()
+    "status diff log show branch remote blame reflog describe rev-parse ls-files".split()
 )
+# ``go version``, ``node --version``, ``cargo --help``: a program asked about itself.
+_SELF_QUERY = frozenset("version --version -V help --help -h env".split())
+_REDIRECT = re.compile(r"^\d*[<>]")
 # Words that run the program named after them: ``sudo make``, ``env FOO=1 make``.
 _WRAPPERS = frozenset("sudo env time nohup exec command nice doas".split())
 # Runners whose next word is the program a person would ask ``how`` about.
@@ -198,7 +201,7 @@ def programs(command: str) -> list[str]:
 
 def inspects(command: str) -> bool:
     """Whether a command only looks (``ls``, ``cat x | grep y``, ``cd x``, ``git log``,
-    ``sed -n``): every segment runs a looking program."""
+    ``sed -n``, ``go version``): every segment runs a looking program."""
     segs = segments(command)
     if not segs:
         return True
@@ -209,7 +212,12 @@ def inspects(command: str) -> bool:
             continue
         if prog in ("sed", "awk") and not any(w == "-i" or w.startswith(("-i", "--in-place")) for w in words[1:]):
             continue
-        if prog == "git" and next((w for w in words[1:] if not w.startswith("-")), "") in GIT_INSPECT:
+        if prog == "git":
+            verb = [w for w in words[1:] if not w.startswith("-")][:2]
+            if verb and (verb[0] in GIT_INSPECT or verb[:2] in (["stash", "list"], ["stash", "show"])):
+                continue
+        args = [w for w in words[1:] if not _REDIRECT.match(w)]
+        if len(args) == 1 and args[0] in _SELF_QUERY:
             continue
         return False
     return True

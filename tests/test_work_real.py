@@ -53,6 +53,18 @@ class Claude:
         self.rows.append(row)
         return self
 
+    def say(self, text: str):
+        self.rows.append(claude_assistant(self.s, [{"type": "text", "text": text}], self._ts(),
+                                          f"s{self.s[-4:]}{self.k}", msg_id=f"msg_{self.k}", cwd=self.cwd))
+        return self
+
+    def edit(self, path: str, old: str, new: str):
+        tid = f"toolu_{self.s[-6:]}{self.k}"
+        self.rows.append(claude_assistant(self.s, [{"type": "tool_use", "id": tid, "name": "Edit", "input": {
+            "file_path": path, "old_string": old, "new_string": new}}], self._ts(), f"e{self.s[-4:]}{self.k}",
+            msg_id=f"msg_{self.k}", cwd=self.cwd))
+        return self
+
     def write(self, home: Home) -> str:
         write_jsonl(home.claude_file(self.s, cwd=self.cwd), self.rows)
         return self.s
@@ -189,6 +201,53 @@ def test_fix_finds_the_go_session_that_ran_go_mod_tidy(world):
     proc = world.run("fix", "undefined: testing.TypeConverter")
     assert "ran next: go mod tidy 2>&1 | tail -20" in proc.stdout, proc.stderr
     assert "grep" not in proc.stdout  # looking is not fixing
+
+
+@pytest.mark.parametrize("cmd, looks", [
+    ("go version && cat go.mod | grep -E '^go |volcano'", True),
+    ("gsed --version 2>&1 | head -1; which gsed", True),
+    ("git stash list", True),
+    ("git log --oneline -5 -- go.mod 2>&1", True),
+    ("git stash", False),  # puts work away: it changes the tree
+    ("go mod tidy 2>&1 | tail -20", False),
+    ("go test -v ./...", False),
+])
+def test_a_command_that_only_asks_a_program_about_itself_is_a_look(cmd, looks):
+    assert work.inspects(cmd) is looks
+
+
+def test_fix_reads_past_a_long_investigation_to_what_settled_it(tmp_path):
+    # the corpus session as it went: a retry that fails the same way, a dozen looks
+    # (grep, git log/show, `go version`), a sed that failed, an edit of go.mod,
+    # then go mod tidy and go build, and a later test run failing on another error
+    home = Home(tmp_path)
+    mod = "/home/dev/src/paas-controller/go.mod"
+    c = Claude(7, "/home/dev/src/paas-controller", "2026-03-28").user("run the dev machines suite")
+    c.bash("go test ./pkg/apiserver/k8s/controller/... -run TestDevMachinesSuite -v 2>&1",
+           "# volcano.sh/apis/pkg/client/applyconfiguration\n" + GO_LINE, code=1)
+    c.say("This is a known problem of the volcano dependency; checking how the project avoids it:")
+    c.bash("go test ./pkg/apiserver/k8s/controller/... -run TestDevMachinesSuite -v -tags '!ignore_volcano' 2>&1 "
+           "| head -20", "# volcano.sh/apis/pkg/client/applyconfiguration\n" + GO_LINE)
+    c.bash("head -5 /Users/xuwentao/go/pkg/mod/volcano.sh/apis@v1.12.1/pkg/client/applyconfiguration/utils.go", "/*")
+    c.bash('go version && cat go.mod | grep -E "^go |volcano"', "go version go1.24.9 darwin/arm64\ngo 1.24.9")
+    for look in ("git log --oneline -5 -- go.mod 2>&1", "git show b2d1fa59 --stat 2>&1 | head -20",
+                 "git show b2d1fa59 -- go.mod | grep volcano 2>&1", 'grep "volcano" go.mod',
+                 "git log --oneline master..HEAD 2>&1", "git show master:go.mod | grep volcano",
+                 'git log --all --oneline --format="%H %s" | grep -i volcano | head -5'):
+        c.bash(look, "volcano.sh/apis v1.12.1")
+    c.say("The worktree still uses the old volcano version; updating the dependency:")
+    c.bash("sed -i '' 's|volcano.sh/apis v1.12.1|volcano.sh/apis v1.13.1|g' go.mod",
+           "gsed: can't read s|volcano.sh/apis v1.12.1|volcano.sh/apis v1.13.1|g: No such file or directory", code=2)
+    c.bash("gsed --version 2>&1 | head -1; which gsed", "gsed (GNU sed) 4.9\n/opt/homebrew/bin/gsed")
+    c.edit(mod, "\tvolcano.sh/apis v1.12.1", "\tvolcano.sh/apis v1.13.1")
+    c.bash("go mod tidy 2>&1 | tail -20", "(Bash completed with no output)")
+    c.bash("go build ./pkg/apiserver/k8s/controller/... 2>&1", "(Bash completed with no output)")
+    c.bash("go test ./pkg/apiserver/k8s/controller/... -run TestDevMachinesSuite -v 2>&1",
+           "pkg/apiserver/k8s/controller/suite_test.go:41:148: not enough arguments in call to NewController", code=1)
+    c.write(home)
+    home.run("index")
+    proc = home.run("fix", "undefined: testing.TypeConverter")
+    assert "ran next: go mod tidy 2>&1 | tail -20" in proc.stdout, (proc.stdout, proc.stderr)
 
 
 @pytest.mark.parametrize("pasted, fixed_by", [

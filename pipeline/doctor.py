@@ -83,6 +83,7 @@ def report(env: Mapping[str, str]) -> dict:
     rep = {"schema_version": 2, "stores": stores, "index": index}
     add_skipped(rep, env)
     add_background_failure(rep, env)
+    add_exposed(rep, env)
     try:  # which agent configs run deja's hooks (deja install)
         from deja.hooks.install import wiring
 
@@ -139,6 +140,8 @@ def render(rep: dict) -> str:
         for u in info.get("unreadable", [])[:10]:
             lines.append(f"    unreadable: {u['path']}: {u['error']}")
         lines += render_faults(info)
+    for e in rep.get("exposed", []):
+        lines.append(f"warning: {e['what']} {e['path']} is {e['problem']}; fix: {e['fix']}")
     if "wiring" in rep:
         w = rep["wiring"]
         lines.append("wiring:")
@@ -171,6 +174,24 @@ def add_background_failure(rep: dict, env: Mapping[str, str]) -> None:
     failed = background_failure(env)
     if failed:
         rep["index"]["background_failure"] = failed
+
+
+def add_exposed(rep: dict, env: Mapping[str, str]) -> None:
+    """``rep["exposed"]``: the store, notes or tombstones that others on the
+    machine can read (made before deja kept them private, or by hand)."""
+    from deja.stages.policy import tombstones_path
+    from deja.stages.sources.notes import notes_path
+    from deja.stages.store.private import exposed
+
+    out = []
+    for what, path, fix in (("the index", config.index_dir(env), "chmod -R go-rwx"),
+                            ("the notes file", notes_path(env), "chmod 600"),
+                            ("the tombstones file", tombstones_path(env), "chmod 600")):
+        problem = exposed(path)
+        if problem:
+            out.append({"what": what, "path": str(path), "problem": problem, "fix": f"{fix} '{path}'"})
+    if out:
+        rep["exposed"] = out
 
 
 def render_skipped(rep: dict) -> list[str]:

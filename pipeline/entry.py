@@ -155,6 +155,9 @@ def main(argv: list[str] | None = None) -> None:
     # run frees a flush's worth at a time and should not keep the high-water mark.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
+    # What deja writes (the store, DuckDB's own files, notes, packets) is the
+    # owner's alone, whatever the shell's umask (stages/store/private.py).
+    os.umask(0o077)
     argv = list(sys.argv[1:] if argv is None else argv)
     if COMPLETE_VAR in os.environ:  # the shell asking for completions (deja completion): typer answers
         from deja.pipeline.cli import main as full

@@ -27,6 +27,7 @@ from . import duck  # DuckDB's core: the catalog is on the search and hook paths
 
 from .config import SCHEMA_VERSION
 from .layout import DATASETS
+from .private import private_dir
 
 
 # Records parts whose sessions the catalog does not list yet (a store from
@@ -122,7 +123,7 @@ class Store:
         """The store's directory exists (made if need be) and can be written;
         otherwise StoreError names the path."""
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            private_dir(self.root)
         except (FileExistsError, NotADirectoryError):
             raise StoreError(f"the index path {self.root} is a file, not a directory (set DEJA_INDEX_DIR to a directory)")
         except OSError as exc:
@@ -133,7 +134,7 @@ class Store:
             raise StoreError(f"the index directory {self.root} is not writable")
 
     def init(self, con: duck.DuckDBPyConnection | None = None) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         for name in DATASETS:
             self.dataset_dir(name).mkdir(exist_ok=True)
         from importlib import resources  # writers only: the read paths do not pay for the import

@@ -26,6 +26,17 @@ VOCAB_ROW_GROUP = 4_096
 NO_MONTH = "none"
 ALL_BUCKETS = "all"  # the bucket folder of a part that holds every bucket's tokens
 
+# Columns of free text: written without min/max statistics, which would put
+# whole messages, uncompressed, in every part's footer and prune nothing
+# (stages/store/footer.py).
+FREE_TEXT = frozenset(("text", "title", "last_prompt", "decision"))
+
+
+def stats_columns(names) -> list[str]:
+    """The columns a part keeps statistics for: all but the free text."""
+    return [n for n in names if n not in FREE_TEXT]
+
+
 # Sort orders, one per dataset, whichever writer runs.
 POSTINGS_ORDER = "token, record_id"
 RECORDS_ORDER = "role, record_id"

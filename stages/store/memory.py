@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from deja.stages.store.catalog import Store
+from deja.stages.store.private import private_dir, private_file
 
 
 # --------------------------------------------------------------------------- primary files
@@ -26,9 +27,12 @@ from deja.stages.store.catalog import Store
 
 def append_json_line(path: Path, rec: dict) -> Path:
     """One line onto a JSON-lines file (never rewritten); a torn last line gets its newline first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     line = json.dumps(rec, ensure_ascii=False) + "\n"
+    new = not path.exists()
     with open(path, "a+b") as fh:
+        if new:
+            private_file(path)
         fh.seek(0, os.SEEK_END)
         if fh.tell():
             fh.seek(-1, os.SEEK_END)
@@ -41,10 +45,13 @@ def append_json_line(path: Path, rec: dict) -> Path:
 
 def add_tombstone_lines(path: Path, keys: list[str], have: set[str]) -> None:
     """Append the keys not already in the file (``have``), one a line."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     new = [k for k in keys if k not in have]
     if new:
+        created = not path.exists()
         with open(path, "a", encoding="utf-8") as fh:
+            if created:
+                private_file(path)
             if path.stat().st_size and not path.read_bytes().endswith(b"\n"):
                 fh.write("\n")
             fh.write("".join(k + "\n" for k in new))
@@ -55,6 +62,7 @@ def remove_tombstone_line(path: Path, key: str) -> None:
         kept = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() != key]
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
+        os.chmod(tmp, path.stat().st_mode & 0o777)  # the rewrite keeps the file's permissions
         os.replace(tmp, path)
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .layout import (COMPRESSION, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_ORDER, RECORDS_ROW_GROUP, SESSION_TYPES,
-                     postings_rel, records_rel)
+from . import footer
+from .layout import (COMPRESSION, FREE_TEXT, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_ORDER, RECORDS_ROW_GROUP,
+                     SESSION_TYPES, postings_rel, records_rel, stats_columns)
 
 # ---------------------------------------------------------------------------
 # DuckDB: queries and Python lists → Parquet
@@ -40,6 +41,7 @@ def copy_query(con, sql: str, params: list | dict | None, root: Path, rel: str, 
     if not rows:
         tmp.unlink(missing_ok=True)
         return 0
+    footer.strip_statistics(tmp, FREE_TEXT)  # DuckDB cannot be told to leave them out
     tmp.replace(path)  # a reader or analyst never sees a half-written part
     return rows
 
@@ -163,7 +165,7 @@ def _write(table, path: Path, row_group: int, runs_of: str | None = None) -> Non
     tmp = path.with_suffix(".tmp")
     _disk_fault(tmp)
     with pq.ParquetWriter(tmp, table.schema, compression=COMPRESSION, use_dictionary=True,
-                          write_statistics=True) as w:
+                          write_statistics=stats_columns(table.schema.names)) as w:
         for lo, hi in _runs(table, runs_of):
             w.write_table(table.slice(lo, hi - lo), row_group_size=row_group)
     os.replace(tmp, path)  # a reader or analyst never sees a half-written part

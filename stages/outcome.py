@@ -115,6 +115,14 @@ def _lead_in(s: str) -> bool:
     return s.rstrip(" *_").endswith((":", "："))
 
 
+def without_lead_in(line: str) -> str:
+    """``line`` less a last sentence that only leads in to what follows it
+    ("Done. Summary of what happened:" → "Done."); "" when that is all it is."""
+    if not _lead_in(line):
+        return line
+    return " ".join(_SENTENCE.split(line.strip())[:-1])
+
+
 def _decision_at(units: list[tuple[int, str]], i: int) -> str:
     """The decision unit ``i`` starts, or ""."""
     kind, s = units[i]

@@ -117,3 +117,37 @@ def test_answered_ask_user_question_is_not_awaiting_and_is_the_latest_answer(tmp
     assert not [e for e in p["keep"] if e["kind"] == "awaiting"]
     assert p["objective"]["text"] == "Archive the vault's media files out of the repository."
     assert p["answer"]["text"] == "GCP bucket"
+
+
+def _codex_asked(tmp_path, answered: bool):
+    """Codex's request_user_input: a function_call whose output carries the answers."""
+    def line(t, payload):
+        return json.dumps({"timestamp": f"2026-04-15T12:00:{t:02d}.000Z", "type": "response_item", "payload": payload})
+
+    args = {"questions": [{"id": "db", "header": "Database", "question": "Which database should the cache use?",
+                           "options": [{"label": "Postgres", "description": "the existing one"},
+                                       {"label": "SQLite", "description": "a local file"}]}]}
+    rows = [json.dumps({"timestamp": "2026-04-15T12:00:00.000Z", "type": "session_meta",
+                        "payload": {"id": UID, "timestamp": "2026-04-15T12:00:00.000Z", "cwd": "/home/dev/cache",
+                                    "originator": "codex_cli_rs", "cli_version": "0.118.0", "source": "cli"}}),
+            line(1, {"type": "message", "role": "user", "content": [{"type": "input_text", "text":
+                                                                      "Add a cache for the exchange rates."}]}),
+            line(2, {"type": "function_call", "name": "request_user_input", "arguments": json.dumps(args),
+                     "call_id": "call_q1"})]
+    if answered:
+        rows.append(line(3, {"type": "function_call_output", "call_id": "call_q1",
+                             "output": json.dumps({"answers": {"db": {"answers": ["SQLite"]}}})}))
+    d = tmp_path / "sessions" / "2026" / "04" / "15"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"rollout-2026-04-15T12-00-00-{UID}.jsonl"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return extract(codex.read(str(path)).sessions[0].messages, session_id=UID, harness="codex")
+
+
+def test_codex_request_user_input_awaits_until_answered(tmp_path):
+    p = _codex_asked(tmp_path / "open", answered=False)
+    assert [e["text"] for e in p["keep"] if e["kind"] == "awaiting"] == \
+        ["Which database should the cache use? — Postgres | SQLite"]
+    p = _codex_asked(tmp_path / "done", answered=True)
+    assert not [e for e in p["keep"] if e["kind"] == "awaiting"]
+    assert p["objective"]["text"] == "Add a cache for the exchange rates." and p["answer"]["text"] == "SQLite"

@@ -9,7 +9,7 @@ What the digest holds, in this order: the title; harness, id, project and
 dates; the problem (the first real asks of the person: acknowledgements such as
 "ok" or "continue" are skipped, and so are short follow-ups after the first); the decisions (sentences of the agent's turns
 holding a decision phrase of cli-contract §5.3, each with the sentence after
-it, unless the outcome already shows it); the outcome (the last answer of the agent, preceded by the last substantial
+it, by the rule of ``stages.outcome.decision_lines``, unless the outcome already shows it); the outcome (the last answer of the agent, preceded by the last substantial
 one when the final answer is a short sign-off); the commands run, failures
 marked ``→ exit N`` (the latest 30); the files touched (the 20 worked on most).
 When the digest is over budget, list items are dropped (the earliest commands
@@ -24,30 +24,17 @@ from dataclasses import dataclass
 
 from . import show
 from deja.stages.display import clip, one_line
+from deja.stages.outcome import decision_lines
 from deja.stages.work_records import inspects
 from deja.stages.store.read import LiveStore
 
 BUDGET = 8000  # bytes of UTF-8
-DECISION_PHRASES = (
-    "we pinned", "we moved", "we dropped", "we switched", "we chose", "decision:", "fixed by", "fixed it by",
-    "the fix", "root cause", "turned out", "traced it to", "instead of", "the cause was", "resolved by",
-    "worked around", "we set", "we added",
-)
-_DECISION_RE = re.compile(
-    "|".join(
-        r"(?<!\w)" + re.escape(p) + (r"(?!\w)" if p[-1].isalnum() else "") for p in DECISION_PHRASES
-    ),
-    re.I,
-)
 _ACK_RE = re.compile(
     r"(?:(?:yes|yep|yeah|y|no|ok|okay|k|sure|thanks|thank you|thx|continue|go on|go ahead|proceed|do it|"
     r"lgtm|nice|great|perfect|cool|good|done|please|please continue|keep going|carry on|sounds good|"
     r"looks good)[\s.,!]*)+",
     re.I,
 )
-_FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
-_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=\S)")
-_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 MAX_ASKS = 3
 MAX_DECISIONS = 8
 DECISIONS_SCANNED = 500  # bounds the work on huge sessions
@@ -216,23 +203,16 @@ def _decisions(rows) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
     for role, text, _ in rows:
-        if role not in ("assistant", "summary") or not text or not _DECISION_RE.search(text):
+        if role not in ("assistant", "summary"):
             continue
-        prose = _FENCE_RE.sub("\n", text)
-        for para in re.split(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)", prose):
-            para = " ".join(para.split())
-            sentences = _SENTENCE_RE.split(para)
-            for i, sent in enumerate(sentences):
-                if not _DECISION_RE.search(sent):
-                    continue
-                line = _LIST_MARK.sub("", " ".join(sentences[i : i + 2]))
-                key = line.lower()
-                if key in seen or any(key in k for k in seen):
-                    continue
-                seen.add(key)
-                out.append(clip(line, 360))
-                if len(out) >= DECISIONS_SCANNED:
-                    return out
+        for line in decision_lines(text):  # the rule sessions.decision and the hooks use
+            key = line.lower()
+            if key in seen or any(key in k for k in seen):
+                continue
+            seen.add(key)
+            out.append(clip(line, 360))
+            if len(out) >= DECISIONS_SCANNED:
+                return out
     return out
 
 
@@ -298,4 +278,4 @@ def _utc(iso: str | None) -> str:
     return iso.replace("T", " ")[:16] + " UTC"
 
 
-__all__ = ["BUDGET", "CtxNotFound", "DECISION_PHRASES", "build", "find"]
+__all__ = ["BUDGET", "CtxNotFound", "build", "find"]

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import re
 
+# Every phrase holds one of these hints, lower-cased (see _mentions).
+_DECISION_HINTS = ("we pinned", "we moved", "we dropped", "we switched", "we chose", "decision:", "fixed by",
+                   "fixed it by", "the fix", "root cause", "turned out", "traced it to", "instead of", "the cause was",
+                   "resolved by", "worked around", "we set", "we added")
+# Whole phrases: "we set" is not "we settled".
 _DECISION = re.compile(
-    r"\b(?:we pinned|we moved|we dropped|we switched|we chose|decision:|fixed by|fixed it by|the fix\b|"
-    r"root cause|turned out|traced it to|instead of|the cause was|resolved by|worked around|we set|we added)",
+    "|".join(r"(?<!\w)" + re.escape(p) + (r"(?!\w)" if p[-1].isalnum() else "") for p in _DECISION_HINTS),
     re.I,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _BACKED_OUT = re.compile(
     r"\b(?:reverted|rolled back|roll(?:ing)? back|undid the change|undo(?:ing)? the change|gave up|giving up|"
     r"backed out|backing out|abandon(?:ed|ing) (?:the|this) approach)\b",
     re.I,
 )
-# Every phrase of _DECISION and of _BACKED_OUT holds one of its hints, lower-cased.
-# An index run asks about every assistant message, and Python's case-blind
-# alternation is slow on long ones; substring tests on the folded text reject
-# most messages far sooner (_mentions; bench/README.md).
-_DECISION_HINTS = ("we pinned", "we moved", "we dropped", "we switched", "we chose", "decision:", "fixed by",
-                   "fixed it by", "the fix", "root cause", "turned out", "traced it to", "instead of", "the cause was",
-                   "resolved by", "worked around", "we set", "we added")
+# Every phrase of _BACKED_OUT holds one of these hints, lower-cased. An index run
+# asks about every assistant message, and Python's case-blind alternation is slow
+# on long ones; substring tests on the folded text reject most messages far
+# sooner (_mentions; bench/README.md).
 _BACKED_OUT_HINTS = ("revert", "rolled back", "roll back", "rolling back", "undid", "undo", "gave up", "giving up",
                      "backed out", "backing out", "abandon")
 # re.I also matches these four non-ASCII letters to ASCII ones (the re docs)
@@ -47,22 +47,98 @@ MAX_LINE = 300
 
 
 def decision_line(text: str) -> str:
-    """The sentence carrying a decision phrase, plus the one after it; "" if none.
+    """The last decision of ``text`` (see decision_lines), cut to MAX_LINE; "" if none.
 
-    The last such sentence wins: a session's conclusion comes at its end.
+    The last one wins: a session's conclusion comes at its end.
     """
     if not text or not _mentions(text, _DECISION_HINTS) or not _DECISION.search(text):
         return ""
-    sentences = [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
-    for i in range(len(sentences) - 1, -1, -1):
-        s = sentences[i]
-        if _DECISION.search(s) and not _is_code(s):
-            line = s
-            if i + 1 < len(sentences) and not _is_code(sentences[i + 1]):
-                line += " " + sentences[i + 1]
-            line = " ".join(line.split())
+    units = _units(text)
+    for i in range(len(units) - 1, -1, -1):
+        line = _decision_at(units, i)
+        if line:
             return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
     return ""
+
+
+def decision_lines(text: str) -> list[str]:
+    """Every decision of ``text`` in reading order, uncut.
+
+    A decision is a sentence holding a decision phrase ("the fix", "root cause",
+    "we switched" …) with the sentence after it. It must carry its content: a
+    heading ("### **Root Cause**", a bold-only line) or a lead-in ending in a
+    colon ("Instead of the current:") is joined with the sentence that follows
+    ("Root Cause: the pool was …"), or dropped when a code block, a table,
+    another heading or lead-in, or nothing follows. A lead-in is never the
+    sentence added after a decision. Code fences, tables and diff lines are
+    never decisions; bold markers and list bullets are dropped.
+    """
+    if not text or not _mentions(text, _DECISION_HINTS) or not _DECISION.search(text):
+        return []
+    units = _units(text)
+    return [line for i in range(len(units)) if (line := _decision_at(units, i))]
+
+
+# A unit is one sentence of prose, a heading line, or a line of code.
+_PROSE, _HEADING, _CODE = 0, 1, 2
+_FENCE_MARK = ("```", "~~~")
+_HEADING_LINE = re.compile(r"^(?:#{1,6}\s+(?P<h>.+?)\s*#*|\*\*(?P<b>[^*]+?)\*\*\s*[:：]?)$")
+_BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _units(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    fenced = False
+    for raw in text.splitlines():
+        s = raw.strip()
+        if s.startswith(_FENCE_MARK):
+            fenced = not fenced
+            out.append((_CODE, s))
+            continue
+        if not s:
+            continue
+        if fenced or s.startswith(("|", "$ ", ">>>", "@@")) or (s[0] in "+-" and not _BULLET.match(s)):
+            out.append((_CODE, s))
+            continue
+        h = _HEADING_LINE.match(s)
+        if h:
+            head = (h.group("h") or h.group("b")).replace("**", "").strip()
+            out.append((_HEADING, _BULLET.sub("", head, count=1)))  # "3. Root Cause" → "Root Cause"
+            continue
+        s = _BULLET.sub("", s, count=1).replace("**", "")
+        out.extend((_PROSE, x) for x in _SENTENCE.split(s) if x.strip())
+    return out
+
+
+def _lead_in(s: str) -> bool:
+    return s.rstrip(" *_").endswith((":", "："))
+
+
+def without_lead_in(line: str) -> str:
+    """``line`` less a last sentence that only leads in to what follows it
+    ("Done. Summary of what happened:" → "Done."); "" when that is all it is."""
+    if not _lead_in(line):
+        return line
+    return " ".join(_SENTENCE.split(line.strip())[:-1])
+
+
+def _decision_at(units: list[tuple[int, str]], i: int) -> str:
+    """The decision unit ``i`` starts, or ""."""
+    kind, s = units[i]
+    if kind == _CODE or not _DECISION.search(s) or (kind == _PROSE and _is_code(s)):
+        return ""
+    nxt = units[i + 1] if i + 1 < len(units) else None
+    if kind == _HEADING or _lead_in(s):
+        # a heading or lead-in says what comes next: without it there is nothing to show
+        if nxt is None or nxt[0] != _PROSE or _lead_in(nxt[1]):
+            return ""
+        line = s.rstrip(" :：") + ": " + nxt[1]
+    else:
+        line = s
+        if nxt is not None and nxt[0] == _PROSE and not _is_code(nxt[1]) and not _lead_in(nxt[1]):
+            line += " " + nxt[1]
+    return " ".join(line.split())
 
 
 def backed_out(text: str) -> bool:

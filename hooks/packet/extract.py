@@ -5,6 +5,7 @@ bounded tail (plus its first 64 KiB) into a small JSON-serialisable dict:
 
     {"v": 1, "session": str, "harness": str,
      "objective": Item | None,        # newest user turn carrying an instruction
+     "answer": Item | None,           # the newest reply after it that only answered a question ("b", "yes")
      "first_request": Item | None,    # only beside a step request ("Next: T13")
      "keep": [KeepItem],              # keep until closed (keep.py)
      "instructions": [Item],          # standing instructions (keep.py)
@@ -18,7 +19,8 @@ bounded tail (plus its first 64 KiB) into a small JSON-serialisable dict:
     VerifyItem = Item + {"status": passed|failed|unknown, "exit": int | None}
 
 Everything is found by shape, never by a model: a carry-on turn ("continue",
-"продолжай") is not an objective; an open item is a line that *opens* with its
+"продолжай") is not an objective, nor is a reply that only picks an option or
+agrees ("b", "2", "ok, do it": stages.replies), which is kept beside it; an open item is a line that *opens* with its
 label ("Gap: …", "Осталось: …"); a verification's status is the harness's exit
 code, else the output recorded after it judged by ``stages.failures`` (the
 rule `deja friction` uses), else unknown.
@@ -38,7 +40,8 @@ from deja.hooks.packet import keep as K
 from deja.hooks.packet.keep import item, key, norm, prose_lines, role_of, text_of, tidy
 from deja.stages.display import clip_bytes
 from deja.stages.failures import failure_line
-from deja.stages.outcome import decision_line
+from deja.stages.outcome import decision_line, without_lead_in
+from deja.stages.replies import ASK_TOOLS, is_answer
 
 SCHEMA = 1
 MAX_STORED = 24 * 1024
@@ -51,6 +54,7 @@ MAX_ITEMS = 8
 
 OBJECTIVE_BYTES = 800
 REQUEST_BYTES = 400
+ANSWER_BYTES = 80
 ITEM_BYTES = 300
 COMMAND_BYTES = 200
 PATH_BYTES = 200
@@ -58,7 +62,7 @@ OUTPUT_HEAD_LINES, OUTPUT_TAIL_LINES = 100, 400  # of one tool output; summaries
 
 CATEGORIES = ("verifications", "open", "conflicts", "conclusions", "files")
 # The order packet text is spent in, and the reverse of the order MAX_STORED trims in.
-PRIORITY = ("keep", "instructions", "objective", "first_request") + CATEGORIES
+PRIORITY = ("keep", "instructions", "objective", "answer", "first_request") + CATEGORIES
 
 
 # --------------------------------------------------------------------------- public
@@ -100,14 +104,15 @@ _NOISE = re.compile(r"\[Request interrupted by user[^\]\n]{0,40}\]|^Unknown skil
 
 def carries_request(text: str) -> bool:
     """True when a user turn asks for something: not only "continue"/"ok"/"продолжай",
-    not bare numbers or punctuation, not only harness wrappers."""
+    not an answer to a question ("b", "option 2", "sounds good"), not bare numbers
+    or punctuation, not only harness wrappers."""
     s = norm(_NOISE.sub(" ", K.strip_harness(text or "")))
     if _BARE_SLASH.match(s):
         return False  # "/usage", "/clear": the harness's own commands
     words = _WORD.findall(s.casefold())
     if not any(any(c.isalpha() for c in w) for w in words):
         return False
-    return not all(w in _CARRY_WORDS for w in words)
+    return not all(w in _CARRY_WORDS for w in words) and not is_answer(s)
 
 
 _STEP_WORDS = frozenset(
@@ -139,7 +144,7 @@ def is_step(text: str) -> bool:
 def _empty(session: str, harness: str, omitted: dict | None = None) -> dict:
     return {
         "v": SCHEMA, "session": session, "harness": harness,
-        "objective": None, "first_request": None,
+        "objective": None, "answer": None, "first_request": None,
         "keep": [], "instructions": [],
         "verifications": [], "open": [], "conflicts": [], "conclusions": [], "files": [],
         "omitted": dict(omitted or {}),
@@ -157,6 +162,9 @@ def _extract(messages, session: str, harness: str, head, previous: dict) -> dict
     obj_i = _newest_request(msgs)
     if obj_i is not None:
         packet["objective"] = _request_item(msgs[obj_i], session, harness, OBJECTIVE_BYTES)
+        ans_i = _newest_answer(msgs, obj_i)
+        if ans_i is not None:
+            packet["answer"] = _request_item(msgs[ans_i], session, harness, ANSWER_BYTES)
         if is_step(_request_text(text_of(msgs[obj_i]))):
             packet["first_request"] = _first_request(msgs, obj_i, head is not None, previous, session, harness)
 
@@ -194,7 +202,16 @@ def _request_text(text: str) -> str:
 
 
 def _is_request(m) -> bool:
-    return role_of(m) == "user" and carries_request(text_of(m)[: K.HARNESS_SCAN_CHARS])
+    return (role_of(m) == "user" and getattr(m, "tool", None) not in ASK_TOOLS
+            and carries_request(text_of(m)[: K.HARNESS_SCAN_CHARS]))
+
+
+def _is_answer(m) -> bool:
+    """A user turn that answered a question: picked in the agent's question tool,
+    or typed as an option or a yes."""
+    if role_of(m) != "user":
+        return False
+    return getattr(m, "tool", None) in ASK_TOOLS or is_answer(_request_text(text_of(m)[: K.HARNESS_SCAN_CHARS]))
 
 
 def _newest_request(msgs: list) -> int | None:
@@ -209,6 +226,14 @@ def _newest_request(msgs: list) -> int | None:
             if rules_only is None:
                 rules_only = i
     return rules_only
+
+
+def _newest_answer(msgs: list, obj_i: int) -> int | None:
+    """The newest user turn after the objective that only answered a question."""
+    for i in range(len(msgs) - 1, obj_i, -1):
+        if _is_answer(msgs[i]):
+            return i
+    return None
 
 
 def _only_rules(text: str) -> bool:
@@ -380,7 +405,7 @@ def _conclusions(lines: list[str]) -> list[str]:
     for ln in lines:
         if ln.endswith(("?", "？")) or _label_of(ln) or K.VERDICT.match(ln):
             continue  # questions, open items and verdicts are listed elsewhere
-        t = tidy(ln)
+        t = without_lead_in(tidy(ln))  # "Done. New format:" promises what a code block shows
         if len(t) < _MIN_CLAIM:
             continue
         m = _CLAIM_LABEL.match(ln)
@@ -556,7 +581,7 @@ def _spend_text(packet: dict, omitted: dict) -> None:
     for cat in PRIORITY:
         for it in list(_items_of(packet, cat)):
             k = key(it["text"])
-            if cat not in ("objective", "first_request") and k in seen:
+            if cat not in ("objective", "answer", "first_request") and k in seen:
                 _drop(packet, cat, it)
                 continue
             n = len(it["text"].encode("utf-8"))
@@ -566,7 +591,7 @@ def _spend_text(packet: dict, omitted: dict) -> None:
                 omitted[cat] = omitted.get(cat, 0) + 1
                 continue
             used += n
-            if cat not in ("objective", "first_request"):
+            if cat not in ("objective", "answer", "first_request"):
                 seen.add(k)  # an open item may repeat the objective's words: both stay
 
 

@@ -21,6 +21,7 @@ import re
 from typing import Iterable, Iterator
 
 from deja.stages.display import clip_bytes
+from deja.stages.replies import ASK_TOOLS
 
 # --------------------------------------------------------------------------- limits
 
@@ -476,13 +477,18 @@ def _position_of(msgs: list, text: str) -> int:
 
 
 def _awaiting(msgs: list) -> list[tuple[str, object]]:
-    """Questions in the assistant's last turn when no user turn follows it."""
+    """Questions in the assistant's last turn when no user turn follows it: lines
+    ending in "?", or every question it put through AskUserQuestion /
+    request_user_input (their answers are user turns, stages/replies.py)."""
     for i in range(len(msgs) - 1, -1, -1):
         role = role_of(msgs[i])
         if role == "user" and text_of(msgs[i]).strip():
             return []
         if role == "assistant" and text_of(msgs[i]).strip():
             m = msgs[i]
+            if getattr(m, "tool", None) in ASK_TOOLS:  # asked through the question tool: each line one question
+                qs = [tidy(s) for s in prose_lines(text_of(m))]
+                return [(q, m) for q in qs[-KEEP_CAPS["awaiting"]:]]
             # a line ending "?)" is an aside inside a list, not a question put to the user
             qs = [tidy(s) for s in prose_lines(text_of(m)) if s.rstrip("*_ ").endswith(("?", "？")) and len(s) >= 8]
             return [(q, m) for q in qs[-KEEP_CAPS["awaiting"]:]]

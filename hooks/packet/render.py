@@ -6,7 +6,8 @@ whose UTF-8 length, frame included, never exceeds ``budget``. The order:
     heading — the context was just compacted; what the transcript recorded before it
     Keep until closed   (first; at most 40% of the budget)
     Standing instructions
-    Objective (and, beside a step request, the first request, labelled)
+    Objective, with the latest answer beside it ("(latest answer: b)"), and,
+    beside a step request, the first request, labelled
     Repository verdict  (anything but "unchanged": the claims below need re-validation)
     Reported conclusions, verification commands [passed]/[failed]/[unknown],
     open items, conflicts, files touched
@@ -100,8 +101,15 @@ def _candidates(packet: dict, verdict) -> list[tuple[str, str]]:
     by_sec["verifications"] = [_verify_line(e) for e in _list(packet, "verifications")]
     for sec in ("instructions", "objective", "first_request", "conclusions", "open", "conflicts", "files"):
         _, prefix, limit = _SECTIONS[sec]
-        by_sec[sec] = [f"{prefix}{packet_line(e['text'], limit)}{_prov(e)}" for e in _list(packet, sec)]
+        by_sec[sec] = [f"{prefix}{packet_line(e['text'], limit)}{_answer(packet) if sec == 'objective' else ''}"
+                       f"{_prov(e)}" for e in _list(packet, sec)]
     return [(sec, t) for sec in PRIORITY for t in by_sec.get(sec, []) if t]
+
+
+def _answer(packet: dict) -> str:
+    """  (latest answer: b) — what the user chose after the request, if anything."""
+    answer = _list(packet, "answer")
+    return f"  (latest answer: {packet_line(answer[0]['text'], 80)})" if answer else ""
 
 
 def _list(packet: dict, sec: str) -> list[dict]:

@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Mapping
 
 from .. import work_records as work
+from ..replies import answers_text, questions_text
 from .base import Message, ReadResult, SessionPart, SourceFile
 from .jsonl import Lines, clip, is_regular_file, parse_ts  # noqa: F401
 from .locate import claude_files, claude_root
@@ -208,6 +209,8 @@ class _Reader:
         self.summary_titles: list[tuple[SessionPart, int, str, str]] = []
         self.uuids: set[str] = set()
         self.pending: dict[str, tuple[Message, str]] = {}  # Bash tool_use id -> (record, command)
+        self.asked: set[str] = set()  # AskUserQuestion tool_use ids whose answers have not come back
+        self.answers: list[str] = []  # what the person answered, from the line blocks() is reading
         self.last_ts: int | None = None
         self.want_paths = work.enabled("PATHS")
         self.want_commands = work.enabled("COMMANDS")
@@ -439,6 +442,9 @@ class _Reader:
         if not isinstance(content, list):
             return
         texts, speech, is_error, uses = self.blocks(content)
+        for a in self.answers:  # the person answered the agent's question: their turn
+            self.emit(part, "user", a, ts, offset, tool="AskUserQuestion")
+        self.answers = []
         if texts:
             if not speech:  # every text-bearing block was a tool result
                 if self.want_output:
@@ -507,6 +513,10 @@ class _Reader:
                     is_error = True
                 elif err is not None and is_error is None:
                     is_error = False
+                if self.asked and b.get("tool_use_id") in self.asked:
+                    self.asked.discard(b.get("tool_use_id"))
+                    self.answers.append(answers_text(t))
+                    continue
                 if pending and t.startswith("Exit code "):
                     hit = pending.pop(b.get("tool_use_id"), None)
                     m = _EXIT_CODE.match(t)
@@ -567,7 +577,13 @@ class _Reader:
             inp = b.get("input")
             if not isinstance(inp, dict):
                 continue
-            if name == "Bash":
+            if name == "AskUserQuestion":
+                q = questions_text(inp)
+                if q:
+                    self.emit(part, "assistant", q, ts, offset, tool=name)
+                    if isinstance(b.get("id"), str):
+                        self.asked.add(b["id"])
+            elif name == "Bash":
                 if not self.want_commands:
                     continue
                 cmd = inp.get("command")

@@ -29,6 +29,7 @@ import orjson
 
 from deja.stages import work_records as work
 from deja.stages.normalize import strip_plumbing
+from deja.stages.replies import answers_text, questions_text
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts, read_head
 from deja.stages.sources.locate import codex_files, codex_home  # noqa: F401  (codex_home: recover, capture)
@@ -381,6 +382,11 @@ class _Rollout:
         if isinstance(call_id, str) and isinstance(name, str):
             self.names[call_id] = name
         args = p.get("arguments")
+        if name == "request_user_input":  # the agent's question with options: its turn
+            q = questions_text(json_object(args))
+            if q:
+                self._add("assistant", q, offset, name)
+            return
         if name in _SHELL_TOOLS:
             a = json_object(args)
             cmd = a.get("cmd") if name == "exec_command" else a.get("command")
@@ -434,6 +440,10 @@ class _Rollout:
     def _output(self, p: dict, offset: int) -> None:
         call_id = p.get("call_id")
         body, code = unframe_output(output_text(p.get("output")))
+        if isinstance(call_id, str) and self.names.get(call_id) == "request_user_input":
+            if body.strip():  # what the person picked: their turn
+                self._add("user", answers_text(body), offset, "request_user_input")
+            return
         if isinstance(call_id, str):
             self._set_exit(call_id, code)
         if body and self.flags["TOOL_OUTPUT"]:

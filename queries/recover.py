@@ -356,7 +356,7 @@ def _sections(s: WorkingState) -> list[_Section]:
         title = one_line(s.title, _CLIP["title"]) + (" (from the first ask)" if s.title_from_ask else "")
         out.append(_Section("Title", [clean(title)], bullets=False))
     if s.last_prompt:
-        out.append(_Section("Last instruction", [clip_noting_cut(clean(s.last_prompt), _CLIP["last"])], bullets=False))
+        out.append(_Section("Last instruction", [_last_instruction(s)], bullets=False))
     asks = _earlier_asks(s)
     if asks:
         out.append(_Section("Recent asks", asks, list(range(len(asks)))))
@@ -382,6 +382,21 @@ def _sections(s: WorkingState) -> list[_Section]:
     status = s.incomplete or "The last turn ended normally."
     out.append(_Section("Last turn", [clean(status)], bullets=False))
     return out
+
+
+def _last_instruction(s: WorkingState) -> str:
+    """The last prompt; one that only answered a question ("c", "yes, do it")
+    is shown beside the request it answered, as the packet's objective is."""
+    from deja.stages.replies import is_answer
+
+    last = clip_noting_cut(clean(s.last_prompt), _CLIP["last"])
+    if not is_answer(s.last_prompt):
+        return last
+    request = next((a for a in reversed(s.asks) if a.strip() and not is_answer(a)), "")
+    if not request:
+        return last
+    # one line, and not one that reads as the digest's next heading
+    return f"{one_line(clean(request), _CLIP['ask']).lstrip('# ')}  (latest answer: {last})"
 
 
 def _earlier_asks(s: WorkingState) -> list[str]:

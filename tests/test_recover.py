@@ -392,6 +392,17 @@ def test_the_digest_has_the_sections_of_the_design_in_priority_order(home):
         "Last turn may be incomplete: work was in progress on: Bash make fixtures")
 
 
+def test_a_last_prompt_that_only_picks_an_option_is_shown_beside_its_request(home):
+    log = ClaudeLog(ago=600)
+    log.user("migrate the session cache off memcached; which store should it use?")
+    log.say("Options: (a) Redis, (b) Postgres, (c) SQLite. Which one?")
+    log.user("c")
+    log.say("SQLite it is; writing the migration now.")
+    log.write(home.home)
+    last = section(digest(home, log.sid), "Last instruction")
+    assert last.startswith("migrate the session cache off memcached") and last.endswith("(latest answer: c)")
+
+
 def test_the_latest_todowrite_state_is_the_todo_list(home):
     log = rich_session()
     log.write(home.home)

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 SCHEMA_VERSION = 1
 # Moves when deja derives something new from a transcript: stale stores re-read.
 CONTENT_VERSION = 3  # 2: every shell command is a command record; project identity (project_root)
-# 3: a decision line carries its content (no bare heading or colon lead-in)
+# 3: a decision line carries its content (no bare heading or colon lead-in); AskUserQuestion and
+# request_user_input read; Codex subagent rollouts left out
 
 
 def home(env: Mapping[str, str] | None = None) -> Path:

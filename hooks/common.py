@@ -176,6 +176,10 @@ def open_warm(env: Mapping[str, str] | None = None):
     from deja.stages.store import duck
     from deja.stages.store.read import open_live
 
+    if duck.warming():  # compile the redaction rules while DuckDB starts (deja.stages.shown)
+        from deja.stages.shown import preload
+
+        preload()
     try:  # the process's shared connection: closing the store leaves it to the exit
         live = open_live(root, retries=0, con=duck.shared())
     except Exception as exc:  # NoIndex, Busy, a damaged catalog: all a miss
@@ -205,10 +209,13 @@ def neutralise(text: str) -> str:
 
 
 def clean(text: str) -> str:
-    """Display-sanitised, frame-safe text (it was redacted at index time)."""
+    """Recalled text redacted under today's rules (the store may have been built
+    with older ones; before any cut: deja.stages.shown), display-sanitised and
+    frame-safe."""
     from deja.stages.display import sanitize_display
+    from deja.stages.shown import shown
 
-    return neutralise(sanitize_display(text or ""))
+    return neutralise(sanitize_display(shown(text or "")))
 
 
 def recall_line(text: str, limit: int = 200) -> str:
@@ -271,6 +278,11 @@ class Output:
         self.packet = ""
         if not text:
             return
+        from deja.stages.shown import shown
+
+        # the last way out: a packet stored under older rules, and any line
+        # that did not come through clean()
+        text = shown(text)
         if self.plain:
             sys.stdout.write(text + "\n")
         else:

@@ -18,6 +18,11 @@ Reading functions first bring the store up to date (appended turns are
 searchable at once; heavier refreshes run in the background), then answer from
 the live store. Imports stay inside the functions: a search must not pay for
 the index run's modules, nor for typer.
+
+Every answer leaves through ``shown_data`` (deja.stages.shown): its text under
+today's redaction rules, whatever rules the store was built with. A front end
+over these functions (the MCP server to come, an export) prints what they
+return and needs no redaction of its own.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from deja.pipeline.access import (  # noqa: F401  (part of the door)
     tell,
 )
 from deja.pipeline.errors import Fail, NotFound  # noqa: F401  (part of the door)
+from deja.stages.shown import preload as preload_redaction, shown, shown_data
 from deja.stages.store import config
 ROLE_ERROR = "unknown role {!r} (user, assistant, tool, tool-output, files, command, edit, summary)"
 
@@ -114,6 +120,8 @@ def search(query: str | Iterable[str], *, harness: str | None = None, project: s
         # otherwise be spent waiting
         import json  # noqa: F401
         import rapidfuzz.distance  # noqa: F401
+
+        preload_redaction()
     # the freshness check lists the transcripts before it needs DuckDB (which
     # may still be warming up), and on a fresh store leaves the catalog
     # attached for the query
@@ -152,7 +160,7 @@ def search(query: str | Iterable[str], *, harness: str | None = None, project: s
         tell(notice, live.damage_notice())
     for n in notes:
         tell(notice, n)
-    return answer
+    return shown_data(answer)
 
 
 # --------------------------------------------------------------------------- sessions: last, show, ctx
@@ -180,7 +188,7 @@ def last(n: int = 10, *, harness: str | None = None, project: str | None = None,
     out = {"schema_version": 2, "sessions": sessions}
     if extras:
         out["_stored"] = stored
-    return out
+    return shown_data(out)
 
 
 @dataclass
@@ -228,7 +236,7 @@ def session(ident: str, *, harness: str | None = None, offset: int | None = None
         live.close()
     if res.notice:  # what was picked when the prefix was ambiguous
         tell(notice, res.notice)
-    return Session(res, win, parent, children)
+    return shown_data(Session(res, win, parent, children))
 
 
 def show(ident: str, *, harness: str | None = None, offset: int | None = None, limit: int | None = None,
@@ -260,7 +268,7 @@ def ctx(query: str | Iterable[str], *, env: Mapping[str, str] | None = None, not
         live.close()
     for n in notes:
         tell(notice, n)
-    return digest
+    return shown(digest)
 
 
 # --------------------------------------------------------------------------- the work: blame, files, how, fix, friction
@@ -306,7 +314,7 @@ def blame(target: str, *, show_all: bool = False, project: str | None = None, ha
                     "span": answer.span}
         # no decision here: a session's conclusion is not the reason for one line it changed
         rows = [line_row] + rows
-    return Blame(t.shown, rows, answer, capped)
+    return shown_data(Blame(t.shown, rows, answer, capped))
 
 
 def files(topic: str | Iterable[str], *, project: str | None = None, limit: int = 10,
@@ -328,7 +336,7 @@ def files(topic: str | Iterable[str], *, project: str | None = None, limit: int 
             raise Fail(str(exc))
     finally:
         live.close()
-    return {"files": rows, "tier": tier}
+    return shown_data({"files": rows, "tier": tier})
 
 
 def how(what: str | Iterable[str], *, project: str | None = None, limit: int = 8,
@@ -347,7 +355,7 @@ def how(what: str | Iterable[str], *, project: str | None = None, limit: int = 8
         rows = work.how(live, words, project, limit)
     finally:
         live.close()
-    return {"words": words, "commands": rows}
+    return shown_data({"words": words, "commands": rows})
 
 
 def fix(error: str, *, limit: int = 3, env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
@@ -365,7 +373,7 @@ def fix(error: str, *, limit: int = 3, env: Mapping[str, str] | None = None, not
         ans = work.fix(live, error, limit)
     finally:
         live.close()
-    return {"status": ans.status, "fixes": ans.rows}
+    return shown_data({"status": ans.status, "fixes": ans.rows})
 
 
 def friction(*, limit: int = 10, env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
@@ -379,8 +387,8 @@ def friction(*, limit: int = 10, env: Mapping[str, str] | None = None, notice: N
         res = work.friction(live, limit)
     finally:
         live.close()
-    return {"errors": res.rows, "sessions_with_output": res.sessions_with_output,
-            "min_sessions": work.FRICTION_MIN_SESSIONS}
+    return shown_data({"errors": res.rows, "sessions_with_output": res.sessions_with_output,
+                       "min_sessions": work.FRICTION_MIN_SESSIONS})
 
 
 # --------------------------------------------------------------------------- curating memory
@@ -454,7 +462,7 @@ def stats(*, harness: str | None = None, project: str | None = None, since: str 
             st["_timeline"] = qs.timeline(live)
     finally:
         live.close()
-    return st if extras or timeline else qs.public_stats(st)
+    return shown_data(st if extras or timeline else qs.public_stats(st))
 
 
 def _usage_rows(root) -> list[tuple]:
@@ -489,7 +497,7 @@ def view_sessions(*, env: Mapping[str, str] | None = None, notice: Notice = None
 
     live = open_store(env, notice)
     try:
-        return qs.view_sessions(live)
+        return shown_data(qs.view_sessions(live))
     finally:
         live.close()
 

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from deja.stages.shown import shown
 from deja.stages.store.read import LiveStore
 
 from .session_obj import session_object, session_rows
@@ -180,6 +181,7 @@ def blame(live: LiveStore, target: Target, harness: str | None = None, project: 
         lines = sorted(st["lines"], key=lambda x: (-x[0], not x[1], -x[2]))
         snippets: list[str] = []
         for _, _, _, ln in lines:
+            ln = shown(ln)  # before the cut (deja.stages.shown)
             ln = ln if len(ln) <= 220 else ln[:219] + "…"
             if ln not in snippets:
                 snippets.append(ln)

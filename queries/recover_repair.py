@@ -13,7 +13,8 @@ from pathlib import Path
 from types import ModuleType
 
 from deja.queries.recover import resume_command
-from deja.stages.recover.base import Candidate, Problem, RecoverError
+from deja.stages.recover.base import Candidate, Problem, RecoverError, dumps
+from deja.stages.shown import shown, shown_data
 
 _UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
 
@@ -68,11 +69,40 @@ def repair(cand: Candidate, mod: ModuleType, out: str) -> tuple[list[str], str |
         raise RecoverError(f"{dest} exists; repair writes a new file and never overwrites one")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fixes = fn(cand.path, fh, cand.session_id, new_id)
+            fixes = fn(cand.path, _Shown(fh), cand.session_id, new_id)
     except BaseException:
         dest.unlink(missing_ok=True)  # no half-written copy left behind
         raise
     return fixes, new_id
+
+
+class _Shown:
+    """The copy's writer: each line's text under today's redaction rules, like
+    everything else deja writes (deja.stages.shown). The harness modules write
+    whole lines; a JSON line nothing changed in is written byte for byte."""
+
+    def __init__(self, fh):
+        self.fh = fh
+
+    def write(self, data: bytes) -> int:
+        for line in data.splitlines(keepends=True):
+            self.fh.write(_shown_line(line))
+        return len(data)
+
+
+def _shown_line(line: bytes) -> bytes:
+    import json
+
+    body = line.rstrip(b"\r\n")
+    end = line[len(body):]
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        text = body.decode("utf-8", "surrogateescape")
+        new = shown(text)
+        return line if new == text else new.encode("utf-8", "surrogateescape") + end
+    new = shown_data(obj)
+    return line if new == obj else dumps(new) + end
 
 
 def repair_json(cand: Candidate, out: str, fixes: list[str], new_id: str | None) -> dict:

@@ -114,9 +114,11 @@ def find(store: LiveStore, text: str, known_harnesses: list[str]) -> tuple[show.
 def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: int = BUDGET) -> str:
     """The markdown digest of one session."""
     from deja.stages.display import sanitize_display
+    from deja.stages.shown import shown, shown_data
 
-    rows = _records(store, res)
-    s = res.session
+    # redacted before the sections cut them to fit (deja.stages.shown)
+    rows = [(role, shown(text or ""), code) for role, text, code in _records(store, res)]
+    s = shown_data(res.session)
     head = [f"# {one_line(s.get('title') or '(untitled)', 200)}", ""]
     meta = [f"{s['harness']} session `{s['id']}`"]
     if s.get("project"):
@@ -136,7 +138,7 @@ def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: i
     flat_outcome = " ".join(outcome.split())
     decisions = [d for d in _decisions(rows) if d.rstrip("…") not in flat_outcome]  # already shown in full
     commands = _commands(rows)
-    files = list(res.row.get("touched") or []) or _files(rows)
+    files = shown_data(list(res.row.get("touched") or [])) or _files(rows)
     sections = {
         "problem": Section("Problem", [one_line(a, 600) for a in asks], keep=1),
         "decisions": Section("Decisions", decisions, keep=2).cap(MAX_DECISIONS),

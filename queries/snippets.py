@@ -5,6 +5,7 @@ read only here, for the hits a search serves.
 
 from __future__ import annotations
 
+from deja.stages.shown import shown
 from deja.stages.store import duck
 from deja.stages.store.read import LiveStore
 from deja.stages.tokenize import bucket_of
@@ -114,6 +115,9 @@ def _line_of_match(text: str, found: dict) -> str:
 
 
 def _elide_around(line: str, needles: list[str], width: int) -> str:
+    """The line (redacted under today's rules before it is cut: deja.stages.shown)
+    at most ``width`` characters, around the first needle it holds."""
+    line = shown(line)
     if len(line) <= width:
         return line
     low = line.lower()

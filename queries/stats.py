@@ -244,6 +244,7 @@ def view_sessions(live) -> list[dict]:
     assistant messages (display-safe, cut at VIEW_TEXT_CAP)."""
     from deja.queries.session_obj import COLUMNS
     from deja.stages.display import sanitize_display
+    from deja.stages.shown import shown_head
 
     sessions = []
     if live.has("sessions"):
@@ -258,6 +259,7 @@ def view_sessions(live) -> list[dict]:
                 "  SELECT session_key, role, text, seq, row_number() OVER (PARTITION BY session_key ORDER BY seq) AS rn "
                 "  FROM records WHERE role IN ('user', 'assistant')) "
                 "QUALIFY rn <= ? ORDER BY session_key, seq", [VIEW_MESSAGES_PER_SESSION]).fetchall():
+                text = shown_head(text, VIEW_TEXT_CAP)  # before the cut (deja.stages.shown)
                 msgs.setdefault(key, []).append([role, sanitize_display(text[:VIEW_TEXT_CAP])
                                                  + ("…" if len(text) > VIEW_TEXT_CAP else "")])
         for r in rows:

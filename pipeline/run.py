@@ -218,15 +218,15 @@ class Run:
                                      ["deja.pipeline.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())])
 
     def carry_gone(self, actions: list[mf.Action]):
-        """FileOutputs of the transcripts a rebuild cannot read again because they
-        are gone from disk (marked before, or found gone now): their records
-        come from the live parts, so a rebuild keeps what the agent deleted."""
+        """FileOutputs of the transcripts a rebuild does not read again: gone from
+        disk (marked before, or found gone now), or in a store this environment
+        cannot see. Their records come from the live parts, so a rebuild keeps
+        what the agent deleted."""
         from deja.stages.store import derive
 
         acted = {a.path: a.kind for a in actions}
         for path, row in sorted(self.manifest.items()):
-            kind = acted.get(path)
-            if kind not in (None, mf.GONE) or (kind is None and not row.get("gone_at")):
+            if acted.get(path) not in (None, mf.GONE):
                 continue
             cols = derive.kept_records(self.con, self.live["records"], self.live["deletes"], path,
                                        normalize.RECORD_COLUMNS)
@@ -324,7 +324,8 @@ class Run:
             if a.kind == mf.CARRY:  # a rebuild kept it as it was: its row, its mark
                 self.file_sessions[a.path] = self.merge_file_sessions(a, out.meta)
                 manifest_rows.append([old.get(c) for c in index_state.MANIFEST_COLS])
-                marks.append((a.path, old.get("gone_at") or now))
+                if old.get("gone_at"):  # (found gone now: marked just above)
+                    marks.append((a.path, old["gone_at"]))
                 continue
             if out.error and a.kind == mf.APPEND:
                 continue  # keep the old row; retried next run

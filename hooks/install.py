@@ -19,6 +19,13 @@ out leaves exactly what it holds, deletes a file deja created and nobody added
 to, and otherwise removes deja's entries only, keeps the rest and says so. The
 /recover skills go the same way: a copy deja wrote is removed (a user's copy it
 set aside comes back), with the folders deja made for it.
+
+Claude Code deletes its transcripts after ``cleanupPeriodDays`` (30 by
+default). deja keeps their sessions anyway; install only *offers* to raise the
+setting (a line naming ``deja install --keep-history DAYS``) and changes it
+only when that flag is given, splicing that one key like the hooks. Uninstall
+leaves it raised: the person asked for it, it is not part of deja's wiring,
+and putting it back would let Claude Code delete the history it kept.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import Mapping
 
 from deja.hooks.install_skills import install_skills, remove_skills
 from deja.stages.recover.base import RecoverError
+from deja.stages.sources.retention import KEEP_HISTORY_DAYS, claude_cleanup_days
 
 LAUNCHER_NAME = "deja-hook"
 SUBCOMMANDS = ("hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact")
@@ -467,7 +475,42 @@ def _config(target: str, home: Path, env: Mapping[str, str]) -> Path:
     return claude_settings(home, env) if target == "claude" else codex_hooks(home, env)
 
 
-def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str | None = None) -> list[Result]:
+def history_offer(env: Mapping[str, str]) -> str | None:
+    """The one-line offer to raise Claude Code's cleanupPeriodDays, when it is below KEEP_HISTORY_DAYS."""
+    days, explicit = claude_cleanup_days(env)
+    if days >= KEEP_HISTORY_DAYS:
+        return None
+    return (f"claude: Claude Code deletes transcripts after {days} days (cleanupPeriodDays"
+            f"{'' if explicit else ', the default'}); deja keeps their sessions, and "
+            f"`deja install --keep-history {KEEP_HISTORY_DAYS}` keeps the transcripts too (nothing is changed without it)")
+
+
+def keep_history(days: int, home: Path, env: Mapping[str, str]) -> Result:
+    """Raise Claude Code's cleanupPeriodDays to ``days`` (never lower it), editing only that key."""
+    if days < 1:  # 0 would stop Claude Code keeping transcripts at all
+        raise InstallError("--keep-history takes a number of days, 1 or more")
+    path = claude_settings(home, env)
+    blob, raw, data = _load(path)
+    now = data.get("cleanupPeriodDays")
+    if isinstance(now, (int, float)) and not isinstance(now, bool) and now >= days:
+        return Result("claude", path, False, [], [f"claude: cleanupPeriodDays is already {now} in {path}; left as it is"])
+    want = dict(data, cleanupPeriodDays=days)
+    text = None
+    if raw is not None and raw.strip():
+        try:
+            text = _set_member(raw, _ws(raw, 0), "cleanupPeriodDays", days)
+            text = text if json.loads(text) == want else None
+        except (ValueError, AssertionError, IndexError):
+            text = None
+    _write(path, (text or json.dumps(want, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    was = f"{now}" if now is not None else "unset (30 days)"
+    return Result("claude", path, True, [], [f"claude: cleanupPeriodDays {was} → {days} in {path} "
+                                             "(`deja uninstall` leaves it; edit the file to change it back)"])
+
+
+def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str | None = None,
+            offer: bool = True) -> list[Result]:
+    """``offer``: add history_offer's line to Claude's notes (not when --keep-history answered it)."""
     launcher, lchanged = write_launcher(home, env, binary)
     results = []
     for t in targets:
@@ -475,6 +518,9 @@ def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str 
         if t == "claude":
             changed, events = _wire(path, CLAUDE_HOOKS, launcher, {})
             res = Result(t, path, changed, events)
+            line = history_offer(env) if offer else None
+            if line:
+                res.notes.append(line)
         else:
             changed, events = _wire(path, CODEX_HOOKS, launcher, {"timeout": 10})
             res = Result(t, path, changed, events)

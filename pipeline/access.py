@@ -95,13 +95,14 @@ def open_store(env: Mapping[str, str] | None = None, notice: Notice = None):
 
 
 def run_index(*, rebuild: bool = False, env: Mapping[str, str] | None = None, progress: Callable | None = None,
-              notice: Notice = None, con=None):
+              notice: Notice = None, con=None, prune_gone: bool = False):
     """One index run (no up-to-date shortcut): its deja.pipeline.run.Summary."""
     from deja.pipeline.run import DiskFull, run_index as run
     from deja.stages.store.catalog import Busy, StoreError
 
     try:
-        return run(environ(env), rebuild=rebuild, progress=progress, notice=as_deja_lines(notice), con=con)
+        return run(environ(env), rebuild=rebuild, progress=progress, notice=as_deja_lines(notice), con=con,
+                   prune_gone=prune_gone)
     except Busy as exc:
         raise Fail(f"{exc}; try again when it finishes")
     except StoreError as exc:

@@ -58,15 +58,16 @@ def _words(query: str | Iterable[str]) -> str:
 
 
 def index(*, rebuild: bool = False, env: Mapping[str, str] | None = None,
-          progress: Callable | None = None, notice: Notice = None, con=None) -> dict:
+          progress: Callable | None = None, notice: Notice = None, con=None, prune_gone: bool = False) -> dict:
     """Build or refresh the index; the summary `deja index --json` prints.
 
-    ``progress(done, total, path)`` is called as files are read."""
+    ``progress(done, total, path)`` is called as files are read. Sessions whose
+    transcripts the agent deleted are kept; ``prune_gone`` takes them out."""
     from deja.stages.store import duck
 
     env = environ(env)
     con = con or duck.connect()  # one DuckDB instance for the check and the run
-    if not rebuild:
+    if not rebuild and not prune_gone:
         # nothing to do is the common case: answer it without loading the pipeline
         from deja.pipeline.fresh import pending
         from deja.stages.store.catalog import Store
@@ -78,7 +79,8 @@ def index(*, rebuild: bool = False, env: Mapping[str, str] | None = None,
             state = None
         if state is not None and not state[0] and state[2] and not Store(config.index_dir(env)).writer_running():
             return {"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": skipped}
-    return run_index(rebuild=rebuild, env=env, progress=progress, notice=notice, con=con).as_json()
+    return run_index(rebuild=rebuild, env=env, progress=progress, notice=notice, con=con,
+                     prune_gone=prune_gone).as_json()
 
 
 # --------------------------------------------------------------------------- search

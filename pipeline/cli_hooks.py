@@ -35,9 +35,13 @@ def _targets(target, auto, all_):
         raise Fail(str(exc))
 
 
-def _report(results, verb: str, as_json: bool) -> None:
+def _kept_json(r) -> dict:
+    return {"path": str(r.path), "changed": r.changed, "notes": r.notes}
+
+
+def _report(results, verb: str, as_json: bool, extra: dict | None = None) -> None:
     if as_json:
-        out_json({"schema_version": 2, "targets": [
+        out_json({"schema_version": 2, **(extra or {}), "targets": [
             {"target": r.target, "path": str(r.path), "changed": r.changed, "events": r.events, "notes": r.notes}
             for r in results]})
         return
@@ -87,15 +91,38 @@ def register(app) -> None:
         target: Optional[str] = typer.Argument(None, help="claude or codex (or use --auto / --all)."),
         auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
         all_: bool = typer.Option(False, "--all", help="Every agent deja can wire."),
+        keep_history: Optional[int] = typer.Option(
+            None, "--keep-history", metavar="DAYS",
+            help="Raise Claude Code's cleanupPeriodDays to DAYS so it deletes transcripts later "
+                 "(e.g. --keep-history 365); alone, it wires nothing."),
         as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
     ) -> None:
-        """Wire deja's hooks (and the /recover skill) into your agents."""
+        """Wire deja's hooks (and the /recover skill) into your agents.
+
+        Example: deja install --auto --keep-history 365
+        """
+        kept = None
+        if keep_history is not None:  # first: a backup install takes then holds the raised setting
+            from deja.hooks import install as ins
+
+            try:
+                kept = ins.keep_history(keep_history, config.home(os.environ), os.environ)
+            except ins.InstallError as exc:
+                raise Fail(str(exc))
+            if not (target or auto or all_):
+                if as_json:
+                    out_json({"schema_version": 2, "keep_history": _kept_json(kept), "targets": []})
+                else:
+                    print(*kept.notes, file=sys.stdout if kept.changed else sys.stderr)
+                return
         ins, env, home, targets = _targets(target, auto, all_)
         try:
-            results = ins.install(targets, home, env)
+            results = ins.install(targets, home, env, offer=kept is None)
         except ins.InstallError as exc:
             raise Fail(str(exc))
-        _report(results, "wired", as_json)
+        if kept is not None and not as_json:
+            print(*kept.notes, file=sys.stdout if kept.changed else sys.stderr)
+        _report(results, "wired", as_json, {"keep_history": _kept_json(kept)} if kept else None)
 
 
     @app.command("uninstall")

@@ -10,12 +10,12 @@ from deja.pipeline.cli_common import err, out_json, plural, say
 from deja.stages.display import counted
 
 
-def index_command(rebuild: bool, as_json: bool) -> None:
+def index_command(rebuild: bool, as_json: bool, prune_gone: bool = False) -> None:
     from deja.pipeline import api
 
     bar = ProgressBar() if not as_json and sys.stderr.isatty() else None
     try:
-        summary = api.index(rebuild=rebuild, progress=bar, notice=say)
+        summary = api.index(rebuild=rebuild, progress=bar, notice=say, prune_gone=prune_gone)
     finally:
         if bar is not None:
             bar.stop()
@@ -66,7 +66,10 @@ def print_summary(summary: dict) -> None:
         line += f", {hs['malformed']} malformed {plural(hs['malformed'], 'line')} or values" if hs["malformed"] else ""
         line += f", {hs['failed']} unreadable" if hs["failed"] else ""
         line += f", {hs['changed_while_read']} changed while read" if hs["changed_while_read"] else ""
-        print(line + ")")
+        line += ")"
+        if hs.get("gone"):
+            line += f"; {hs['gone']} of them kept after the agent deleted {plural(hs['gone'], 'its transcript', 'their transcripts')}"
+        print(line)
     if not summary["harnesses"] or not any(h["files"] for h in summary["harnesses"]):
         print("no agent stores found (looked for Claude Code and Codex)", file=sys.stderr)
     for e in summary["errors"][:10]:
@@ -83,9 +86,11 @@ def register(app) -> None:
     def index(
         rebuild: bool = typer.Option(False, "--rebuild", help="Re-read every store from scratch."),
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+        prune_gone: bool = typer.Option(False, "--prune-gone",
+                                        help="Drop the sessions whose transcripts the agent deleted (kept otherwise)."),
     ) -> None:
         """Build or refresh the index in the foreground."""
-        index_command(rebuild, as_json)
+        index_command(rebuild, as_json, prune_gone)
 
     @app.command()
     def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:

@@ -30,7 +30,11 @@ def report(env: Mapping[str, str]) -> dict:
                 for h, path, err in con.execute("SELECT harness, path, error FROM manifest WHERE error IS NOT NULL").fetchall():
                     health.setdefault(h, {}).setdefault("unreadable", []).append({"path": path, "error": err})
                 add_faults(con, health)
-                for path, h in con.execute("SELECT path, harness FROM manifest").fetchall():
+                try:  # a transcript the agent deleted is not a change in its store (its session is kept)
+                    listed = con.execute("SELECT path, harness FROM manifest WHERE gone_at IS NULL").fetchall()
+                except Exception:  # a catalog from before gone_at
+                    listed = con.execute("SELECT path, harness FROM manifest").fetchall()
+                for path, h in listed:
                     files_by_harness.setdefault(h, set()).add(path)
                 parts = con.execute("SELECT dataset, file, rows, bytes FROM generation ORDER BY file").fetchall()
                 sess = store.live_files(con, "sessions")
@@ -46,10 +50,12 @@ def report(env: Mapping[str, str]) -> dict:
             damaged, _ = store.damaged_parts(q, parts, footers=True)
             sess = [f for f in sess if f[len(str(store.root)) + 1:] not in damaged]
             if sess:
-                for h, n, m in q.execute(
-                    "SELECT harness, count(*), sum(messages) FROM read_parquet(?) GROUP BY harness", [sess]
+                cols = {d[0] for d in q.execute("SELECT * FROM read_parquet(?) LIMIT 0", [sess]).description}
+                gone = "count(gone_at)" if "gone_at" in cols else "0"  # (a part from before gone_at)
+                for h, n, m, gone in q.execute(
+                    f"SELECT harness, count(*), sum(messages), {gone} FROM read_parquet(?) GROUP BY harness", [sess]
                 ).fetchall():
-                    indexed[h] = {"sessions": int(n), "messages": int(m or 0)}
+                    indexed[h] = {"sessions": int(n), "messages": int(m or 0), "gone": int(gone)}
             q.close()
             index = {"state": "damaged" if damaged else "ok", "path": str(store.root),
                      "generation": int(gen[0]) if gen else 0,
@@ -61,6 +67,9 @@ def report(env: Mapping[str, str]) -> dict:
             index = {"state": "busy", "path": str(store.root)}
     stores = []
     stale = []
+    from deja.stages.sources.retention import retention
+
+    kept = retention(env)
     for h in harnesses():
         mod = reader(h)
         try:
@@ -72,7 +81,11 @@ def report(env: Mapping[str, str]) -> dict:
         roots = mod.roots(env) if hasattr(mod, "roots") else []
         entry = {"name": h, "state": state, "paths": roots, "files": len(found),
                  "indexed_sessions": indexed.get(h, {}).get("sessions", 0),
-                 "indexed_messages": indexed.get(h, {}).get("messages", 0)}
+                 "indexed_messages": indexed.get(h, {}).get("messages", 0),
+                 # of indexed_sessions: kept by deja though the agent deleted their transcripts
+                 "kept_gone_sessions": indexed.get(h, {}).get("gone", 0)}
+        if h in kept:
+            entry["cleanup"] = kept[h]["setting"]
         if err:
             entry["error"] = err
         if index["state"] in ("ok", "damaged") and set(found) != files_by_harness.get(h, set()):
@@ -106,6 +119,11 @@ def render(rep: dict) -> str:
         )
         if s.get("error"):
             lines.append(f"           error: {s['error']}")
+        if s.get("cleanup"):
+            n = s["kept_gone_sessions"]
+            lines.append(f"           cleanup: {s['cleanup']}")
+            lines.append(f"           kept by deja, gone from {s['name']}: {counted(n, 'session')}"
+                         + (" (`deja index --prune-gone` drops them)" if n else ""))
     lines += render_skipped(rep)
     idx = rep["index"]
     if idx["state"] in ("ok", "damaged"):

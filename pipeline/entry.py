@@ -68,15 +68,16 @@ def _fast_search(argv: list[str]) -> None:
 
 
 def _fast_index(argv: list[str]) -> None:
-    """`deja index [--rebuild] [--json]`: run often (shell profiles, after every
+    """`deja index [--rebuild] [--json] [--prune-gone]`: run often (shell profiles, after every
     turn), so it skips typer like search does."""
     from deja.pipeline.cli_index import index_command
 
     p = _parser("deja index")
     p.add_argument("--rebuild", action="store_true")
     p.add_argument("--json", dest="as_json", action="store_true")
+    p.add_argument("--prune-gone", dest="prune_gone", action="store_true")
     ns = p.parse_args(argv)
-    index_command(ns.rebuild, ns.as_json)
+    index_command(ns.rebuild, ns.as_json, ns.prune_gone)
 
 
 def _quick_exit() -> None:

@@ -56,7 +56,11 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
         return None
     actions = None
     try:
-        rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
+        try:
+            rows = con.execute(f"SELECT {', '.join(cols)}, gone_at FROM cat.manifest").fetchall()
+            cols.append("gone_at")
+        except duck.BinderException:  # a catalog from before gone_at: the next index run adds it
+            rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
         # only `deja index` says how many: the rows of the live sessions parts, as doctor
         # counts them (a file's session with no message has no row, so file_sessions overcounts)
         sessions = (con.execute("SELECT coalesce(sum(rows), 0) FROM cat.generation WHERE dataset = 'sessions'")

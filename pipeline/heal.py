@@ -61,7 +61,7 @@ class Repair:
             if a.path in paths and a.kind in (mf.SKIP, mf.APPEND):
                 a = mf.Action(mf.REPLACE, a.path, a.harness, 0, a.size, a.mtime_ns)
             out.append(a)
-        gone = sorted(p for p in paths if p not in by_path or by_path[p].kind == mf.REMOVE)
+        gone = sorted(p for p in paths if p not in by_path or by_path[p].kind in (mf.REMOVE, mf.GONE))
         if gone:
             self.notes.append(f"{len(gone)} transcripts the damaged parts held are gone and could not be read "
                               f"again (their sessions keep what was readable): {', '.join(gone[:3])}"

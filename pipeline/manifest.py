@@ -10,6 +10,13 @@ A file rewritten to the same size with its mtime put back (``cp -p``,
 ``touch -r``) looks unchanged to a stat. `deja index` also hashes a small
 window at each end (``edge_hash``) of the files the stat calls unchanged; a
 query's freshness check does not, to keep its budget.
+
+A transcript gone from disk is not a session gone from memory: agents delete
+their own history (Claude Code after ``cleanupPeriodDays``, 30 by default),
+and that history is what a memory is for. A vanished file is marked GONE (the
+manifest's ``gone_at``; its records and sessions stay), and only
+``deja index --prune-gone`` (REMOVE) or ``deja forget`` takes it out. The same
+path appearing again is read anew (REPLACE), which clears the mark.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ import os
 
 from deja.stages.store.config import CONTENT_VERSION
 
-SKIP, NEW, APPEND, REPLACE, REMOVE = "skip", "new", "append", "replace", "remove"
+SKIP, NEW, APPEND, REPLACE, REMOVE, GONE = "skip", "new", "append", "replace", "remove", "gone"
+# (the run's own: a rebuild carries a gone transcript's records over from the old parts)
+CARRY = "carry"
 
 
 class Action:
@@ -83,32 +92,42 @@ def edge_hash(path: str, size: int | None = None) -> str:
 
 
 def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: bool = False,
-         verify: bool = False) -> list[Action]:
+         verify: bool = False, prune_gone: bool = False) -> list[Action]:
     """Actions for every current source and every manifest row whose file is gone.
 
     ``sources`` is [(path, harness)]; ``manifest`` maps path → its catalog row.
+    A file that vanished is GONE once (marked, kept) and then needs nothing;
+    ``prune_gone`` turns every vanished file, marked or not, into REMOVE.
     A harness with no source at all is a store this environment cannot see (a
     relocated CLAUDE_CONFIG_DIR, a hook run with another HOME), not a store
-    whose every transcript was deleted: its indexed sessions are kept.
+    whose every transcript was deleted: its unmarked files are left alone.
     ``verify``: files whose stat is unchanged are checked by ``edge_hash`` too.
     """
     actions: list[Action] = []
     seen = set()
+
+    def vanished(path: str, harness: str, row: dict) -> None:
+        if prune_gone or row.get("error") or not row.get("records"):  # (nothing of it kept to mark)
+            actions.append(Action(REMOVE, path, harness))
+        elif not row.get("gone_at"):
+            actions.append(Action(GONE, path, harness))
+
     for path, harness in sources:
         seen.add(path)
         try:
             st = os.stat(path)
         except OSError:
             if path in manifest:
-                actions.append(Action(REMOVE, path, harness))
+                vanished(path, harness, manifest[path])
             continue
         size, mtime = st.st_size, st.st_mtime_ns
         row = manifest.get(path)
         if row is None:
             actions.append(Action(NEW, path, harness, 0, size, mtime))
             continue
-        if rebuild or row.get("content_version") != CONTENT_VERSION or row.get("harness") != harness:
-            actions.append(Action(REPLACE, path, harness, 0, size, mtime))
+        if (rebuild or row.get("gone_at") or row.get("content_version") != CONTENT_VERSION
+                or row.get("harness") != harness):
+            actions.append(Action(REPLACE, path, harness, 0, size, mtime))  # (gone_at: back on disk)
             continue
         if row.get("size") == size and row.get("mtime_ns") == mtime and not row.get("error"):
             if not (verify and row.get("edge_hash") and edge_hash(path, size) != row["edge_hash"]):
@@ -123,6 +142,6 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
             actions.append(Action(REPLACE, path, harness, 0, size, mtime))
     visible = {h for _, h in sources}
     for path, row in manifest.items():
-        if path not in seen and row.get("harness") in visible:
-            actions.append(Action(REMOVE, path, row.get("harness", "")))
+        if path not in seen and (row.get("harness") in visible or (prune_gone and row.get("gone_at"))):
+            vanished(path, row.get("harness", ""), row)
     return actions

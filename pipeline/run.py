@@ -58,6 +58,7 @@ class HarnessSummary:
     malformed: int = 0
     failed: int = 0
     changed_while_read: int = 0  # vanished or replaced under the reader (counted apart from failed)
+    gone: int = 0  # of ``sessions``: kept though the agent deleted their transcripts (doctor counts the same)
 
 
 @dataclass
@@ -85,8 +86,10 @@ class Summary:
 
 
 class Run:
-    def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None, con=None):
+    def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None, con=None,
+                 prune_gone: bool = False):
         self.store = store
+        self.prune_gone = prune_gone  # take out the sessions whose transcripts are gone (else they are kept)
         self.env = env
         self.rebuild = rebuild
         self.progress = progress
@@ -143,12 +146,12 @@ class Run:
         if not self.rebuild:
             self.find_damage()
         sources = self.discover()
-        actions = mf.plan(sources, self.manifest, self.rebuild, verify=True)
+        actions = mf.plan(sources, self.manifest, self.rebuild, verify=True, prune_gone=self.prune_gone)
         if self.repair:
             actions = self.repair.plan(self, actions, {f: r[4:] for f, r in self.parts.items()})
         work = [a for a in actions if a.kind != mf.SKIP]
         for a in actions:
-            self._hs(a.harness).files += a.kind != mf.REMOVE
+            self._hs(a.harness).files += a.kind not in (mf.REMOVE, mf.GONE)
         if not work and not self.rebuild and not self.repair:
             # parts a killed run wrote but never committed, or committed but never
             # cleaned (a run with work cleans them at its commit)
@@ -166,6 +169,9 @@ class Run:
             self.accept(out)
             if self.progress:
                 self.progress(i + 1, len(reads), out.action.path)
+        if self.rebuild:
+            for out in self.carry_gone(actions):
+                self.accept(out)
         _fault("after-read")
         self.flush()
         _fault("after-write")
@@ -174,7 +180,10 @@ class Run:
             purge = set(self.manifest)
         if not purge and not self.rebuild:
             self.touched_sessions = {key for out in self.done for key in out.meta}
-        self.commit(purge, [a for a in work if a.kind == mf.REMOVE])
+            for a in work:  # a vanished transcript's sessions are rewritten, marked gone
+                if a.kind == mf.GONE:
+                    self.touched_sessions.update(self.file_sessions.get(a.path, {}))
+        self.commit(purge, [a for a in work if a.kind == mf.REMOVE], [a.path for a in work if a.kind == mf.GONE])
         if self.compact_due:
             compact(self.store, self.gen, checked=True, con=self.con, vocab_parts=self.vocab_parts(),
                     chunk=self.merge_chunk)
@@ -208,6 +217,26 @@ class Run:
         yield from read_in_processes([(a, prior) for a, prior in zip(reads, priors)], workers, workers * 2,
                                      ["deja.pipeline.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())])
 
+    def carry_gone(self, actions: list[mf.Action]):
+        """FileOutputs of the transcripts a rebuild does not read again: gone from
+        disk (marked before, or found gone now), or in a store this environment
+        cannot see. Their records come from the live parts, so a rebuild keeps
+        what the agent deleted."""
+        from deja.stages.store import derive
+
+        acted = {a.path: a.kind for a in actions}
+        for path, row in sorted(self.manifest.items()):
+            if acted.get(path) not in (None, mf.GONE):
+                continue
+            cols = derive.kept_records(self.con, self.live["records"], self.live["deletes"], path,
+                                       normalize.RECORD_COLUMNS)
+            meta = {k: {c: v for c, v in r.items() if c != "path"} for k, r in self.file_sessions.get(path, {}).items()}
+            out = FileOutput(mf.Action(mf.CARRY, path, row.get("harness", ""), 0, row.get("size") or 0,
+                                       row.get("mtime_ns") or 0), cols, meta, row.get("safe_offset") or 0,
+                             row.get("prefix_hash") or "", 0, 0, {}, "")
+            out.rows = len(cols["text"])
+            yield out
+
     def ords_live(self) -> set[str]:
         keys = set()
         for rows in self.file_sessions.values():
@@ -237,7 +266,7 @@ class Run:
     # -- accumulate and flush --------------------------------------------
     def accept(self, out: FileOutput) -> None:
         hs = self._hs(out.action.harness)
-        hs.read += 1
+        hs.read += out.action.kind != mf.CARRY
         hs.malformed += out.malformed
         if out.changed:
             hs.changed_while_read += 1
@@ -275,7 +304,7 @@ class Run:
             (self.store.root / rel).unlink(missing_ok=True)
         self.new_parts = [p for p in self.new_parts if p[0] != dataset]
 
-    def commit(self, purge: set[str], removed: list[mf.Action]) -> None:
+    def commit(self, purge: set[str], removed: list[mf.Action], gone: list[str] = ()) -> None:
         dropped, _ = self.purge_records(purge) if not self.rebuild else (None, None)
         if self.repair:
             self.purged = dropped or []
@@ -285,10 +314,19 @@ class Run:
         for p in purge:
             self.file_sessions.pop(p, None)
         now = datetime.now(timezone.utc).replace(tzinfo=None)
+        for p in gone:  # kept, marked (the sessions part below reads the mark)
+            self.manifest[p] = dict(self.manifest[p], gone_at=now)
+        marks = [(p, self.manifest[p]["gone_at"]) for p in gone]
         manifest_rows = []
         for out in self.done:
             a = out.action
             old = self.manifest.get(a.path, {})
+            if a.kind == mf.CARRY:  # a rebuild kept it as it was: its row, its mark
+                self.file_sessions[a.path] = self.merge_file_sessions(a, out.meta)
+                manifest_rows.append([old.get(c) for c in index_state.MANIFEST_COLS])
+                if old.get("gone_at"):  # (found gone now: marked just above)
+                    marks.append((a.path, old["gone_at"]))
+                continue
             if out.error and a.kind == mf.APPEND:
                 continue  # keep the old row; retried next run
             merged = self.merge_file_sessions(a, out.meta)
@@ -307,7 +345,8 @@ class Run:
         change = index_state.RunCommit(
             generation=self.gen, next_record_id=self.next_record_id, rebuild=self.rebuild, dropped=list(dropped or []),
             new_parts=self.new_parts, facts=self.store.part_facts(self.con, self.new_parts), sizes=self.sizes,
-            removed=[a.path for a in removed], touched=set(purge) | {o.action.path for o in self.done},
+            removed=[a.path for a in removed], gone=marks,
+            touched=set(purge) | {o.action.path for o in self.done},
             manifest_rows=manifest_rows,
             file_session_rows=[[r.get(c) for c in index_state.FILE_SESSION_COLS]
                                for o in self.done for r in self.file_sessions.get(o.action.path, {}).values()],
@@ -345,14 +384,14 @@ class Run:
                 per = None  # a live part of an older layout: rebuild it whole
         if per is None:
             per = write.write_sessions(self.con, self.session_columns(None), self.store.root, rel)
-        n = sum(count for _, count, _ in per)
+        n = sum(row[1] for row in per)
         if n:
             self.new_parts.append(("sessions", rel, n))
         for hs in self.summary.harnesses.values():
-            hs.sessions = hs.messages = 0
-        for h, count, messages in per:
+            hs.sessions = hs.messages = hs.gone = 0
+        for h, count, messages, gone in per:
             hs = self._hs(h)
-            hs.sessions, hs.messages = count, messages or 0
+            hs.sessions, hs.messages, hs.gone = count, messages or 0, gone
         self.summary.sessions = n
 
     def session_columns(self, keys: set[str] | None) -> dict[str, list]:
@@ -361,7 +400,13 @@ class Run:
                 if keys is None or r["session_key"] in keys]
         for key in {r["session_key"] for r in rows}:
             self.ordinals.of(key)
-        return build_sessions(rows, self.ordinals.known, self.names)
+        return build_sessions(rows, self.ordinals.known, self.names, self.gone_paths())
+
+    def gone_paths(self) -> dict:
+        """path → when it was found gone, for the transcripts kept after the agent
+        deleted them (a file read this run is on disk again, whatever its old row says)."""
+        read = {o.action.path for o in self.done if o.action.kind != mf.CARRY}
+        return {p: r["gone_at"] for p, r in self.manifest.items() if r.get("gone_at") and p not in read}
 
     def merge_file_sessions(self, action: mf.Action, meta: dict[str, dict]) -> dict[str, dict]:
         """This file's session rows after the run: an append merges into the old ones."""
@@ -406,8 +451,9 @@ def _fault(point: str) -> None:
 
 def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progress: Callable | None = None,
               notice: Callable | None = None, store: Store | None = None, lock_wait: float | None = None,
-              con=None) -> Summary:
-    """``con``: the caller's in-memory DuckDB (core), reused rather than a second instance started."""
+              con=None, prune_gone: bool = False) -> Summary:
+    """``con``: the caller's in-memory DuckDB (core), reused rather than a second instance started.
+    ``prune_gone``: drop the sessions whose transcripts are gone from disk (kept otherwise)."""
     env = os.environ if env is None else env
     store = store or Store(config.index_dir(env))
     wait = config.lock_wait_seconds(env) if lock_wait is None else lock_wait
@@ -416,7 +462,7 @@ def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progr
         run = None
         try:
             store.init(con)
-            run = Run(store, env, rebuild, progress, con)
+            run = Run(store, env, rebuild, progress, con, prune_gone)
             return run.execute()
         except Exception as exc:
             if not disk_full(exc):

@@ -40,11 +40,13 @@ def named_root(project: str, names: dict[str, str]) -> str:
     return hits[0] if len(hits) == 1 else ""
 
 
-def build_sessions(rows: list[dict], ords: dict[str, int], names: dict[str, str] | None = None) -> dict[str, list]:
+def build_sessions(rows: list[dict], ords: dict[str, int], names: dict[str, str] | None = None,
+                   gone: dict | None = None) -> dict[str, list]:
     """Column lists of the sessions dataset, one row per session key, sorted by key.
 
     ``names``: every root's display name (``project_names`` of the whole
-    store); by default those of ``rows``."""
+    store); by default those of ``rows``. ``gone``: path → when the file was
+    found gone (naive UTC datetime); a session is gone when all its files are."""
     names = project_names(rows) if names is None else names
     groups: dict[str, list[dict]] = {}
     for r in rows:
@@ -68,7 +70,17 @@ def build_sessions(rows: list[dict], ords: dict[str, int], names: dict[str, str]
         out["path"].append(first["path"])
         out["origin"].append("local")
         out["from_machine"].append(None)
+        out["gone_at"].append(_gone_ms([(gone or {}).get(p["path"]) for p in parts]))
     return out
+
+
+def _gone_ms(marks: list) -> int | None:
+    """Epoch ms of the latest mark when every file of the session is gone, else None."""
+    if not marks or not all(marks):
+        return None
+    from datetime import timezone
+
+    return int(max(marks).replace(tzinfo=timezone.utc).timestamp() * 1000)
 
 
 def _merge(parts: list[dict]) -> dict:

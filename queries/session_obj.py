@@ -9,7 +9,7 @@ from deja.stages.store.duck import sql_list
 
 COLUMNS = (
     "ord, session_key, harness, session_id, project, project_root, path, started, updated, title, agent_title, "
-    "touched, kind, parent, agent, origin, messages, decision, gave_up, "
+    "touched, kind, parent, agent, origin, messages, decision, gave_up, gone_at, "
     # `deja promote` state (store.read loads the lifecycle table); NULL when none
     """(SELECT {'state': l.state, 'note': l.note, 'at': l."at"} FROM lifecycle l """
     "WHERE l.session_key = sessions.session_key) AS lifecycle"
@@ -47,6 +47,9 @@ def session_object(row: dict) -> dict:
         s["touched"] = list(row["touched"])[:5]
     if row.get("gave_up"):
         s["gave_up"] = True
+    if row.get("gone_at"):  # the agent deleted the transcript; deja keeps the session
+        s["source_gone"] = True
+        s["gone_at"] = iso(row["gone_at"])
     for k in ("kind", "parent", "agent"):
         if row.get(k):
             s[k] = row[k]
@@ -75,7 +78,8 @@ def demote_rejected(con, ranked: list, any_rejected: bool = True) -> list:
 
 
 # started/updated as epoch ms: turning TIMESTAMPTZ into datetimes loads zoneinfo, which a search need not pay for
-_ROW_COLUMNS = COLUMNS.replace("started, updated,", "epoch_ms(started) AS started, epoch_ms(updated) AS updated,")
+_ROW_COLUMNS = (COLUMNS.replace("started, updated,", "epoch_ms(started) AS started, epoch_ms(updated) AS updated,")
+                .replace("gone_at,", "epoch_ms(gone_at) AS gone_at,"))
 _ROW_COLUMNS_NO_LIFECYCLE = _ROW_COLUMNS.split(", (SELECT")[0] + ", NULL AS lifecycle"
 
 

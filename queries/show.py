@@ -315,8 +315,12 @@ def local_time(iso: str, with_seconds: bool = False) -> str:
     return dt.strftime("%Y-%m-%d %H:%M:%S" if with_seconds else "%Y-%m-%d %H:%M")
 
 
+# shown beside a session whose transcript the agent deleted (cleanupPeriodDays) and deja kept
+GONE_MARK = "(transcript deleted; kept by deja)"
+
+
 def last_line(s: dict, width: int = 120) -> str:
-    """harness, id prefix, date, project, title."""
+    """harness, id prefix, date, project, title (and GONE_MARK)."""
     from deja.stages.display import sanitize_display
 
     when = local_time(s.get("updated") or s.get("started") or "")
@@ -324,10 +328,11 @@ def last_line(s: dict, width: int = 120) -> str:
     title = " ".join(sanitize_display(s.get("title") or "(untitled)").split())
     if s.get("kind"):
         title = f"[{s['kind']}] {title}"
-    room = max(10, width - len(head) - 2)
+    mark = f"  {GONE_MARK}" if s.get("source_gone") else ""
+    room = max(10, width - len(head) - 2 - len(mark))
     if len(title) > room:
         title = title[: room - 1] + "…"
-    return f"{head}  {title}"
+    return f"{head}  {title}{mark}"
 
 
 def work_line(rec: dict, width: int = 160) -> str:
@@ -368,7 +373,7 @@ def render_text(res: Resolved, win: Window, tty: bool = False) -> str:
     meta.append(f"{win.total} message{'s' if win.total != 1 else ''}")
     out.append(" · ".join(meta))
     if s.get("path"):
-        out.append(sanitize_display(s["path"]))
+        out.append(sanitize_display(s["path"]) + (f"  {GONE_MARK}" if s.get("source_gone") else ""))
     work_by: dict[int, list[dict]] = {}
     for i, rec in win.work:
         work_by.setdefault(i, []).append(rec)
@@ -389,7 +394,7 @@ def render_text(res: Resolved, win: Window, tty: bool = False) -> str:
 
 
 __all__ = [
-    "JSON_LIMIT_DEFAULT", "JSON_LIMIT_MAX", "ROLE_COUNT", "Resolved", "ShowError", "SPEECH_ROLES",
+    "GONE_MARK", "JSON_LIMIT_DEFAULT", "JSON_LIMIT_MAX", "ROLE_COUNT", "Resolved", "ShowError", "SPEECH_ROLES",
     "TEXT_MENTION_FLAGS_ABOVE", "WORK_ROLES", "Window", "candidates", "clean_id", "iso_ms", "last", "last_line",
     "local_time", "render_text", "resolve", "session_count", "show_json", "spawn_edges", "split_harness", "window",
     "work_line",

@@ -116,13 +116,14 @@ def test_rewritten_file_is_replaced_not_duplicated(home):
     assert record_texts(home) == ["short rewrite about kafka consumer lag"]
 
 
-def test_removed_file_leaves_the_live_store(home):
+def test_removed_file_leaves_the_live_store_when_pruned(home):
+    # issue 13: a deleted transcript's session is kept (tests/test_gone.py) until --prune-gone
     p = first_session(home)
     first_session(home, S2)
     home.run("index")
     assert sorted(ids(home.search("pool"))) == sorted([S1, S2])
     p.unlink()
-    home.run("index")
+    home.run("index", "--prune-gone")
     assert ids(home.search("pool")) == [S2]
     assert catalog(home, "SELECT count(*) FROM manifest")[0][0] == 1
 

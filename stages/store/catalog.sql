@@ -43,6 +43,9 @@ CREATE TABLE IF NOT EXISTS manifest (
 ALTER TABLE manifest ADD COLUMN IF NOT EXISTS faults VARCHAR[];
 -- xxh64 of the size and the first and last 16 KiB: a rewrite that keeps size and mtime is read again.
 ALTER TABLE manifest ADD COLUMN IF NOT EXISTS edge_hash VARCHAR;
+-- When an index run found the file gone from disk (the agent's own cleanup, a
+-- deleted folder): its sessions are kept, marked, until `deja index --prune-gone`.
+ALTER TABLE manifest ADD COLUMN IF NOT EXISTS gone_at TIMESTAMP;
 
 -- What each file says about each session; the sessions dataset is derived from it.
 CREATE TABLE IF NOT EXISTS file_sessions (

@@ -69,3 +69,21 @@ def _write(con, store, gen: int, dataset: str, sql: str, params, row_group: int 
     rel = f"{dataset}/{store.new_part_name(gen)}"
     n = write.copy_query(con, sql, params, store.root, rel, row_group)
     return (dataset, rel, n) if n else None
+
+
+def kept_records(con, records: list[str], deletes: list[str], path: str, columns: tuple[str, ...]) -> dict[str, list]:
+    """The live records of transcript ``path`` as column lists (``ts`` in epoch ms),
+    in their order: what a rebuild carries over for a transcript no longer on disk.
+    A column the parts predate comes back as None."""
+    if not records:
+        return {c: [] for c in columns}
+    have = {d[0] for d in con.execute("SELECT * FROM read_parquet(?, hive_partitioning=false, union_by_name=true) "
+                                      "LIMIT 0", [records]).description}
+    pick = ", ".join(("epoch_ms(ts) AS ts" if c == "ts" else c) if c in have else f"NULL AS {c}" for c in columns)
+    dead = "SELECT record_id FROM read_parquet(?)" if deletes else _NO_IDS
+    rows = con.execute(
+        f"SELECT {pick} FROM read_parquet(?, hive_partitioning=false, union_by_name=true) "
+        f"WHERE source_path = ? AND record_id NOT IN ({dead}) ORDER BY session_key, seq, record_id",
+        [records, path, *([deletes] if deletes else [])],
+    ).fetchall()
+    return {c: [r[i] for r in rows] for i, c in enumerate(columns)}

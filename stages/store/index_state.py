@@ -79,7 +79,9 @@ class RunCommit:
     new_parts: list[tuple[str, str, int]] = field(default_factory=list)  # (dataset, rel, rows)
     facts: dict[str, tuple] = field(default_factory=dict)  # Store.part_facts of new_parts
     sizes: dict[str, int] = field(default_factory=dict)  # sound live parts whose size the catalog learns now
-    removed: list[str] = field(default_factory=list)  # transcripts gone from disk
+    removed: list[str] = field(default_factory=list)  # transcripts taken out (pruned: gone from disk)
+    # (path, when: naive UTC) of transcripts gone from disk: marked, their sessions kept
+    gone: list[tuple] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # transcripts whose file_sessions rows are replaced
     manifest_rows: list[list] = field(default_factory=list)  # in MANIFEST_COLS order
     file_session_rows: list[list] = field(default_factory=list)  # in FILE_SESSION_COLS order
@@ -108,6 +110,8 @@ def commit(con, store, change: RunCommit, before_commit=None) -> None:
     insert_rows(con, "manifest", MANIFEST_COLS, change.manifest_rows)
     insert_rows(con, "file_sessions", FILE_SESSION_COLS, change.file_session_rows)
     insert_rows(con, "session_ords", ("session_key", "ord"), change.new_ords, "INSERT OR IGNORE")
+    for path, when in change.gone:  # after the rows: a rebuild re-inserts a gone transcript's row unmarked
+        con.execute("UPDATE manifest SET gone_at = ? WHERE path = ?", [when, path])
     con.execute("INSERT OR REPLACE INTO meta VALUES ('next_record_id', ?), ('generation', ?)",
                 [str(change.next_record_id), str(change.generation)])
     if before_commit is not None:

@@ -100,7 +100,13 @@ SESSION_TYPES = (
     ("decision", "VARCHAR"),
     ("gave_up", "BOOLEAN"),
     ("project_root", "VARCHAR"),  # the project's identity; ``project`` is its unique short name
+    # when deja found every transcript of the session gone from disk (the agent deleted
+    # it); NULL while one is there. The session is kept until `deja index --prune-gone`.
+    ("gone_at", "TIMESTAMPTZ"),
 )
+# Sessions columns added after parts were written without them: NULL in those parts'
+# rows until a run rewrites the part (read.py's view supplies them).
+LATE_SESSION_COLUMNS = (("gone_at", "TIMESTAMPTZ"),)
 
 
 # ---------------------------------------------------------------------------

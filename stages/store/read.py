@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import duck  # DuckDB's compiled core (duck.py)
 
-from .layout import ALL_BUCKETS
+from .layout import ALL_BUCKETS, LATE_SESSION_COLUMNS
 from .catalog import Busy, Store
 
 
@@ -173,6 +173,11 @@ def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_vi
     sessions = files.get("sessions", [])
     if sessions:
         con.execute(f"CREATE OR REPLACE VIEW sessions AS SELECT * FROM read_parquet({_list(sessions)})")
+        have = {d[0] for d in con.execute("SELECT * FROM sessions LIMIT 0").description}
+        late = [f"NULL::{t} AS {c}" for c, t in LATE_SESSION_COLUMNS if c not in have]
+        if late:  # a part from before these columns (until the next run rewrites it)
+            con.execute(f"CREATE OR REPLACE VIEW sessions AS SELECT *, {', '.join(late)} "
+                        f"FROM read_parquet({_list(sessions)})")
     else:
         con.execute("CREATE OR REPLACE VIEW sessions AS SELECT NULL::VARCHAR AS session_key, NULL::INTEGER AS ord WHERE false")
     deletes = files.get("deletes", [])

@@ -182,7 +182,8 @@ def _runs(table, column: str | None) -> list[tuple[int, int]]:
 
 def write_sessions(con, cols: dict[str, list], root, rel: str, keep_from: str | None = None,
                    replaced: set[str] | None = None) -> list[tuple[str, int, int]]:
-    """Write the sessions part through DuckDB's core; returns [(harness, sessions, messages)].
+    """Write the sessions part through DuckDB's core; returns [(harness, sessions, messages, gone)]
+    (gone: sessions kept after their transcripts left the disk).
 
     ``cols`` holds every session, or with ``keep_from`` (the live sessions part)
     only those this run changed: the part's other rows are copied over, all but
@@ -205,7 +206,8 @@ def write_sessions(con, cols: dict[str, list], root, rel: str, keep_from: str | 
         else:
             table = "run_sessions"
         copy_query(con, f"SELECT * FROM {table} ORDER BY session_key", None, root, rel)
-        return con.execute(f"SELECT harness, count(*), sum(messages) FROM {table} GROUP BY harness ORDER BY harness").fetchall()
+        return con.execute(f"SELECT harness, count(*), sum(messages), count(gone_at) FROM {table} "
+                           "GROUP BY harness ORDER BY harness").fetchall()
     finally:
         for t in ("run_sessions", "run_replaced", "run_all_sessions"):
             con.execute(f"DROP TABLE IF EXISTS {t}")

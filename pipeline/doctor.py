@@ -9,7 +9,7 @@ from deja.stages.display import counted, plural
 from deja.stages.sources import harnesses, reader
 
 from deja.stages.store import config
-from deja.stages.store.catalog import Busy, Store
+from deja.stages.store.catalog import Busy, CatalogUnreadable, Store
 
 
 def report(env: Mapping[str, str]) -> dict:
@@ -65,6 +65,10 @@ def report(env: Mapping[str, str]) -> dict:
                                           for f, (d, why) in sorted(damaged.items())]
         except Busy:
             index = {"state": "busy", "path": str(store.root)}
+        except CatalogUnreadable as exc:
+            index = {"state": "damaged", "path": str(store.root), "size_bytes": store.size_bytes(),
+                     "damaged_parts": [{"dataset": "catalog", "file": store.catalog_path.name,
+                                        "problem": f"not readable ({exc}); `deja index` sets it aside and rebuilds"}]}
     stores = []
     stale = []
     from deja.stages.sources.retention import retention

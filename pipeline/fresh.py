@@ -32,7 +32,7 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
     was written with (a killed run leaves parts for the next writer to clean; a
     torn or missing part is for it to repair) and the catalog is of this version.
 
-    None when there is no index yet or the catalog is busy. Light: a directory
+    None when there is no index yet, or the catalog is busy or unreadable. Light: a directory
     walk, a stat per file, and the manifest read through DuckDB's core.
     ``keep_attached``: when there is nothing to do, the catalog stays attached
     to ``con`` as ``cat`` for the query that follows (``open_live(attached=True)``).
@@ -42,7 +42,7 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
     if not store.exists():
         return None
     sources = locate.sources(env, problems)  # (first: no DuckDB needed, which may still be warming up)
-    from deja.stages.store.read import attach_catalog
+    from deja.stages.store.read import Damaged, attach_catalog
 
     from deja.stages.store import duck
 
@@ -52,7 +52,7 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
         cols.append("edge_hash")
     try:
         attach_catalog(con, store, retries=3)
-    except Busy:
+    except (Busy, Damaged):  # an unreadable catalog: an index run sets it aside
         return None
     actions = None
     try:

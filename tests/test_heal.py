@@ -190,6 +190,34 @@ def test_deleted_part_is_reported_tolerated_and_repaired(home, dataset):
     assert_healed(home, env)
 
 
+@pytest.mark.parametrize("how", ["torn", "empty", "garbage"])
+def test_an_unreadable_catalog_is_named_then_set_aside_and_the_index_rebuilt(home, how):
+    # a first run killed while DuckDB wrote the catalog's header, or a bad sector:
+    # not "busy, try again" forever, but one line, and the next index heals it
+    env = build(home, {})
+    cat = home.index / "catalog.duckdb"
+    raw = cat.read_bytes()
+    cat.write_bytes({"torn": raw[:3000], "empty": b"", "garbage": b"\x00not a database\xff" * 500}[how])
+    proc = home.run("search", "connection", "pool", check=False, extra_env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("deja: the index catalog cannot be read")
+    assert proc.stderr.strip().endswith("run `deja index` to rebuild it")
+    doctor = json.loads(home.run("doctor", "--json", extra_env=env).stdout)
+    assert doctor["index"]["state"] == "damaged"
+    assert doctor["index"]["damaged_parts"][0]["dataset"] == "catalog"
+    hook = home.run("hook-prompt", extra_env=env, check=False)
+    assert hook.returncode == 0 and not hook.stdout
+    run = home.run("index", extra_env=env)
+    assert "set aside as catalog.duckdb.unreadable" in run.stderr
+    assert (home.index / "catalog.duckdb.unreadable").exists()
+    clean = clean_build(home, env)
+    assert sessions_rows(home.index) == sessions_rows(clean)
+    assert answers(home, env, home.index) == answers(home, env, clean)
+    on_disk = {p.relative_to(home.index).as_posix() for p in home.index.rglob("*.parquet")}
+    assert on_disk == {f for _, f, _ in generation(home.index)}  # the old parts were swept
+    assert "up to date" in home.run("index", extra_env=env).stderr
+
+
 # ---- a full disk ---------------------------------------------------------------------------
 
 

@@ -40,6 +40,17 @@ class Busy(Exception):
     """Another process holds the store (writer lock or catalog)."""
 
 
+class CatalogUnreadable(Exception):
+    """The catalog file is there but is no DuckDB database (torn as it was made,
+    a bad sector): not busy, so waiting cannot help; ``init`` sets it aside."""
+
+
+def _lock_conflict(exc: BaseException) -> bool:
+    """DuckDB's error for a file another process holds ("Could not set lock …
+    Conflicting lock is held"), as against one it cannot read at all."""
+    return "lock" in str(exc).lower()
+
+
 class StoreError(Exception):
     """The store's path cannot hold an index (a file, not writable): one line naming it."""
 
@@ -74,6 +85,8 @@ class Store:
             try:
                 return duck.connect(str(self.catalog_path), read_only=read_only)
             except (duck.IOException, duck.ConnectionException) as exc:
+                if not _lock_conflict(exc) and self.catalog_path.exists():
+                    raise CatalogUnreadable(first_line(exc)) from exc
                 last = exc
                 if attempt < retries:
                     time.sleep(0.05 * (attempt + 1))
@@ -88,6 +101,8 @@ class Store:
                 con.execute(f"ATTACH '{path}' AS {alias}{mode}")
                 return
             except (duck.IOException, duck.ConnectionException, duck.BinderException) as exc:
+                if isinstance(exc, duck.IOException) and not _lock_conflict(exc) and self.catalog_path.exists():
+                    raise CatalogUnreadable(first_line(exc)) from exc
                 if attempt == retries:
                     raise Busy(str(exc))
                 time.sleep(0.05 * (attempt + 1))
@@ -142,6 +157,25 @@ class Store:
         sql = resources.files("deja.stages.store").joinpath("catalog.sql").read_text()
         # catalog.sql only when it changed, not on every index run
         digest = f"{zlib.crc32(sql.encode()):08x}"
+        try:
+            self._init(con, sql, digest)
+        except CatalogUnreadable as exc:
+            aside = self.set_aside()
+            warn(f"the index catalog could not be read ({exc}); set aside as {aside.name}, the index is rebuilt")
+            self._init(con, sql, digest)
+
+    def set_aside(self) -> Path:
+        """Move an unreadable catalog (and its write-ahead log) out of the way,
+        kept for a post-mortem: the next init starts a new one, and the index
+        run then reads every transcript again (its parts are all unknown to it)."""
+        aside = self.catalog_path.with_name(self.catalog_path.name + ".unreadable")
+        os.replace(self.catalog_path, aside)
+        wal = self.catalog_path.with_name(self.catalog_path.name + ".wal")
+        if wal.exists():
+            os.replace(wal, aside.with_name(aside.name + ".wal"))
+        return aside
+
+    def _init(self, con, sql: str, digest: str) -> None:
         with self.catalog(con, retries=40) as cat:  # a hook may hold it a moment
             try:
                 current = cat.execute("SELECT value FROM meta WHERE key = 'catalog_sql'").fetchone() == (digest,)

@@ -213,7 +213,12 @@ def _still_live(root: Path, path: str) -> bool:
 
 def attach_catalog(con: duck.DuckDBPyConnection, store: Store, retries: int = 20) -> None:
     """ATTACH the catalog read-only as `cat`; a writer holding it raises Busy."""
-    store.attach(con, "cat", read_only=True, retries=retries)
+    from .catalog import CatalogUnreadable
+
+    try:
+        store.attach(con, "cat", read_only=True, retries=retries)
+    except CatalogUnreadable as exc:
+        raise Damaged(f"the index catalog cannot be read ({exc}); run `deja index` to rebuild it") from exc
 
 
 def _lifecycle_rows(cat) -> list:

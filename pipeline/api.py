@@ -467,6 +467,44 @@ def stats(*, harness: str | None = None, project: str | None = None, since: str 
     return shown_data(st if extras or timeline else qs.public_stats(st))
 
 
+def redactions(*, env: Mapping[str, str] | None = None) -> dict:
+    """`deja stats --redaction`: what the redactor took out at index time, per
+    kind and harness, from the catalog's per-file counts (manifest.redactions)."""
+    import json
+
+    from deja.stages.store.catalog import Busy, CatalogUnreadable, Store
+
+    store = Store(config.index_dir(environ(env)))
+    if not store.exists():
+        raise Fail("no index yet; run `deja index`")
+    try:
+        con = store.connect(read_only=True, retries=20)
+    except Busy:
+        raise Fail("the index is busy being written; try again in a moment")
+    except CatalogUnreadable as exc:
+        raise Fail(f"the index catalog cannot be read ({exc}); run `deja index` to rebuild it")
+    try:
+        rows = con.execute("SELECT harness, redactions FROM manifest WHERE redaction_total > 0").fetchall()
+    finally:
+        con.close()
+    by_harness: dict[str, dict[str, int]] = {}
+    for harness, raw in rows:
+        try:
+            counts = json.loads(raw or "{}")
+        except ValueError:
+            continue
+        mine = by_harness.setdefault(harness, {})
+        for kind, n in counts.items():
+            mine[kind] = mine.get(kind, 0) + int(n)
+    by_kind: dict[str, int] = {}
+    for counts in by_harness.values():
+        for kind, n in counts.items():
+            by_kind[kind] = by_kind.get(kind, 0) + n
+    return {"schema_version": 2, "total": sum(by_kind.values()),
+            "by_kind": dict(sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "by_harness": {h: dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) for h, c in sorted(by_harness.items())}}
+
+
 def _usage_rows(root) -> list[tuple]:
     """(t, kind, bytes, sessions, empty) from the hooks' bounded usage log
     (``<index>.usage``, hooks/packet/metric.py)."""

@@ -112,10 +112,21 @@ def register(app) -> None:
         card_file: Optional[Path] = typer.Argument(None, metavar="[FILE.svg]", help="With --card: write the card here as SVG."),
         card: bool = typer.Option(False, "--card", help="Draw a card in the terminal; `--card FILE.svg` writes it as SVG."),
         html_out: Optional[Path] = typer.Option(None, "--html", metavar="FILE", help="Write a browsable timeline (HTML)."),
+        redaction: bool = typer.Option(False, "--redaction", help="How many secrets of each kind were redacted, per agent."),
     ) -> None:
         """What your memory holds: sessions, messages, activity, projects, recall."""
         from deja.pipeline import api, stats_view
         from deja.queries.stats import public_stats
+
+        if redaction:
+            red = api.redactions()
+            if as_json:
+                out_json(red)
+            else:
+                sys.stdout.write(stats_view.redaction_text(red))
+            if not red["total"]:
+                err("no secret was redacted in what the index holds")
+            return
 
         api.check_harness(harness)
         if since:

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 from deja.pipeline.cli_common import elide, term_width
 from deja.queries.stats import VIEW_MESSAGES_PER_SESSION, VIEW_TEXT_CAP
-from deja.stages.display import local_day, plural
+from deja.stages.display import counted, local_day, plural
 
 
 def heat_grid(days: dict[str, int], today: date | None = None, weeks: int = 52) -> tuple[list[date], list[list[int]]]:
@@ -97,6 +97,22 @@ def _fmt(n: int) -> str:
 def _n(n: int, word: str) -> str:
     """"1 session", "1,204 sessions"."""
     return f"{n:,} {plural(n, word)}"
+
+
+def redaction_text(red: dict) -> str:
+    """`deja stats --redaction`: a kind per row, a column per agent."""
+    if not red["total"]:
+        return ""
+    harnesses = list(red["by_harness"])
+    width = max(len("kind"), *(len(k) for k in red["by_kind"]))
+    cols = [max(len(h), 6) for h in harnesses]
+    head = "kind".ljust(width) + "  " + "total".rjust(6) + "".join("  " + h.rjust(c) for h, c in zip(harnesses, cols))
+    lines = [head]
+    for kind, n in red["by_kind"].items():
+        lines.append(kind.ljust(width) + "  " + str(n).rjust(6) + "".join(
+            "  " + str(red["by_harness"][h].get(kind, 0)).rjust(c) for h, c in zip(harnesses, cols)))
+    lines.append(f"{counted(red['total'], 'secret')} redacted before they were written")
+    return "\n".join(lines) + "\n"
 
 
 def stats_text(st: dict, color: bool) -> str:

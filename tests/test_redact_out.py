@@ -218,3 +218,30 @@ def test_a_compaction_packet_captured_under_older_rules_is_redacted_when_deliver
                                             "source": "compact"})
     assert "zebrafinch" in delivered
     assert leaks(delivered) == []
+
+
+def test_stats_redaction_counts_each_kind_per_agent(tmp_path):
+    from deja.stages.redact import redact
+
+    home = Home(tmp_path)
+    claude_text = f"deploy with {GITHUB} and the key {AWS} please"
+    codex_text = f"connect with {DB_URL} now"
+    write_jsonl(home.claude_file(SID, cwd="/home/dev/src/shop"), [
+        claude_user(SID, claude_text, "2026-11-20T10:00:00Z", "u1", cwd="/home/dev/src/shop")])
+    codex = home.codex_file(CODEX_SID, day="2026/11/20", stamp="2026-11-20T10-00-00")
+    write_jsonl(codex, [
+        {"timestamp": "2026-11-20T10:00:00.000Z", "type": "session_meta",
+         "payload": {"id": CODEX_SID, "cwd": "/home/dev/src/api", "cli_version": "0.118.0"}},
+        {"timestamp": "2026-11-20T10:00:01.000Z", "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": codex_text}]}}])
+    proc = home.run("stats", "--redaction", check=False)
+    assert proc.returncode == 1 and proc.stderr == "deja: no index yet; run `deja index`\n"
+    home.run("index")
+    got = json.loads(home.run("stats", "--redaction", "--json").stdout)
+    want_claude, want_codex = redact(claude_text)[1], redact(codex_text)[1]
+    assert got["by_harness"] == {"claude": want_claude, "codex": want_codex}
+    assert got["total"] == sum(want_claude.values()) + sum(want_codex.values()) >= 3
+    text = home.run("stats", "--redaction").stdout
+    for kind in {**want_claude, **want_codex}:
+        assert kind in text
+    assert text.rstrip().endswith(f"{got['total']} secrets redacted before they were written")

@@ -50,7 +50,7 @@ def match_pattern(text: str, regex: bool):
 def print_hits(answer: dict, pattern=None) -> None:
     """The hits as text: a bold head line per session on a colour terminal,
     ``pattern``'s matches marked in the title and snippets."""
-    from deja.stages.display import sanitize_display
+    from deja.stages.display import GONE_MARK, sanitize_display
 
     bold = color_on()
     width = term_width()
@@ -63,6 +63,8 @@ def print_hits(answer: dict, pattern=None) -> None:
         when = (s.get("updated") or s.get("started") or "")[:10]
         title = sanitize_display(s.get("title") or "(untitled)")
         head = f"{s['harness']}  {s['id'][:12]}  {when}  {s.get('project', '')}"
+        if s.get("source_gone"):
+            head += f"  {GONE_MARK}"
         print((BOLD + head + RESET) if bold else head)
         print("  " + highlight(elide(title, width - 2), pattern))
         for snip in hit["snippets"]:

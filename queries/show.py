@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from deja.stages.display import own_day
+from deja.stages.display import GONE_MARK, own_day
 from deja.stages.roles import WORK_ROLES
 
 from . import project_match
@@ -315,8 +315,6 @@ def local_time(iso: str, with_seconds: bool = False) -> str:
     return dt.strftime("%Y-%m-%d %H:%M:%S" if with_seconds else "%Y-%m-%d %H:%M")
 
 
-# shown beside a session whose transcript the agent deleted (cleanupPeriodDays) and deja kept
-GONE_MARK = "(transcript deleted; kept by deja)"
 
 
 def last_line(s: dict, width: int = 120) -> str:

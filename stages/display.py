@@ -97,3 +97,7 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 def counted(n: int, word: str, many: str | None = None) -> str:
     """"1 session", "2 sessions"."""
     return f"{n} {plural(n, word, many)}"
+
+
+# shown beside a session whose transcript the agent deleted (cleanupPeriodDays) and deja kept
+GONE_MARK = "(transcript deleted; kept by deja)"

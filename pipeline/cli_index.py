@@ -93,6 +93,13 @@ def register(app) -> None:
         index_command(rebuild, as_json, prune_gone)
 
     @app.command()
+    def sources() -> None:
+        """Every agent store deja reads: found or not, where, and what the index holds of it."""
+        from deja.pipeline.doctor import render_sources, report
+
+        print(render_sources(report(os.environ)))
+
+    @app.command()
     def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
         """Report each agent store, what the index holds, unreadable files, and the store's size."""
         from deja.pipeline.doctor import render, report

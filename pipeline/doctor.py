@@ -174,6 +174,26 @@ def render(rep: dict) -> str:
     return "\n".join(lines)
 
 
+def render_sources(rep: dict) -> str:
+    """`deja sources`: every harness deja reads, found or not, with what the
+    index holds of it (doctor's report, one row each)."""
+    health = rep.get("ingest_health", {})
+    head = ("harness", "state", "files", "sessions", "messages", "unreadable", "redacted", "path")
+    rows = []
+    for s in rep["stores"]:
+        h = health.get(s["name"], {})
+        state = {"ok": "found"}.get(s["state"], s["state"])
+        rows.append((s["name"], state, str(s["files"]), str(s["indexed_sessions"]), str(s["indexed_messages"]),
+                     str(h.get("failed_files", 0)), str(h.get("redactions", 0)), ", ".join(s["paths"])))
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head) - 1)]
+    numeric = range(2, 7)
+    out = []
+    for r in [head, *rows]:
+        cells = [r[i].rjust(widths[i]) if i in numeric else r[i].ljust(widths[i]) for i in range(len(widths))]
+        out.append("  ".join(cells + [r[-1]]).rstrip())
+    return "\n".join(out)
+
+
 def add_skipped(rep: dict, env: Mapping[str, str]) -> None:
     """``rep["skipped"]``: what the stores' walk could not read or follow
     (a folder without permission, a dangling or looping symlink), by harness:

@@ -15,7 +15,8 @@ import sys
 COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "show", "ctx",
                       "hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact",
                       "install", "uninstall", "blame", "files", "how", "fix", "friction",
-                      "remember", "promote", "forget", "stats", "view", "completion", "version"})
+                      "remember", "promote", "forget", "stats", "view", "completion", "version",
+                      "sources"})
 # Agent hooks run on every session start, prompt and tool call (design.md §5: median
 # ≤150 ms whole process): they bypass typer too and import only what they read.
 HOOKS = frozenset({"hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact"})

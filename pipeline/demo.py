@@ -18,6 +18,8 @@ SEARCHES = [
     "connection pool exhausted",
     "flaky test temp dir",
     "borrow checker",
+    "refill drift",
+    "cart total NaN",
     "OPENAI_API_KEY",
 ]
 
@@ -26,24 +28,55 @@ def samples_dir() -> Path:
     return Path(str(resources.files("deja.data_samples")))
 
 
+def build_sqlite_samples(root: Path) -> None:
+    """Each ``<name>.json`` SQLite spec under ``root`` whose name ends in a store's
+    suffix (``opencode.db.json``, ``state.vscdb.json``) becomes that database:
+    the samples ship as text (readable, diffable), the stores are binary."""
+    import json
+    import sqlite3
+
+    for spec in sorted(root.rglob("*.json")):
+        db = spec.with_suffix("")
+        if db.suffix not in (".db", ".vscdb"):
+            continue
+        doc = json.loads(spec.read_text())
+        con = sqlite3.connect(db)
+        try:
+            for stmt in doc["schema"]:
+                con.execute(stmt)
+            for table, rows in doc["rows"].items():
+                for row in rows:
+                    vals = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in row]
+                    con.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(vals))})", vals)
+            con.commit()
+        finally:
+            con.close()
+        spec.unlink()
+
+
 def run_demo(run_index, print_summary, search) -> None:
     """``run_index(env)``: an index run's summary (as `deja index --json`);
     ``search``: the CLI's search command."""
     with tempfile.TemporaryDirectory(prefix="deja-demo-") as tmp:
         tmp_path = Path(tmp)
         shutil.copytree(samples_dir(), tmp_path / "samples", ignore=shutil.ignore_patterns("__init__.py", "__pycache__"))
+        build_sqlite_samples(tmp_path / "samples")
+        samples = tmp_path / "samples"
         env = {
             "HOME": str(tmp_path / "home"),
             "DEJA_INDEX_DIR": str(tmp_path / "index.db"),
             "DEJA_CLAUDE_ROOT": str(tmp_path / "samples" / "claude" / "projects"),
             "DEJA_CODEX_ROOT": str(tmp_path / "samples" / "codex"),
+            "DEJA_CURSOR_ROOT": str(samples / "cursor" / "User"),
+            "DEJA_CURSOR_CLI_ROOT": str(samples / "cursor" / "dot_cursor"),
+            "DEJA_OPENCODE_DB": str(samples / "opencode" / "opencode.db"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)
         print_summary(run_index(env))
         # the searches must see the demo's stores and store, never this machine's:
         # a freshness check against the real stores would call every sample "removed"
-        scoped = {k: env[k] for k in ("DEJA_INDEX_DIR", "DEJA_CLAUDE_ROOT", "DEJA_CODEX_ROOT", "HOME")}
+        scoped = {k: v for k, v in env.items() if k.startswith("DEJA_") or k == "HOME"}
         scoped["DEJA_NO_REFRESH"] = "1"
         saved = {k: os.environ.get(k) for k in scoped}
         os.environ.update(scoped)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 
 
+from deja.stages.sources.sqlite_store import SQLITE_SUFFIXES, stat_key
 from deja.stages.store.config import CONTENT_VERSION
 
 SKIP, NEW, APPEND, REPLACE, REMOVE, GONE = "skip", "new", "append", "replace", "remove", "gone"
@@ -91,6 +92,14 @@ def edge_hash(path: str, size: int | None = None) -> str:
         os.close(fd)
 
 
+def source_stat(path: str) -> tuple[int, int]:
+    """(size, mtime_ns) of a source; a SQLite store's counts its WAL (sqlite_store.stat_key)."""
+    if path.endswith(SQLITE_SUFFIXES):
+        return stat_key(path)
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
 def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: bool = False,
          verify: bool = False, prune_gone: bool = False) -> list[Action]:
     """Actions for every current source and every manifest row whose file is gone.
@@ -115,12 +124,11 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
     for path, harness in sources:
         seen.add(path)
         try:
-            st = os.stat(path)
+            size, mtime = source_stat(path)
         except OSError:
             if path in manifest:
                 vanished(path, harness, manifest[path])
             continue
-        size, mtime = st.st_size, st.st_mtime_ns
         row = manifest.get(path)
         if row is None:
             actions.append(Action(NEW, path, harness, 0, size, mtime))

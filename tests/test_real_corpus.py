@@ -14,12 +14,18 @@ from conftest import CORPUS
 
 pytestmark = pytest.mark.skipif(not (CORPUS / "MANIFEST.tsv").exists(), reason="../shared/corpus/real is not here")
 
-HARNESSES = ("claude", "codex")
+HARNESSES = ("claude", "codex", "cursor")
 
 
 def manifest_rows():
     with open(CORPUS / "MANIFEST.tsv", newline="") as fh:
         return [r for r in csv.DictReader(fh, delimiter="\t") if r["harness"] in HARNESSES]
+
+
+def spawned(r) -> bool:
+    """A subagent transcript by its path (Claude's 2.0.x ``agent-*.jsonl``, not Cursor's ``agent-transcripts``)."""
+    src = r["source_path"]
+    return "subagents" in src or (r["harness"] == "claude" and "/agent-" in src)
 
 
 def lay_out(home_dir, rows):
@@ -28,7 +34,7 @@ def lay_out(home_dir, rows):
         src = r["source_path"]
         if src.startswith("dot_"):  # a dotfile manager's name for ~/.claude
             src = "." + src[4:]
-        for anchor in (".claude/", ".codex/"):
+        for anchor in (".claude/", ".codex/", ".cursor/"):
             i = src.find(anchor)
             if i >= 0:
                 src = src[i:]
@@ -54,8 +60,7 @@ def test_every_file_indexes_without_failure(indexed):
     assert summary["errors"] == []
     by = {h["harness"]: h for h in summary["harnesses"]}
     # subagent transcripts are skipped by default; everything else is read
-    main_files = {h: sum(1 for r in rows if r["harness"] == h and "subagents" not in r["source_path"]
-                         and "/agent-" not in r["source_path"]) for h in HARNESSES}
+    main_files = {h: sum(1 for r in rows if r["harness"] == h and not spawned(r)) for h in HARNESSES}
     for h in HARNESSES:
         assert by[h]["failed"] == 0
         assert by[h]["malformed"] == 0
@@ -66,8 +71,8 @@ def test_session_and_message_counts_are_plausible(indexed):
     home, rows, summary = indexed
     by = {h["harness"]: h for h in summary["harnesses"]}
     for h in HARNESSES:
-        files = [r for r in rows if r["harness"] == h and "subagents" not in r["source_path"]
-                 and "/agent-" not in r["source_path"] and not any(i in r["file"] for i in CODEX_SUBAGENTS)]
+        files = [r for r in rows if r["harness"] == h and not spawned(r)
+                 and not any(i in r["file"] for i in CODEX_SUBAGENTS)]
         with_speech = sum(1 for r in files if int(r["user_msgs"]) + int(r["assistant_msgs"]) > 0)
         raw = sum(int(r["user_msgs"]) + int(r["assistant_msgs"]) for r in files)
         # a session per file that has any speech, subagents left out (a few hold only titles or an api error)
@@ -129,3 +134,13 @@ def test_subagents_are_their_own_sessions_when_included(tmp_path):
     ).fetchone()
     assert kinds[0] >= 10  # every subagent file became a child session with its parent named
     assert CODEX_SUBAGENTS <= _codex_ids(home)
+
+
+def test_every_cursor_transcript_is_a_session_with_its_turns(indexed):
+    """deja-vu found 1 Cursor session in the published set: it missed the .txt transcripts."""
+    home, rows, summary = indexed
+    by = {h["harness"]: h for h in summary["harnesses"]}
+    assert by["cursor"]["read"] == 4 and by["cursor"]["sessions"] == 4
+    # the user turns (95) and the assistant turns that said something (133 + 4 + 55 + 50; tool-call-only
+    # turns are work records), less 6 that hold only harness plumbing (normalize.strip_plumbing)
+    assert by["cursor"]["messages"] == 95 + 133 + 4 + 55 + 50 - 6

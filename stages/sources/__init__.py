@@ -10,6 +10,8 @@ READERS = {
     "claude": "deja.stages.sources.claude",
     "codex": "deja.stages.sources.codex",
     "deja": "deja.stages.sources.notes",
+    "cursor": "deja.stages.sources.cursor",
+    "opencode": "deja.stages.sources.opencode",
 }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Mapping
 
 
@@ -163,8 +164,78 @@ def notes_files(env: Mapping[str, str], problems: list[str] | None = None) -> li
     return [p] if is_regular_file(p) else []
 
 
+# ---- Cursor: the IDE's state.vscdb stores and the CLI agent's transcripts ----------
+
+CURSOR_CLI_SUFFIXES = (".jsonl", ".txt")
+
+
+def cursor_user_dir(env: Mapping[str, str]) -> str:
+    """The IDE's User folder (globalStorage/ and workspaceStorage/ below it)."""
+    if env.get("DEJA_CURSOR_ROOT"):
+        return os.path.expanduser(env["DEJA_CURSOR_ROOT"])
+    home = _home(env)
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Application Support", "Cursor", "User")
+    if sys.platform == "win32":
+        return os.path.join(env.get("APPDATA") or os.path.join(home, "AppData", "Roaming"), "Cursor", "User")
+    xdg = env.get("XDG_CONFIG_HOME")
+    if xdg and os.path.isdir(os.path.join(xdg, "Cursor", "User")):
+        return os.path.join(xdg, "Cursor", "User")
+    return os.path.join(home, ".config", "Cursor", "User")
+
+
+def cursor_cli_home(env: Mapping[str, str]) -> str:
+    """The CLI agent's folder (projects/<enc>/agent-transcripts/ below it)."""
+    root = env.get("DEJA_CURSOR_CLI_ROOT") or env.get("CURSOR_CONFIG_DIR")
+    return os.path.expanduser(root) if root else os.path.join(_home(env), ".cursor")
+
+
+def cursor_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    out: list[str] = []
+    user = cursor_user_dir(env)
+    if os.path.isdir(user):
+        g = os.path.join(user, "globalStorage", "state.vscdb")
+        if is_regular_file(g):
+            out.append(g)
+        ws = os.path.join(user, "workspaceStorage")
+        if os.path.isdir(ws):
+            try:
+                with os.scandir(ws) as it:
+                    hashes = sorted(e.path for e in it if e.is_dir())
+            except OSError as exc:
+                _problem(problems, ws, _why(exc))
+                hashes = []
+            out.extend(p for h in hashes if is_regular_file(p := os.path.join(h, "state.vscdb")))
+    projects_dir = os.path.join(cursor_cli_home(env), "projects")
+    if os.path.isdir(projects_dir):
+        include_sub = include_subagents(env)
+        skip = lambda d: not include_sub and d == "subagents"  # noqa: E731
+        for folder, names in walk(projects_dir, problems, skip, lambda n: n.endswith(CURSOR_CLI_SUFFIXES)):
+            if "agent-transcripts" not in folder.replace("\\", "/").split("/"):
+                continue  # the CLI keeps other files per project (mcp state, terminals)
+            out.extend(os.path.join(folder, n) for n in names)
+    out.sort()
+    return out
+
+
+# ---- opencode: <data>/opencode/opencode.db ------------------------------------------
+
+
+def opencode_db(env: Mapping[str, str]) -> str:
+    if env.get("DEJA_OPENCODE_DB"):
+        return os.path.expanduser(env["DEJA_OPENCODE_DB"])
+    data = env.get("XDG_DATA_HOME") or os.path.join(_home(env), ".local", "share")
+    return os.path.join(data, "opencode", "opencode.db")
+
+
+def opencode_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    p = opencode_db(env)
+    return [p] if is_regular_file(p) else []
+
+
 # harness id → its transcripts (the readers' registry uses the same ids)
-LOCATORS = {"claude": claude_files, "codex": codex_files, "deja": notes_files}
+LOCATORS = {"claude": claude_files, "codex": codex_files, "deja": notes_files, "cursor": cursor_files,
+            "opencode": opencode_files}
 
 
 def sources(env: Mapping[str, str], problems: list[str] | None = None) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-CORPUS = SHARED / "corpus" / "real"
+CORPUS = Path(os.environ["DEJA_REAL_CORPUS"]) if os.environ.get("DEJA_REAL_CORPUS") else SHARED / "corpus" / "real"
 
 
 def deja_cmd() -> list[str]:

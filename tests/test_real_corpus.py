@@ -14,7 +14,7 @@ from conftest import CORPUS
 
 pytestmark = pytest.mark.skipif(not (CORPUS / "MANIFEST.tsv").exists(), reason="../shared/corpus/real is not here")
 
-HARNESSES = ("claude", "codex")
+HARNESSES = ("claude", "codex", "copilot")
 
 
 def manifest_rows():
@@ -28,7 +28,7 @@ def lay_out(home_dir, rows):
         src = r["source_path"]
         if src.startswith("dot_"):  # a dotfile manager's name for ~/.claude
             src = "." + src[4:]
-        for anchor in (".claude/", ".codex/"):
+        for anchor in (".claude/", ".codex/", ".copilot/"):
             i = src.find(anchor)
             if i >= 0:
                 src = src[i:]
@@ -129,3 +129,16 @@ def test_subagents_are_their_own_sessions_when_included(tmp_path):
     ).fetchone()
     assert kinds[0] >= 10  # every subagent file became a child session with its parent named
     assert CODEX_SUBAGENTS <= _codex_ids(home)
+
+
+def test_copilot_every_store_generation_is_found(indexed):
+    """deja-vu found 2 Copilot sessions in the published set: it reads only
+    session-state/<id>/events.jsonl. The 2025 history-session-state documents
+    hold three more (the fourth document is empty: only a model-change notice)."""
+    home, rows, summary = indexed
+    by = {h["harness"]: h for h in summary["harnesses"]}
+    assert by["copilot"]["read"] == 6
+    assert by["copilot"]["sessions"] == 5
+    # speech only: 3 + 30 + 8 user turns and copilot replies of the timelines,
+    # 1 + 16 and 2 + 0 of the events files
+    assert by["copilot"]["messages"] == 73

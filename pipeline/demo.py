@@ -19,6 +19,7 @@ SEARCHES = [
     "flaky test temp dir",
     "borrow checker",
     "OPENAI_API_KEY",
+    "retry backoff jitter",
 ]
 
 
@@ -37,6 +38,7 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_INDEX_DIR": str(tmp_path / "index.db"),
             "DEJA_CLAUDE_ROOT": str(tmp_path / "samples" / "claude" / "projects"),
             "DEJA_CODEX_ROOT": str(tmp_path / "samples" / "codex"),
+            "DEJA_COPILOT_ROOT": str(tmp_path / "samples" / "copilot"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)
@@ -44,6 +46,7 @@ def run_demo(run_index, print_summary, search) -> None:
         # the searches must see the demo's stores and store, never this machine's:
         # a freshness check against the real stores would call every sample "removed"
         scoped = {k: env[k] for k in ("DEJA_INDEX_DIR", "DEJA_CLAUDE_ROOT", "DEJA_CODEX_ROOT", "HOME")}
+        scoped["DEJA_COPILOT_ROOT"] = env["DEJA_COPILOT_ROOT"]
         scoped["DEJA_NO_REFRESH"] = "1"
         saved = {k: os.environ.get(k) for k in scoped}
         os.environ.update(scoped)

@@ -139,6 +139,6 @@ def test_copilot_every_store_generation_is_found(indexed):
     by = {h["harness"]: h for h in summary["harnesses"]}
     assert by["copilot"]["read"] == 6
     assert by["copilot"]["sessions"] == 5
-    # speech only: 3 + 30 + 8 user turns and copilot replies of the timelines,
-    # 1 + 16 and 2 + 0 of the events files
+    # speech only: the timelines' user and copilot turns (9 + 7, 15 + 15, 4 + 4)
+    # and the events files' user and assistant messages (1 + 16, 2 + 0)
     assert by["copilot"]["messages"] == 73

@@ -13,7 +13,8 @@
   The ``timeline`` carries the times; ``chatMessages`` (OpenAI chat shape, no
   times) is read only when the timeline holds no speech. No cwd is recorded.
 * ``command-history-state.json``: ``{"commandHistory": [...]}``, the prompts
-  typed, newest first, with no session or time: one session of its own.
+  typed, newest first, with no session or time: one session of its own
+  (slash commands left out).
 
 Work records follow Copilot's tool dialect (harness-formats 1.2): ``bash``,
 ``powershell`` and ``shell`` run ``command``; ``view``, ``read``, ``edit``,
@@ -45,6 +46,7 @@ FILE_TOOLS = frozenset(("view", "read", "edit", "create", "write", "str_replace_
 _NOISE_TOOLS = frozenset(("report_intent",))  # the agent announcing its next step: "Intent logged"
 _EXIT = re.compile(r"<exited with exit code (-?\d+)>\s*$")
 _REMINDER = re.compile(r"\s*<reminder>.*?</reminder>\s*", re.S)
+_SLASH = re.compile(r"\s*/[A-Za-z][\w-]*(?:\s|$)")  # a slash command (/model, /login): the harness's, not a prompt
 _LEGACY_NAME = re.compile(r"session_(.+?)_\d+\.json$")
 _HEAD = 64 << 10
 
@@ -358,7 +360,8 @@ def _read_history(path: str) -> ReadResult:
     items = doc.get("commandHistory") if isinstance(doc, dict) else None
     if not isinstance(items, list):
         return ReadResult(malformed=1, faults=[(0, "no commandHistory list")])
-    msgs = [Message("user", s, None) for s in reversed(items) if isinstance(s, str) and s.strip()]
+    msgs = [Message("user", s, None) for s in reversed(items)
+            if isinstance(s, str) and s.strip() and not _SLASH.match(s)]
     bad = sum(1 for s in items if not isinstance(s, str))
     part = SessionPart(harness=HARNESS, session_id=HISTORY_SESSION, project="history", messages=msgs)
     return ReadResult(sessions=[part] if msgs else [], safe_offset=0, malformed=bad, clipped=_clip(msgs),

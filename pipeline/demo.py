@@ -21,6 +21,7 @@ SEARCHES = [
     "refill drift",
     "cart total NaN",
     "OPENAI_API_KEY",
+    "retry backoff jitter",
 ]
 
 
@@ -70,6 +71,7 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_CURSOR_ROOT": str(samples / "cursor" / "User"),
             "DEJA_CURSOR_CLI_ROOT": str(samples / "cursor" / "dot_cursor"),
             "DEJA_OPENCODE_DB": str(samples / "opencode" / "opencode.db"),
+            "DEJA_COPILOT_ROOT": str(samples / "copilot"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -14,7 +14,7 @@ from conftest import CORPUS
 
 pytestmark = pytest.mark.skipif(not (CORPUS / "MANIFEST.tsv").exists(), reason="../shared/corpus/real is not here")
 
-HARNESSES = ("claude", "codex", "cursor")
+HARNESSES = ("claude", "codex", "cursor", "copilot")
 
 
 def manifest_rows():
@@ -34,7 +34,7 @@ def lay_out(home_dir, rows):
         src = r["source_path"]
         if src.startswith("dot_"):  # a dotfile manager's name for ~/.claude
             src = "." + src[4:]
-        for anchor in (".claude/", ".codex/", ".cursor/"):
+        for anchor in (".claude/", ".codex/", ".cursor/", ".copilot/"):
             i = src.find(anchor)
             if i >= 0:
                 src = src[i:]
@@ -144,3 +144,16 @@ def test_every_cursor_transcript_is_a_session_with_its_turns(indexed):
     # the user turns (95) and the assistant turns that said something (133 + 4 + 55 + 50; tool-call-only
     # turns are work records), less 6 that hold only harness plumbing (normalize.strip_plumbing)
     assert by["cursor"]["messages"] == 95 + 133 + 4 + 55 + 50 - 6
+
+
+def test_copilot_every_store_generation_is_found(indexed):
+    """deja-vu found 2 Copilot sessions in the published set: it reads only
+    session-state/<id>/events.jsonl. The 2025 history-session-state documents
+    hold three more (the fourth document is empty: only a model-change notice)."""
+    home, rows, summary = indexed
+    by = {h["harness"]: h for h in summary["harnesses"]}
+    assert by["copilot"]["read"] == 6
+    assert by["copilot"]["sessions"] == 5
+    # speech only: the timelines' user and copilot turns (9 + 7, 15 + 15, 4 + 4)
+    # and the events files' user and assistant messages (1 + 16, 2 + 0)
+    assert by["copilot"]["messages"] == 73

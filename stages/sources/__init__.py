@@ -9,6 +9,7 @@ from types import ModuleType
 READERS = {
     "claude": "deja.stages.sources.claude",
     "codex": "deja.stages.sources.codex",
+    "copilot": "deja.stages.sources.copilot",
     "deja": "deja.stages.sources.notes",
     "cursor": "deja.stages.sources.cursor",
     "opencode": "deja.stages.sources.opencode",

@@ -149,6 +149,45 @@ def codex_files(env: Mapping[str, str], problems: list[str] | None = None) -> li
     return files
 
 
+# ---- GitHub Copilot CLI: <home>/session-state/<id>/events.jsonl (and the flat
+# <id>.jsonl before it), history-session-state/*.json, command-history-state.json
+
+
+def copilot_home(env: Mapping[str, str]) -> str:
+    """DEJA_COPILOT_ROOT names the copilot home, or its ``session-state`` folder
+    (the reference's form: the home is then its parent); else COPILOT_HOME."""
+    root = env.get("DEJA_COPILOT_ROOT")
+    if root:
+        root = root.rstrip("/\\") or root
+        return os.path.dirname(root) if os.path.basename(root) == "session-state" else root
+    return env.get("COPILOT_HOME") or os.path.join(_home(env), ".copilot")
+
+
+def copilot_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    home = copilot_home(env)
+    out: list[str] = []
+    if not os.path.isdir(home):
+        return out
+    state = os.path.join(home, "session-state")
+    if os.path.isdir(state):
+        for folder, names in walk(state, problems, want=lambda n: n.endswith(".jsonl")):
+            if folder == state:
+                out.extend(os.path.join(folder, n) for n in names)  # the flat <id>.jsonl layout
+            elif os.path.dirname(folder) == state and "events.jsonl" in names:
+                out.append(os.path.join(folder, "events.jsonl"))
+    legacy = os.path.join(home, "history-session-state")
+    if os.path.isdir(legacy):
+        want = lambda n: n.startswith("session_") and n.endswith(".json")  # noqa: E731
+        for folder, names in walk(legacy, problems, want=want):
+            if folder == legacy:
+                out.extend(os.path.join(folder, n) for n in names)
+    history = os.path.join(home, "command-history-state.json")
+    if is_regular_file(history):
+        out.append(history)
+    out.sort()
+    return out
+
+
 # ---- deja's own notes (`deja remember`) ------------------------------------------
 
 
@@ -234,8 +273,14 @@ def opencode_files(env: Mapping[str, str], problems: list[str] | None = None) ->
 
 
 # harness id → its transcripts (the readers' registry uses the same ids)
-LOCATORS = {"claude": claude_files, "codex": codex_files, "deja": notes_files, "cursor": cursor_files,
-            "opencode": opencode_files}
+LOCATORS = {
+    "claude": claude_files,
+    "codex": codex_files,
+    "deja": notes_files,
+    "cursor": cursor_files,
+    "opencode": opencode_files,
+    "copilot": copilot_files,
+}
 
 
 def sources(env: Mapping[str, str], problems: list[str] | None = None) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-CORPUS = SHARED / "corpus" / "real"
+CORPUS = Path(os.environ.get("DEJA_REAL_CORPUS") or SHARED / "corpus" / "real")
 
 
 def deja_cmd() -> list[str]:

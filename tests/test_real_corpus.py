@@ -28,7 +28,7 @@ def lay_out(home_dir, rows):
         src = r["source_path"]
         if src.startswith("dot_"):  # a dotfile manager's name for ~/.claude
             src = "." + src[4:]
-        for anchor in (".claude/", ".codex/"):
+        for anchor in (".claude/", ".codex/", ".gemini/", ".qwen/"):
             i = src.find(anchor)
             if i >= 0:
                 src = src[i:]

@@ -10,6 +10,8 @@ READERS = {
     "claude": "deja.stages.sources.claude",
     "codex": "deja.stages.sources.codex",
     "deja": "deja.stages.sources.notes",
+    "gemini": "deja.stages.sources.gemini",
+    "qwen": "deja.stages.sources.qwen",
 }
 
 

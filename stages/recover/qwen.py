@@ -1,5 +1,5 @@
-"""Crash recovery for Qwen Code: Gemini CLI's recovery (``recover/gemini.py``)
-over Qwen's store. A JSONL chat records its folder on every line (``cwd``);
+"""Crash recovery for Qwen Code: what it shares with Gemini CLI
+(``recover/gemini_chat.py``) over Qwen's store. A JSONL chat records its folder on every line (``cwd``);
 an older ``tmp/<sha256 of the folder>/chats/*.json`` by its folder's name.
 Resume: ``qwen -r <sessionId>`` (``--resume``) in the folder."""
 
@@ -9,7 +9,7 @@ import os
 from typing import Mapping
 
 from deja.stages.recover.base import FolderScan, WorkingState
-from deja.stages.recover.gemini import candidates, recover_check, state_of  # noqa: F401  (recover_check: the same)
+from deja.stages.recover.gemini_chat import candidates, recover_check, state_of  # noqa: F401  (recover_check: the same)
 from deja.stages.sources import qwen as reader
 from deja.stages.sources.locate import qwen_files, qwen_home
 

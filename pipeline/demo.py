@@ -72,6 +72,8 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_CURSOR_CLI_ROOT": str(samples / "cursor" / "dot_cursor"),
             "DEJA_OPENCODE_DB": str(samples / "opencode" / "opencode.db"),
             "DEJA_COPILOT_ROOT": str(samples / "copilot"),
+            "DEJA_GEMINI_ROOT": str(samples / "gemini"),
+            "DEJA_QWEN_ROOT": str(samples / "qwen"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

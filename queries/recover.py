@@ -39,7 +39,7 @@ MIN_BUDGET = 800
 # Codex exports to every shell it spawns.
 LIVE_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CODEX_THREAD_ID")
 
-HARNESS_NAMES = {"claude": "Claude Code", "codex": "Codex"}
+HARNESS_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "qwen": "Qwen Code"}
 
 # Native resume commands (cli-contract 2.2). None: the harness has no terminal resume.
 RESUME = {

@@ -534,6 +534,7 @@ def test_demo_runs_on_the_bundled_samples(tmp_path):
     proc = subprocess.run(deja_cmd() + ["demo"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "claude:" in proc.stdout and "codex:" in proc.stdout
+    assert "gemini:" in proc.stdout and "qwen:" in proc.stdout  # (harness-formats §5, §9 samples)
     assert "$ deja connection pool exhausted" in proc.stdout
     assert "[redacted:" in proc.stdout
     assert not (tmp_path / ".cache").exists()  # the demo never touches the real store

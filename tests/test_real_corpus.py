@@ -1,4 +1,4 @@
-"""Every published Claude Code and Codex transcript in ../shared/corpus/real,
+"""Every published transcript (Claude Code, Codex, Gemini CLI, Qwen Code) in ../shared/corpus/real,
 laid out as its owner's store, indexes through the real `deja index` with no
 failure, and the counts are plausible against the manifest's raw line counts."""
 
@@ -14,7 +14,7 @@ from conftest import CORPUS
 
 pytestmark = pytest.mark.skipif(not (CORPUS / "MANIFEST.tsv").exists(), reason="../shared/corpus/real is not here")
 
-HARNESSES = ("claude", "codex", "cursor", "copilot")
+HARNESSES = ("claude", "codex", "cursor", "copilot", "gemini", "qwen")
 
 
 def manifest_rows():
@@ -34,7 +34,7 @@ def lay_out(home_dir, rows):
         src = r["source_path"]
         if src.startswith("dot_"):  # a dotfile manager's name for ~/.claude
             src = "." + src[4:]
-        for anchor in (".claude/", ".codex/", ".cursor/", ".copilot/"):
+        for anchor in (".claude/", ".codex/", ".cursor/", ".copilot/", ".gemini/", ".qwen/"):
             i = src.find(anchor)
             if i >= 0:
                 src = src[i:]
@@ -157,3 +157,28 @@ def test_copilot_every_store_generation_is_found(indexed):
     # speech only: the timelines' user and copilot turns (9 + 7, 15 + 15, 4 + 4)
     # and the events files' user and assistant messages (1 + 16, 2 + 0)
     assert by["copilot"]["messages"] == 73
+
+
+# Every session of the published set, exactly (deja-vu found Gemini 9 and Qwen 7:
+# it missed Qwen's older `.json` chats). Gemini: seven JSONL chats and the 2025
+# checkpoint; the two Cloud Shell chats hold only Gemini's own preamble, which is
+# stripped, so they make no session. Qwen: seven JSONL chats and three `.json`.
+EXACT = {"gemini": (8, 326), "qwen": (10, 547)}
+
+
+def test_gemini_and_qwen_sessions_are_all_found(indexed):
+    home, rows, summary = indexed
+    by = {h["harness"]: h for h in summary["harnesses"]}
+    for h, (sessions, messages) in EXACT.items():
+        assert (by[h]["sessions"], by[h]["messages"]) == (sessions, messages), (h, by[h])
+    import duckdb
+
+    files = [str(p) for p in (home.index / "sessions").glob("*.parquet")]
+    got = dict(duckdb.connect().execute(
+        "SELECT session_id, project FROM read_parquet(?) WHERE harness IN ('gemini', 'qwen')", [files]).fetchall())
+    # the project where the store records it: Qwen's lines carry the cwd, Gemini's
+    # checkpoint its preamble (whose hash is its folder's name); else Gemini's slug
+    assert got["ea5ad032-eb84-44d1-a163-ed49582d2955"] == "Documents/CloudSchool"
+    assert got["checkpoint-e3d0d1de76d3"] == "repos/ssh-portfolio"
+    assert got["30ef86a0-e9f6-4723-8023-b21da9b34829"] == "tp-tutor"
+    assert "dd649aa7-6de3-4945-b57b-71ca9cb0a8a5" in got  # an older Qwen `.json` chat

@@ -13,6 +13,8 @@ READERS = {
     "deja": "deja.stages.sources.notes",
     "cursor": "deja.stages.sources.cursor",
     "opencode": "deja.stages.sources.opencode",
+    "gemini": "deja.stages.sources.gemini",
+    "qwen": "deja.stages.sources.qwen",
 }
 
 

@@ -188,6 +188,82 @@ def copilot_files(env: Mapping[str, str], problems: list[str] | None = None) -> 
     return out
 
 
+# ---- Gemini CLI and Qwen Code: <home>/tmp/<project>/chats/, Qwen's projects/<enc>/chats/ ----
+
+
+def gemini_home(env: Mapping[str, str]) -> str:
+    """The ``.gemini`` folder: DEJA_GEMINI_ROOT, else GEMINI_CLI_HOME's, else ~/.gemini."""
+    if env.get("DEJA_GEMINI_ROOT"):
+        return env["DEJA_GEMINI_ROOT"]
+    base = env.get("GEMINI_CLI_HOME") or _home(env)
+    return os.path.join(base, ".gemini")
+
+
+def _is_chat(name: str) -> bool:
+    return name.endswith((".jsonl", ".json"))
+
+
+def _is_checkpoint(name: str) -> bool:
+    return name.startswith("checkpoint") and name.endswith(".json")
+
+
+def project_chats(top: str, problems: list[str] | None, subagents: bool, checkpoints: bool = True) -> list[str]:
+    """Chats under ``top/<project>/chats/`` (subagents' one folder deeper, only when
+    ``subagents``) and saved checkpoints ``top/<project>/checkpoint*.json``. A
+    ``.json`` chat whose ``.jsonl`` is beside it is the same session, rewritten
+    in the newer form when it was resumed: only the ``.jsonl`` is read."""
+    out: list[str] = []
+    if not os.path.isdir(top):
+        if os.path.lexists(top) and not os.path.exists(top):
+            _problem(problems, top, "dangling symlink: skipped")
+        return out
+    try:
+        with os.scandir(top) as it:
+            projects = sorted(e.path for e in it if e.is_dir())
+    except OSError as exc:
+        _problem(problems, top, _why(exc))
+        return out
+    for project in projects:
+        if checkpoints:
+            try:
+                with os.scandir(project) as it:
+                    out.extend(e.path for e in it if _is_checkpoint(e.name) and e.is_file())
+            except OSError as exc:
+                _problem(problems, project, _why(exc))
+                continue
+        chats = os.path.join(project, "chats")
+        if not os.path.isdir(chats):
+            continue
+        for folder, names in walk(chats, problems, skip_dir=lambda d: not subagents, want=_is_chat):
+            have = set(names)
+            out.extend(os.path.join(folder, n) for n in names
+                       if not (n.endswith(".json") and n + "l" in have))
+    out.sort()
+    return out
+
+
+def gemini_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    return project_chats(os.path.join(gemini_home(env), "tmp"), problems, include_subagents(env))
+
+
+def qwen_home(env: Mapping[str, str]) -> str:
+    """Qwen Code's runtime folder: DEJA_QWEN_ROOT, else QWEN_RUNTIME_DIR, else ~/.qwen."""
+    return env.get("DEJA_QWEN_ROOT") or env.get("QWEN_RUNTIME_DIR") or os.path.join(_home(env), ".qwen")
+
+
+def qwen_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    """``projects/<enc cwd>/chats/*.jsonl`` (only files directly in ``chats``) and
+    the older ``tmp/<hash>/chats/*.json`` and checkpoints."""
+    home = qwen_home(env)
+    if not os.path.isdir(home):
+        return []
+    files = [p for p in project_chats(os.path.join(home, "projects"), problems, False, checkpoints=False)
+             if p.endswith(".jsonl")]
+    files += project_chats(os.path.join(home, "tmp"), problems, False)
+    files.sort()
+    return files
+
+
 # ---- deja's own notes (`deja remember`) ------------------------------------------
 
 
@@ -280,6 +356,8 @@ LOCATORS = {
     "cursor": cursor_files,
     "opencode": opencode_files,
     "copilot": copilot_files,
+    "gemini": gemini_files,
+    "qwen": qwen_files,
 }
 
 

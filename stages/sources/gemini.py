@@ -1,0 +1,195 @@
+"""Gemini CLI chats (harness-formats §5 and "Seen in real published
+transcripts → Gemini CLI").
+
+``~/.gemini/tmp/<project>/chats/session-*.jsonl`` (a header line, messages,
+``{"$set": …}`` updates and ``{"$rewindTo": id}``), the older whole-document
+``session-*.json``, and the saved conversations ``tmp/<project>/checkpoint*.json``
+(a bare list of ``{role, parts}``, or ``{history: [...]}``).
+
+A JSONL chat is replayed as Gemini itself loads it: a message id written
+again replaces its earlier copy in place (the first copy lacks the tool calls
+and their results), ``$set.messages`` replaces the whole list, ``$rewindTo``
+drops that message and everything after it. Since later lines rewrite
+earlier ones, every form is read whole: ``safe_offset`` stays 0, so a file
+that changed is read again in full (the plan never appends to it).
+
+The project is the folder the store records for ``<project>``
+(``gemini_chat.recorded_cwd``); the records carry no cwd of their own.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+import orjson
+
+from deja.stages.sources import gemini_chat as chat
+from deja.stages.sources.base import ReadResult, SessionPart, SourceFile
+from deja.stages.sources.jsonl import Lines, is_regular_file
+from deja.stages.sources.locate import gemini_files, gemini_home
+from deja.stages.sources.values import Faults
+
+HARNESS = "gemini"
+
+# Cloud Shell's agent server writes every session under this one id: key those by file
+_SHARED_IDS = frozenset(("a2a-server",))
+_DOC_CAP = 256 << 20  # a JSON document larger than this is not a chat
+
+
+def roots(env: Mapping[str, str]) -> list[str]:
+    return [gemini_home(env)]
+
+
+def discover(env: Mapping[str, str]) -> list[SourceFile]:
+    return [SourceFile(p, HARNESS) for p in gemini_files(env)]
+
+
+def read(path: str, start: int = 0) -> ReadResult:
+    if not is_regular_file(path):
+        return ReadResult(safe_offset=0, error=f"not a readable regular file: {path}")
+    try:
+        if path.endswith(".jsonl"):
+            return _read_jsonl(path)
+        return _read_document(path)
+    except OSError as exc:
+        return ReadResult(safe_offset=0, error=f"{type(exc).__name__}: {exc.strerror or exc}")
+    except Exception as exc:  # one bad file costs that file, never the run
+        return ReadResult(safe_offset=0, error=f"gemini reader failed: {type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------- the session record
+
+
+class _Session:
+    """A conversation record rebuilt from its lines, as Gemini loads it."""
+
+    def __init__(self):
+        self.meta: dict = {}
+        self.messages: dict[str, tuple[int, dict]] = {}  # id -> (line offset, last copy); first position kept
+        self.auto = 0
+
+    def line(self, offset: int, obj: dict) -> None:
+        if "$rewindTo" in obj:
+            self.rewind(obj.get("$rewindTo"))
+        elif isinstance(obj.get("$set"), dict):
+            upd = obj["$set"]
+            if isinstance(upd.get("messages"), list):
+                self.messages.clear()
+                self.extend(offset, upd["messages"])
+            self.meta.update({k: v for k, v in upd.items() if k != "messages"})
+        elif "sessionId" in obj and "type" not in obj:  # the header, or a whole legacy record on one line
+            self.meta.update({k: v for k, v in obj.items() if k != "messages"})
+            if isinstance(obj.get("messages"), list):
+                self.extend(offset, obj["messages"])
+        elif "type" in obj:
+            self.put(offset, obj)
+
+    def extend(self, offset: int, msgs: list) -> None:
+        for m in msgs:
+            if isinstance(m, dict):
+                self.put(offset, m)
+
+    def put(self, offset: int, msg: dict) -> None:
+        mid = msg.get("id")
+        if not isinstance(mid, str) or not mid:
+            self.auto += 1
+            mid = f"\0{self.auto}"
+        self.messages[mid] = (offset, msg)
+
+    def rewind(self, mid) -> None:
+        if not isinstance(mid, str) or mid not in self.messages:
+            self.messages.clear()  # as Gemini does with an id it does not know
+            return
+        keys = list(self.messages)
+        for k in keys[keys.index(mid):]:
+            del self.messages[k]
+
+
+def _read_jsonl(path: str) -> ReadResult:
+    lines = Lines(path, 0)
+    s = _Session()
+    bad = 0
+    for offset, obj in lines:
+        try:
+            s.line(offset, obj)
+        except Exception as exc:  # one bad line costs that line only
+            bad += 1
+            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+    res = _result(path, s.meta, list(s.messages.values()), lines.faults)
+    res.malformed += lines.malformed + bad
+    return res
+
+
+def _read_document(path: str) -> ReadResult:
+    faults = Faults()
+    with open(path, "rb") as fh:
+        data = fh.read(_DOC_CAP + 1)
+    try:
+        doc = orjson.loads(data) if len(data) <= _DOC_CAP else None
+    except orjson.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+        s = _Session()
+        s.line(0, doc)
+        return _result(path, s.meta, list(s.messages.values()), faults)
+    history = doc.get("history") if isinstance(doc, dict) else doc
+    if isinstance(history, list) and all(isinstance(t, dict) and "parts" in t for t in history):
+        return _checkpoint(path, history, faults)
+    # a JSON file of a shape Gemini does not write for a chat: counted, never a crash
+    return ReadResult(safe_offset=0, malformed=1, faults=[(0, "not a Gemini chat or checkpoint document")])
+
+
+def _result(path: str, meta: dict, msgs: list[tuple[int, dict]], faults: Faults) -> ReadResult:
+    sid = meta.get("sessionId")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if not isinstance(sid, str) or not sid or sid in _SHARED_IDS:
+        sid = stem
+    started = chat.ms(meta.get("startTime"))
+    first_user = next((m for _, m in msgs if m.get("type") == "user"), None)
+    preamble = chat.content_text(first_user.get("content")) if first_user else ""
+    project_dir = chat.project_dir_of(path)
+    header_hash = meta.get("projectHash") if isinstance(meta.get("projectHash"), str) else ""
+    cwd = chat.recorded_cwd(project_dir, header_hash, preamble) if project_dir else ""
+    turns = chat.Turns(cwd)
+    for offset, m in msgs:
+        turns.record(m, started, offset)
+    part = SessionPart(harness=HARNESS, session_id=sid, cwd=cwd,
+                       project="" if cwd else os.path.basename(project_dir), messages=turns.out)
+    summary = meta.get("summary")
+    if isinstance(summary, str) and summary.strip():
+        part.title, part.title_rank = summary.strip(), 1
+    parent = os.path.basename(os.path.dirname(path))
+    if meta.get("kind") == "subagent" or parent != "chats":
+        part.kind, part.spawned = "subagent", True
+        if parent != "chats":  # chats/<parent session id>/<id>.jsonl
+            part.parent = parent
+    return ReadResult(sessions=[part], safe_offset=0, malformed=faults.count, faults=faults.first,
+                      clipped=turns.clipped)
+
+
+def _checkpoint(path: str, history: list, faults: Faults) -> ReadResult:
+    """A saved conversation: ``{role, parts}`` turns with no ids or times; the
+    file's time stands for them all, and its folder and name for the id."""
+    project_dir = chat.project_dir_of(path)
+    name = os.path.basename(project_dir)
+    ts = chat.ms(os.stat(path).st_mtime)
+    turns_in = [t for t in history if isinstance(t, dict)]
+    preamble = ""
+    if turns_in and turns_in[0].get("role") == "user":
+        text = chat.content_text(turns_in[0].get("parts"))
+        if chat.is_preamble(text):
+            preamble = text
+            turns_in = turns_in[1:]
+            if turns_in and turns_in[0].get("role") == "model":  # "Got it. Thanks for the context!"
+                turns_in = turns_in[1:]
+    cwd = chat.recorded_cwd(project_dir, "", preamble) if project_dir else ""
+    turns = chat.Turns(cwd)
+    for t in turns_in:
+        turns.content(t.get("role"), t.get("parts"), ts, 0)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    part = SessionPart(harness=HARNESS, session_id=f"{stem}-{name[:12]}" if name else stem, cwd=cwd,
+                       project="" if cwd else name, messages=turns.out)
+    return ReadResult(sessions=[part], safe_offset=0, malformed=faults.count, faults=faults.first,
+                      clipped=turns.clipped)
+

@@ -13,7 +13,7 @@ from deja.stages.store import config
 
 # Help for the options many commands share; each says what it does, with an example.
 HELP_JSON = "Print JSON instead of text, for scripts (e.g. `deja last --json | jq .`)."
-HELP_HARNESS = "Only one agent's sessions: claude or codex (e.g. --harness codex)."
+HELP_HARNESS = "Only one agent's sessions: its id as `deja sources` lists it (e.g. --harness codex)."
 # every --project filter takes the same values (queries/project_match.py)
 HELP_PROJECT = ("Only this project: its name, the end of its path, or a path "
                 "(e.g. --project github/volcano, --project volcano, --project ~/src/volcano).")

@@ -37,13 +37,18 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_INDEX_DIR": str(tmp_path / "index.db"),
             "DEJA_CLAUDE_ROOT": str(tmp_path / "samples" / "claude" / "projects"),
             "DEJA_CODEX_ROOT": str(tmp_path / "samples" / "codex"),
+            "DEJA_PI_ROOT": str(tmp_path / "samples" / "pi" / "sessions"),
+            "DEJA_OMP_ROOT": str(tmp_path / "samples" / "omp" / "agent" / "sessions"),
+            "DEJA_OPENCLAW_ROOT": str(tmp_path / "samples" / "openclaw" / "agents"),
+            "DEJA_KIMI_ROOT": str(tmp_path / "samples" / "kimi"),
+            "DEJA_DEEPSEEK_ROOT": str(tmp_path / "samples" / "deepseek"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)
         print_summary(run_index(env))
         # the searches must see the demo's stores and store, never this machine's:
         # a freshness check against the real stores would call every sample "removed"
-        scoped = {k: env[k] for k in ("DEJA_INDEX_DIR", "DEJA_CLAUDE_ROOT", "DEJA_CODEX_ROOT", "HOME")}
+        scoped = {k: v for k, v in env.items() if k.startswith("DEJA_") or k == "HOME"}
         scoped["DEJA_NO_REFRESH"] = "1"
         saved = {k: os.environ.get(k) for k in scoped}
         os.environ.update(scoped)

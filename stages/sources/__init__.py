@@ -10,6 +10,11 @@ READERS = {
     "claude": "deja.stages.sources.claude",
     "codex": "deja.stages.sources.codex",
     "deja": "deja.stages.sources.notes",
+    "pi": "deja.stages.sources.pi",
+    "omp": "deja.stages.sources.omp",
+    "openclaw": "deja.stages.sources.openclaw",
+    "kimi": "deja.stages.sources.kimi",
+    "deepseek": "deja.stages.sources.deepseek",
 }
 
 

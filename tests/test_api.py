@@ -67,7 +67,8 @@ def test_ctx_answers_markdown_and_says_when_nothing_fits(indexed):
 def test_a_users_mistake_is_a_one_line_fail_and_nothing_is_printed(indexed, capsys):
     with pytest.raises(deja.Fail) as exc:
         deja.search("pool", harness="nope", env=indexed.env)
-    assert str(exc.value) == "unknown harness 'nope' (known: claude, codex, deja)"
+    # issue 15 adds harnesses: the message names every registered one
+    assert str(exc.value).startswith("unknown harness 'nope' (known: claude, codex, deja, ") and " pi," in str(exc.value)
     with pytest.raises(deja.Fail, match="--limit takes a number from 1 to 100"):
         deja.search("pool", limit=0, env=indexed.env)
     with pytest.raises(deja.Fail, match="no session matches id"):

@@ -1,7 +1,7 @@
 """The pi session format, shared by pi, omp (Oh My Pi) and OpenClaw
-(harness-formats section 10; confirmed against badlogic/pi-mono
-``packages/coding-agent/src/core/session-manager.ts`` and omp's
-``docs/session.md``).
+(harness-formats section 10; confirmed against the session manager and the
+tools in pi's source, github badlogic/pi-mono, and omp's session storage
+documentation in can1357/oh-my-pi).
 
 One append-only JSONL file per session. Line 1 is the header
 ``{"type":"session", "id", "timestamp", "cwd", "title"? (omp), "parentSession"?}``;

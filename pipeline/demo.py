@@ -74,6 +74,11 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_COPILOT_ROOT": str(samples / "copilot"),
             "DEJA_GEMINI_ROOT": str(samples / "gemini"),
             "DEJA_QWEN_ROOT": str(samples / "qwen"),
+            "DEJA_PI_ROOT": str(samples / "pi" / "sessions"),
+            "DEJA_OMP_ROOT": str(samples / "omp" / "agent" / "sessions"),
+            "DEJA_OPENCLAW_ROOT": str(samples / "openclaw" / "agents"),
+            "DEJA_KIMI_ROOT": str(samples / "kimi"),
+            "DEJA_DEEPSEEK_ROOT": str(samples / "deepseek"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -15,6 +15,11 @@ READERS = {
     "opencode": "deja.stages.sources.opencode",
     "gemini": "deja.stages.sources.gemini",
     "qwen": "deja.stages.sources.qwen",
+    "pi": "deja.stages.sources.pi",
+    "omp": "deja.stages.sources.omp",
+    "openclaw": "deja.stages.sources.openclaw",
+    "kimi": "deja.stages.sources.kimi",
+    "deepseek": "deja.stages.sources.deepseek",
 }
 
 

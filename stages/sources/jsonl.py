@@ -38,8 +38,9 @@ class Lines:
     # of range, which is noted in ``faults`` with the line's offset.
     TIME_KEYS = ("timestamp", "ts")
 
-    def __init__(self, path: str, start: int = 0):
+    def __init__(self, path: str, start: int = 0, data: bytes | None = None):
         self.path = path
+        self.data = data  # the file's bytes already in hand (a decompressed file), else read from path
         self.start = start
         self.end = start
         self.malformed = 0
@@ -58,10 +59,13 @@ class Lines:
             obj[key] = self._ms
 
     def __iter__(self) -> Iterator[tuple[int, dict]]:
-        with open(self.path, "rb") as fh:
-            if self.start:
-                fh.seek(self.start)
-            data = fh.read()
+        if self.data is not None:
+            data = self.data[self.start:]
+        else:
+            with open(self.path, "rb") as fh:
+                if self.start:
+                    fh.seek(self.start)
+                data = fh.read()
         pos = 0
         n = len(data)
         base = self.start

@@ -348,6 +348,128 @@ def opencode_files(env: Mapping[str, str], problems: list[str] | None = None) ->
     return [p] if is_regular_file(p) else []
 
 
+# ---- the pi-format family (pi, omp, OpenClaw) -------------------------------------
+
+
+def _session_dirs(root: str, problems: list[str] | None, want=None) -> list[str]:
+    """``<root>/<folder>/<file>.jsonl``: files one folder deep, nothing deeper."""
+    out: list[str] = []
+    if not os.path.isdir(root):
+        return out
+    want = want or (lambda n: n.endswith(".jsonl"))
+    for folder, names in walk(root, problems, want=want):
+        if os.path.dirname(folder) == root:
+            out.extend(os.path.join(folder, n) for n in names)
+    return out
+
+
+def pi_root(env: Mapping[str, str]) -> str:
+    """pi: ``${PI_CODING_AGENT_DIR:-~/.pi/agent}/sessions/--<enc-cwd>--/``."""
+    if env.get("DEJA_PI_ROOT"):
+        return env["DEJA_PI_ROOT"]
+    agent = env.get("PI_CODING_AGENT_DIR") or os.path.join(_home(env), ".pi", "agent")
+    return os.path.join(os.path.expanduser(agent), "sessions")
+
+
+def pi_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    return sorted(_session_dirs(pi_root(env), problems))
+
+
+def omp_roots(env: Mapping[str, str]) -> list[str]:
+    """omp keeps a sessions folder per profile, under ``~/.omp`` and (when
+    ``$XDG_DATA_HOME/omp`` exists) under XDG; ``DEJA_OMP_ROOT`` is then the only root."""
+    if env.get("DEJA_OMP_ROOT"):
+        return [env["DEJA_OMP_ROOT"]]
+    out: list[str] = []
+    home = os.path.join(_home(env), ".omp")
+    if os.path.isdir(home):
+        out.append(os.path.join(home, "agent", "sessions"))
+        out.extend(os.path.join(home, "profiles", p, "agent", "sessions") for p in _subdirs(os.path.join(home, "profiles")))
+    xdg = env.get("XDG_DATA_HOME")
+    if xdg and os.path.isdir(os.path.join(xdg, "omp")):
+        base = os.path.join(xdg, "omp")
+        out.append(os.path.join(base, "sessions"))
+        out.extend(os.path.join(base, "profiles", p, "sessions") for p in _subdirs(os.path.join(base, "profiles")))
+    return out
+
+
+def _subdirs(folder: str) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(folder) if e.is_dir())
+    except OSError:
+        return []
+
+
+def omp_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    return sorted(p for root in omp_roots(env) for p in _session_dirs(root, problems))
+
+
+def openclaw_root(env: Mapping[str, str]) -> str:
+    """OpenClaw: ``${OPENCLAW_STATE_DIR:-~/.openclaw}/agents/<agentId>/sessions/<id>.jsonl``."""
+    if env.get("DEJA_OPENCLAW_ROOT"):
+        return env["DEJA_OPENCLAW_ROOT"]
+    return os.path.join(env.get("OPENCLAW_STATE_DIR") or os.path.join(_home(env), ".openclaw"), "agents")
+
+
+def _openclaw_session(name: str) -> bool:
+    """A live transcript: not the key index, a checkpoint, or a deleted/reset/backup archive."""
+    if not name.endswith(".jsonl") or ".checkpoint." in name:
+        return False
+    return not any(mark in name for mark in (".deleted", ".reset", ".bak"))
+
+
+def openclaw_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    root = openclaw_root(env)
+    out: list[str] = []
+    for agent in _subdirs(root) if os.path.isdir(root) else []:
+        folder = os.path.join(root, agent, "sessions")
+        if not os.path.isdir(folder):
+            continue
+        for f, names in walk(folder, problems, want=_openclaw_session):
+            if f == folder:  # only files exactly at agents/<id>/sessions/<file>.jsonl
+                out.extend(os.path.join(f, n) for n in names)
+    return sorted(out)
+
+
+# ---- Kimi Code: <home>/sessions/<workDirKey>/<id>/agents/main/wire.jsonl ------------
+
+
+def kimi_home(env: Mapping[str, str]) -> str:
+    return env.get("DEJA_KIMI_ROOT") or env.get("KIMI_CODE_HOME") or os.path.join(_home(env), ".kimi-code")
+
+
+def kimi_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    root = os.path.join(kimi_home(env), "sessions")
+    if not os.path.isdir(root):
+        return []
+    out = []
+    for folder, names in walk(root, problems, want=lambda n: n == "wire.jsonl"):
+        # only the main agent's wire: subagents' repeat its task in smaller steps
+        if names and folder.endswith(os.path.join("agents", "main")):
+            out.append(os.path.join(folder, "wire.jsonl"))
+    return sorted(out)
+
+
+# ---- DeepSeek Harness: <home>/sessions/<slug>/session-<uuid>/session.jsonl[.zstd] ---
+
+
+def deepseek_home(env: Mapping[str, str]) -> str:
+    return env.get("DEJA_DEEPSEEK_ROOT") or env.get("DSH_HOME") or os.path.join(_home(env), ".dsh")
+
+
+def deepseek_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    root = os.path.join(deepseek_home(env), "sessions")
+    if not os.path.isdir(root):
+        return []
+    out = []
+    want = lambda n: n in ("session.jsonl", "session.jsonl.zstd")  # noqa: E731
+    for folder, names in walk(root, problems, want=want):
+        if names and os.path.basename(folder).startswith("session-"):
+            # one session, one file: the compressed form when both lie there
+            out.append(os.path.join(folder, "session.jsonl.zstd" if "session.jsonl.zstd" in names else names[0]))
+    return sorted(out)
+
+
 # harness id → its transcripts (the readers' registry uses the same ids)
 LOCATORS = {
     "claude": claude_files,
@@ -358,6 +480,11 @@ LOCATORS = {
     "copilot": copilot_files,
     "gemini": gemini_files,
     "qwen": qwen_files,
+    "pi": pi_files,
+    "omp": omp_files,
+    "openclaw": openclaw_files,
+    "kimi": kimi_files,
+    "deepseek": deepseek_files,
 }
 
 

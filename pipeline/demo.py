@@ -70,6 +70,11 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_CURSOR_ROOT": str(samples / "cursor" / "User"),
             "DEJA_CURSOR_CLI_ROOT": str(samples / "cursor" / "dot_cursor"),
             "DEJA_OPENCODE_DB": str(samples / "opencode" / "opencode.db"),
+            "DEJA_CONTINUE_ROOT": str(samples / "continue"),
+            "DEJA_AMP_ROOT": str(samples / "amp"),
+            "DEJA_KIRO_ROOT": str(samples / "kiro" / "User"),
+            "DEJA_KIRO_CLI_ROOT": str(samples / "kiro" / "dot_kiro"),
+            "DEJA_COMMANDCODE_ROOT": str(samples / "commandcode"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -12,6 +12,10 @@ READERS = {
     "deja": "deja.stages.sources.notes",
     "cursor": "deja.stages.sources.cursor",
     "opencode": "deja.stages.sources.opencode",
+    "continue": "deja.stages.sources.continue_dev",
+    "amp": "deja.stages.sources.amp",
+    "kiro": "deja.stages.sources.kiro",
+    "commandcode": "deja.stages.sources.commandcode",
 }
 
 

@@ -79,6 +79,11 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_OPENCLAW_ROOT": str(samples / "openclaw" / "agents"),
             "DEJA_KIMI_ROOT": str(samples / "kimi"),
             "DEJA_DEEPSEEK_ROOT": str(samples / "deepseek"),
+            "DEJA_CONTINUE_ROOT": str(samples / "continue"),
+            "DEJA_AMP_ROOT": str(samples / "amp"),
+            "DEJA_KIRO_ROOT": str(samples / "kiro" / "User"),
+            "DEJA_KIRO_CLI_ROOT": str(samples / "kiro" / "dot_kiro"),
+            "DEJA_COMMANDCODE_ROOT": str(samples / "commandcode"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -26,3 +26,13 @@ def test_sources_lists_every_harness_found_or_not(tmp_path):
     assert rows["codex"][1:3] == ["missing", "0"]
     proc = home.run("sources", "--json", check=False)  # the contract: no flags
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and proc.stderr.startswith("deja: ")
+
+
+def test_every_reader_has_a_locator_and_every_locator_a_reader():
+    from deja.stages.sources import READERS, harnesses, reader
+    from deja.stages.sources.locate import LOCATORS
+
+    assert set(LOCATORS) == set(READERS)
+    for h in harnesses():  # the one signature
+        mod = reader(h)
+        assert callable(mod.read) and callable(mod.discover) and mod.HARNESS == h, h

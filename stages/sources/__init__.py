@@ -20,6 +20,10 @@ READERS = {
     "openclaw": "deja.stages.sources.openclaw",
     "kimi": "deja.stages.sources.kimi",
     "deepseek": "deja.stages.sources.deepseek",
+    "continue": "deja.stages.sources.continue_dev",
+    "amp": "deja.stages.sources.amp",
+    "kiro": "deja.stages.sources.kiro",
+    "commandcode": "deja.stages.sources.commandcode",
 }
 
 

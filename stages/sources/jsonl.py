@@ -152,3 +152,28 @@ def clip(text: str) -> tuple[str, bool]:
     return text[:MESSAGE_CAP], True
 
 
+
+
+def read_document(path: str):
+    """A whole-file JSON document (a store rewritten in place: read whole each time).
+    Raises ``ValueError`` when it does not decode (a half-written rewrite)."""
+    with open(path, "rb") as fh:
+        raw = fh.read().strip()
+    if raw.startswith(_BOM):
+        raw = raw[3:]
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"not a JSON document ({exc.msg})") from None
+
+
+def file_uri_path(uri: str) -> str:
+    """``file:///home/x`` → ``/home/x`` (``file:///c%3A/x`` → ``c:/x``); other strings unchanged."""
+    if not isinstance(uri, str) or not uri.startswith("file://"):
+        return uri if isinstance(uri, str) else ""
+    from urllib.parse import unquote, urlparse
+
+    p = unquote(urlparse(uri).path)
+    if len(p) > 3 and p[0] == "/" and p[2] == ":" and p[1].isalpha():
+        p = p[1:]
+    return p

@@ -470,6 +470,103 @@ def deepseek_files(env: Mapping[str, str], problems: list[str] | None = None) ->
     return sorted(out)
 
 
+
+
+# ---- Continue: <global dir>/sessions/<id>.json (+ sessions.json, the index) ----------
+
+
+def continue_home(env: Mapping[str, str]) -> str:
+    root = env.get("DEJA_CONTINUE_ROOT") or env.get("CONTINUE_GLOBAL_DIR")
+    return os.path.expanduser(root) if root else os.path.join(_home(env), ".continue")
+
+
+def continue_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    folder = os.path.join(continue_home(env), "sessions")
+    return _flat(folder, problems, lambda n: n.endswith(".json") and n != "sessions.json")
+
+
+def _flat(folder: str, problems: list[str] | None, want) -> list[str]:
+    """Regular files of one folder whose names ``want`` accepts; an absent folder costs one stat."""
+    if not os.path.isdir(folder):
+        return []
+    try:
+        with os.scandir(folder) as it:
+            return sorted(e.path for e in it if want(e.name) and e.is_file())
+    except OSError as exc:
+        _problem(problems, folder, _why(exc))
+        return []
+
+
+# ---- Amp: ${XDG_DATA_HOME:-~/.local/share}/amp/threads/<T-id>.json ---------------------
+
+
+def amp_home(env: Mapping[str, str]) -> str:
+    if env.get("DEJA_AMP_ROOT"):
+        return os.path.expanduser(env["DEJA_AMP_ROOT"])
+    data = env.get("XDG_DATA_HOME") or os.path.join(_home(env), ".local", "share")
+    return os.path.join(data, "amp")
+
+
+def amp_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    return _flat(os.path.join(amp_home(env), "threads"), problems, lambda n: n.endswith(".json"))
+
+
+# ---- Kiro: the IDE's workspace-sessions and the CLI's sessions/cli -------------------
+
+
+def kiro_user_dir(env: Mapping[str, str]) -> str:
+    """The IDE's User folder (globalStorage/kiro.kiroagent below it)."""
+    if env.get("DEJA_KIRO_ROOT"):
+        return os.path.expanduser(env["DEJA_KIRO_ROOT"])
+    home = _home(env)
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Application Support", "Kiro", "User")
+    if sys.platform == "win32":
+        return os.path.join(env.get("APPDATA") or os.path.join(home, "AppData", "Roaming"), "Kiro", "User")
+    return os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "Kiro", "User")
+
+
+def kiro_cli_home(env: Mapping[str, str]) -> str:
+    root = env.get("DEJA_KIRO_CLI_ROOT") or env.get("KIRO_HOME")
+    return os.path.expanduser(root) if root else os.path.join(_home(env), ".kiro")
+
+
+def kiro_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    out: list[str] = []
+    ws = os.path.join(kiro_user_dir(env), "globalStorage", "kiro.kiroagent", "workspace-sessions")
+    if os.path.isdir(ws):
+        want = lambda n: n.endswith(".json") and n != "sessions.json"  # noqa: E731
+        for folder, names in walk(ws, problems, want=want):
+            if os.path.dirname(folder) == ws:  # workspace-sessions/<base64url(workspace)>/<id>.json
+                out.extend(os.path.join(folder, n) for n in names)
+    out.extend(_flat(os.path.join(kiro_cli_home(env), "sessions", "cli"), problems,
+                     lambda n: n.endswith(".jsonl")))
+    out.sort()
+    return out
+
+
+# ---- Command Code: ${COMMAND_CODE_HOME:-~/.commandcode}/projects/<slug>/<id>.jsonl ------
+
+
+def commandcode_home(env: Mapping[str, str]) -> str:
+    root = env.get("DEJA_COMMANDCODE_ROOT") or env.get("COMMAND_CODE_HOME")
+    return os.path.expanduser(root) if root else os.path.join(_home(env), ".commandcode")
+
+
+def commandcode_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    root = os.path.join(commandcode_home(env), "projects")
+    if not os.path.isdir(root):
+        return []
+    # <id>.jsonl only: the sidecars (.checkpoints.jsonl, .prompts.jsonl, .meta.json) have a second dot
+    want = lambda n: n.endswith(".jsonl") and n.count(".") == 1  # noqa: E731
+    out: list[str] = []
+    for folder, names in walk(root, problems, want=want):
+        if os.path.dirname(folder) == root:
+            out.extend(os.path.join(folder, n) for n in names)
+    out.sort()
+    return out
+
+
 # harness id → its transcripts (the readers' registry uses the same ids)
 LOCATORS = {
     "claude": claude_files,
@@ -485,6 +582,10 @@ LOCATORS = {
     "openclaw": openclaw_files,
     "kimi": kimi_files,
     "deepseek": deepseek_files,
+    "continue": continue_files,
+    "amp": amp_files,
+    "kiro": kiro_files,
+    "commandcode": commandcode_files,
 }
 
 

@@ -49,12 +49,16 @@ _S = r"[\t\n\f\r ]"
 _NS = r"[^\t\n\f\r ]"
 
 _Counts = dict[str, int]
-# A replacement builder returns (replacement text, kind to count).
-_Build = Callable[[re.Match[str]], tuple[str, str]]
+# A replacement builder returns (replacement text, kind to count), and may
+# add how many redactions it made (a cookie line has several values).
+_Build = Callable[[re.Match[str]], tuple]
 
 
 def _bump(counts: _Counts, kind: str, n: int = 1) -> None:
-    counts[kind] = counts.get(kind, 0) + n
+    # A builder that declines a match (a placeholder, a marker already there)
+    # returns the match unchanged with kind "": nothing is counted.
+    if kind:
+        counts[kind] = counts.get(kind, 0) + n
 
 
 def _marker(kind: str) -> str:
@@ -81,10 +85,10 @@ def _anchored_sub(
         m = regex.match(text, s)
         if m is None:
             continue
-        replacement, kind = build(m)
+        replacement, kind, *n = build(m)
         pieces.append(text[last:s])
         pieces.append(replacement)
-        _bump(counts, kind)
+        _bump(counts, kind, n[0] if n else 1)
         last = m.end()
     if not pieces:
         return text
@@ -96,8 +100,8 @@ def _full_sub(text: str, regex: re.Pattern[str], build: _Build, counts: _Counts)
     """Plain ``regex.sub``: the reference semantics the anchored path must equal."""
 
     def repl(m: re.Match[str]) -> str:
-        replacement, kind = build(m)
-        _bump(counts, kind)
+        replacement, kind, *n = build(m)
+        _bump(counts, kind, n[0] if n else 1)
         return replacement
 
     return regex.sub(repl, text)
@@ -113,6 +117,72 @@ def _literal_anchors(hay: str, literals: Iterable[str]) -> list[int]:
     for lit in literals:
         _find_all(hay, lit, starts)
     return starts
+
+
+# ── values: what is a secret once a rule has found where one would sit ──────
+
+# A value that names or stands for a secret instead of being one: templates,
+# environment and code references, masks, types, empty and boolean values.
+# The conformance table PLACEHOLDERS in tests/test_redact.py lists them.
+_PLACEHOLDER_WORDS = frozenset(
+    "changeme change_me change-me changeit none null nil undefined true false yes no "
+    "string str bytes int number bool boolean any object optional required redacted hidden "
+    "placeholder example dummy todo tbd fixme env secret_here password_here".split()
+)  # fmt: skip
+_MASK = re.compile(r"[xX*•.#_-]+|\.\.\.|…")
+_REFERENCE = re.compile(
+    r"\$\{.*|\$\(.*|\$[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%|\{\{.*|<[^<>]*>"
+    # code: os.environ[...], os.getenv(...), process.env.X, self.password, config.get(...)
+    r"|[A-Za-z_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][A-Za-z0-9_.]*[\[(].*"
+    r"|your[-_ ].*"
+    # a file that holds the secret is not the secret: ~/.pgpass, ./key.pem
+    r"|(?:~|\.{1,2})?/[^\s]*",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _placeholder(value: str) -> bool:
+    """An obvious placeholder or reference, not a secret (or a marker already)."""
+    v = value.strip()
+    if not v or MARKER in v:
+        return True
+    if v.lower() in _PLACEHOLDER_WORDS:
+        return True
+    return _MASK.fullmatch(v) is not None or _REFERENCE.fullmatch(v) is not None
+
+
+_WORDISH = re.compile(r"[^\W\d_]+")  # letters only, any script
+_IDENT = re.compile(r"[^\W\d]+")  # letters and '_': a word or a name in code
+
+
+def _prose_gate(value: str) -> bool:
+    """The prose form of a secret: it holds a digit or a symbol, and is not a
+    small count ("the password is 12 characters")."""
+    if _WORDISH.fullmatch(value) or not value:
+        return False
+    return not (value.isdigit() and len(value) <= 3)
+
+
+# An unquoted value ends at whitespace; inside it, ';' '&' ',' before another
+# `name=` start the next pair (connection strings, query strings), and
+# closing brackets or separators at its end belong to the code around it.
+_NEXT_PAIR = re.compile(r"[;&,][\w.-]+=")
+_TRAILING = ",;)]}>"
+
+
+def _trim_unquoted(raw: str) -> tuple[str, str]:
+    """(value, what follows it inside the raw token)."""
+    cut = _NEXT_PAIR.search(raw)
+    value = raw[: cut.start()] if cut else raw
+    end = len(value)
+    while end and value[end - 1] in _TRAILING:
+        end -= 1
+    return value[:end], raw[end:]
+
+
+def _rest_of_line_empty(text: str, pos: int) -> bool:
+    nl = text.find("\n", pos)
+    return not text[pos : nl if nl != -1 else len(text)].strip(" \t\r,;}]\"'")
 
 
 # ── rule 1: private-key ─────────────────────────────────────────────────────
@@ -149,10 +219,14 @@ def _private_key(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
 
 # ── rule 2: url-credentials ─────────────────────────────────────────────────
 
-# The password is greedy so "user:p@ss@host" splits on the last '@' and the
-# whole password goes (R35); the cost is L11.
+# The password may hold '@' (R35: "p@ss@w0rd" goes whole) but not '/', '?' or
+# '#', which end a URL's authority: a query's "notify=ops@example.com" is no
+# password (L11, resolved). A password with a raw '/' (invalid in a URL, but
+# pasted) still goes when no '?' or '#' comes before its '@' and it is no port.
 _URL_RE = re.compile(
-    rf"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\t\n\f\r /@:]*):({_NS}+)@({_NS}+)", re.ASCII
+    rf"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\t\n\f\r /@:]*):"
+    rf"(?:([^\t\n\f\r /?#]+)@|(?![0-9]+/)([^\t\n\f\r ?#@]+)@)({_NS}+)",
+    re.ASCII,
 )
 _SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -160,7 +234,9 @@ _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 
 
 def _build_url(m: re.Match[str]) -> tuple[str, str]:
-    return f"{m[1]}{m[2]}:{_marker('url-credentials')}@{m[4]}", "url-credentials"
+    if (m[3] or m[4]) == _marker("url-credentials"):
+        return m[0], ""  # already redacted: text passing the redactor twice stays as it is
+    return f"{m[1]}{m[2]}:{_marker('url-credentials')}@{m[5]}", "url-credentials"
 
 
 def _url_starts(text: str) -> list[int]:
@@ -179,12 +255,65 @@ def _url_starts(text: str) -> list[int]:
     return starts
 
 
+# user:password@host with no scheme (L4, resolved): `mysql -h user:pw@db`,
+# `redis user:pw@cache`. The user is a whole token (nothing URL-like before
+# it); the password holds no brackets, quotes or separators, so slices and
+# code stay; the host is a hostname with a letter. Mail headers
+# ("to:bob@example.com"), npm aliases and image digests (`nginx:1.25@sha256`)
+# are not credentials.
+_USERINFO_RE = re.compile(
+    r"(?<![\w.:/@%+\\-])([A-Za-z0-9][\w.+-]{0,63}):([^\s/@:'\"`()\[\]{}<>,;]{1,128})"
+    r"@([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*)",
+    re.ASCII,
+)
+_USERINFO_NOT_USERS = frozenset(
+    "mailto to from cc bcc email e-mail mail reply-to sender contact npm git github gitlab link "
+    "file workspace http https ssh author committer by name".split()
+)  # fmt: skip
+_DIGEST_HOSTS = frozenset("sha1 sha256 sha384 sha512 md5 blake2b".split())
+_USERINFO_CHARS = _WORD | {".", "+", "-"}
+
+
+def _build_userinfo(m: re.Match[str]) -> tuple[str, str]:
+    user, host = m[1], m[3]
+    if (
+        user.lower() in _USERINFO_NOT_USERS
+        or user.isdigit()
+        or host.lower() in _DIGEST_HOSTS
+        or not any(c.isalpha() for c in host)
+        or _placeholder(m[2])
+    ):
+        return m[0], ""
+    return f"{user}:{_marker('url-credentials')}@{host}", "url-credentials"
+
+
+def _userinfo_starts(text: str) -> list[int]:
+    """For each '@': back over the password to a ':', then to the user's start."""
+    starts: list[int] = []
+    at = text.find("@")
+    while at != -1:
+        colon = text.rfind(":", max(0, at - 129), at)
+        if colon > 0:
+            u = colon
+            while u > 0 and colon - u < 64 and text[u - 1] in _USERINFO_CHARS:
+                u -= 1
+            if u < colon:
+                starts.append(u)
+        at = text.find("@", at + 1)
+    return starts
+
+
 def _url_credentials(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "://" not in text or "@" not in text:
+    if "@" not in text or ":" not in text:
         return text
+    if "://" in text:
+        if anchored:
+            text = _anchored_sub(text, _URL_RE, _url_starts(text), _build_url, counts)
+        else:
+            text = _full_sub(text, _URL_RE, _build_url, counts)
     if not anchored:
-        return _full_sub(text, _URL_RE, _build_url, counts)
-    return _anchored_sub(text, _URL_RE, _url_starts(text), _build_url, counts)
+        return _full_sub(text, _USERINFO_RE, _build_userinfo, counts)
+    return _anchored_sub(text, _USERINFO_RE, _userinfo_starts(text), _build_userinfo, counts)
 
 
 # ── rules 3 and 4: aws-secret, aws-access-key ───────────────────────────────
@@ -235,19 +364,276 @@ def _aws_access_key(text: str, lower: str, counts: _Counts, anchored: bool) -> s
     return _anchored_sub(text, _AWS_ACCESS_RE, starts, build, counts)
 
 
+# ── seed rules: cli-credential, netrc, cookie ────────────────────────────────
+
+# A value on a command line: double-quoted, single-quoted, or up to whitespace.
+_CLI_VALUE = r"""(?:"(?P<dq>[^"\n]*)"|'(?P<sq>[^'\n]*)'|(?P<v>[^\s"'`]\S*))"""
+
+
+def _cli_value(m: re.Match[str]) -> tuple[str, bool, int, int]:
+    """(value, quoted, start, end) of the _CLI_VALUE groups."""
+    for group, quoted in (("dq", True), ("sq", True), ("v", False)):
+        if m[group] is not None:
+            return m[group], quoted, m.start(group), m.end(group)
+    raise AssertionError("a _CLI_VALUE group always matches")
+
+
+def _replace_span(m: re.Match[str], start: int, end: int, kind: str) -> str:
+    base = m.start()
+    return m[0][: start - base] + _marker(kind) + m[0][end - base :]
+
+
+# --password X, --password=X and the siblings (--db-password, --api-token,
+# --client-secret, -storepass…). With '=' any value that is not a placeholder
+# goes; with a space the value must hold a digit or a symbol, so
+# `--token refresh` or `--secret generic` stay (the seed's gate).
+_CLI_FLAG_WORDS = ("password", "passwd", "passphrase", "pass", "token", "secret", "api-key", "apikey")
+_CLI_LONG_RE = re.compile(
+    r"(?<![\w-])(?P<flag>--?[A-Za-z0-9-]{0,40}?(?:password|passwd|passphrase|pass|token|secret|api-?key))"
+    rf"(?P<sep>=|[ \t]+){_CLI_VALUE}",
+    re.ASCII | re.IGNORECASE,
+)
+_FLAG_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
+_PASS_FLAG_HEADS = ("", "store", "key", "srcstore", "deststore", "srckey", "destkey")
+
+
+def _build_cli_long(m: re.Match[str]) -> tuple[str, str]:
+    flag = m["flag"].lower().lstrip("-")
+    if flag.endswith("pass") and not flag.endswith(("passwd", "password")):
+        head = flag[:-4]
+        if not (head in _PASS_FLAG_HEADS or head.endswith("-")):
+            return m[0], ""  # --bypass, --compass
+    if flag.startswith("no-"):
+        return m[0], ""
+    value, quoted, start, end = _cli_value(m)
+    if not quoted:
+        if value.startswith("pass:"):  # openssl -passin pass:SECRET
+            start += 5
+            value = value[5:]
+        value, _ = _trim_unquoted(value)
+        end = start + len(value)
+        if m["sep"] != "=" and (value.startswith("-") or not _prose_gate(value)):
+            return m[0], ""
+    if _placeholder(value) or value.lower().startswith(("env:", "file:", "fd:", "stdin")):
+        return m[0], ""
+    return _replace_span(m, start, end, "cli-credential"), "cli-credential"
+
+
+def _cli_long_starts(text: str, lower: str) -> list[int]:
+    """The dash that starts each flag ending in a flag word."""
+    starts: list[int] = []
+    for word in _CLI_FLAG_WORDS:
+        k = lower.find(word)
+        while k != -1:
+            lo, floor = k, max(0, k - 42)
+            while lo > floor and text[lo - 1] in _FLAG_CHARS:
+                lo -= 1
+            if text[lo] == "-":
+                starts.append(lo)
+            k = lower.find(word, k + 1)
+    return starts
+
+
+# Short flags mean a password only for some programs, on the same command
+# (up to a newline, ';', '|' or '&'): (programs, flag, value after a space is
+# gated, the command must say "login", the value is user:password / user%password).
+_CLI_PROGRAMS: tuple[tuple[tuple[str, ...], str, bool, bool, str], ...] = (
+    (("sshpass",), "-p", False, False, ""),
+    (("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mysqlsh",
+      "mariadb", "mariadb-dump"), "-p", True, False, ""),
+    (("docker", "podman", "buildah", "nerdctl", "skopeo", "helm", "oras"), "-p", False, True, ""),
+    (("redis-cli",), "-a", False, False, ""),
+    (("zip", "unzip"), "-P", False, False, ""),
+    (("7z", "7za", "7zr", "rar", "unrar"), "-p", False, False, ""),
+    (("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd"), "-w", False, False, ""),
+    (("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"), "-p", False, False, ""),
+    (("sqlcmd", "bcp"), "-P", False, False, ""),
+    (("psexec", "psexec.py"), "-p", False, False, ""),
+    (("curl",), "(?:-u|-U|--user|--proxy-user)", False, False, ":"),
+    (("http", "https"), "(?:-a|--auth)", False, False, ":"),
+    (("smbclient", "rpcclient"), "-U", False, False, "%"),
+)  # fmt: skip
+_CLI_PROGRAM_RES = tuple(
+    (
+        progs,
+        re.compile(
+            rf"(?<![\w.-])(?:{'|'.join(re.escape(p) for p in progs)})(?![\w.-])"
+            rf"(?P<mid>[^\n;|&]*?)[ \t]{flag}(?P<sep>[ \t=]*){_CLI_VALUE}",
+            re.ASCII,
+        ),
+        gated,
+        login,
+        split,
+    )
+    for progs, flag, gated, login, split in _CLI_PROGRAMS
+)
+
+
+def _program_builder(gated: bool, login: bool, split: str) -> _Build:
+    def build(m: re.Match[str]) -> tuple[str, str]:
+        value, quoted, start, end = _cli_value(m)
+        if login and "login" not in m["mid"]:
+            return m[0], ""
+        if split:
+            cut = value.find(split)
+            if cut == -1:
+                return m[0], ""  # `curl -u user` asks for the password
+            start, value = start + cut + 1, value[cut + 1 :]
+        if not quoted:
+            value, _ = _trim_unquoted(value)
+            end = start + len(value)
+            if gated and m["sep"] and not _prose_gate(value):
+                return m[0], ""  # `mysql -p dbname`: the password is asked for
+        if _placeholder(value) or value.startswith("-"):
+            return m[0], ""
+        return _replace_span(m, start, end, "cli-credential"), "cli-credential"
+
+    return build
+
+
+_CLI_PROGRAM_BUILDS = tuple(_program_builder(g, lg, sp) for _, _, g, lg, sp in _CLI_PROGRAM_RES)
+
+
+def _cli_credential(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+    if "-" not in text:
+        return text
+    if any(w in lower for w in _CLI_FLAG_WORDS):
+        if anchored and _aligned(text, lower):
+            starts = _cli_long_starts(text, lower)
+            text = _anchored_sub(text, _CLI_LONG_RE, starts, _build_cli_long, counts)
+        else:
+            text = _full_sub(text, _CLI_LONG_RE, _build_cli_long, counts)
+    for (progs, regex, *_), build in zip(_CLI_PROGRAM_RES, _CLI_PROGRAM_BUILDS):
+        starts = _literal_anchors(text, progs)
+        if not starts:
+            continue
+        if anchored:
+            text = _anchored_sub(text, regex, starts, build, counts)
+        else:
+            text = _full_sub(text, regex, build, counts)
+    return text
+
+
+# netrc: `machine HOST login USER password SECRET` on one line or several;
+# a `login` is required, so "the machine learning password manager" stays.
+_NETRC_RE = re.compile(
+    r"(?<![\w-])(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+)*"
+    r"\s+login[ \t]+\S+(?:\s+(?:account|port)[ \t]+\S+)*\s+password[ \t]+(?P<v>\S+)",
+    re.ASCII,
+)
+
+
+def _build_netrc(m: re.Match[str]) -> tuple[str, str]:
+    if _placeholder(m["v"]):
+        return m[0], ""
+    return m[0][: m.start("v") - m.start()] + _marker("netrc"), "netrc"
+
+
+def _netrc(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+    if "password" not in text or "login" not in text:
+        return text
+    if not anchored:
+        return _full_sub(text, _NETRC_RE, _build_netrc, counts)
+    starts = _literal_anchors(text, ("machine", "default"))
+    return _anchored_sub(text, _NETRC_RE, starts, _build_netrc, counts)
+
+
+# Cookie: every value; Set-Cookie: the cookie's own value, not its attributes
+# (Path, Expires…). Names stay searchable.
+_COOKIE_RE = re.compile(
+    r"\b(?P<head>(?P<set>set-)?cookie(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?)(?P<body>[^\n\"'\\]*)",
+    re.ASCII | re.IGNORECASE,
+)
+_COOKIE_PAIR = re.compile(r"([!#$%&*+.^`|~\w-]+)=([^;\s,\"'\\]+)", re.ASCII)
+
+
+def _build_cookie(m: re.Match[str]) -> tuple:
+    n = 0
+
+    def one(p: re.Match[str]) -> str:
+        nonlocal n
+        if _placeholder(p[2]):
+            return p[0]
+        n += 1
+        return f"{p[1]}={_marker('cookie')}"
+
+    new = _COOKIE_PAIR.sub(one, m["body"], count=1 if m["set"] else 0)
+    if not n:
+        return m[0], ""
+    return m["head"] + new, "cookie", n
+
+
+def _cookie(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+    if "cookie" not in lower:
+        return text
+    if not (anchored and _aligned(text, lower)):
+        return _full_sub(text, _COOKIE_RE, _build_cookie, counts)
+    starts = _literal_anchors(lower, ("cookie", "set-cookie"))
+    return _anchored_sub(text, _COOKIE_RE, starts, _build_cookie, counts)
+
+
+# ── seed rule: prose-password ───────────────────────────────────────────────
+
+# "the admin password is hunter2Secret!9": no delimiter, so the gate is the
+# value's shape: it ends at the first space and holds a digit or a symbol,
+# so "the password is wrong" and "the password is the same as staging" stay.
+# Connectors and key words in the Latin-script languages people write in,
+# and Russian.
+_PROSE_WORDS = (
+    "password", "passwd", "passphrase", "passcode", "mot de passe", "passwort", "kennwort",
+    "wachtwoord", "contraseña", "contrasenya", "senha", "hasło", "haslo", "heslo", "şifre",
+    "sifre", "parola", "lösenord", "losenord", "passord", "adgangskode", "salasana", "jelszó",
+    "lozinka", "geslo", "parool", "kata sandi", "mật khẩu", "пароль",
+)  # fmt: skip
+_PROSE_RE = re.compile(
+    rf"(?<!\w)(?P<head>(?i:{'|'.join(_PROSE_WORDS)})"
+    r"(?:\s+(?:for|of|für|pour|de|para|do|dla|voor|för|til|untuk|для|от)\s+[^\s\"'`]{1,64})?"
+    r"\s+(?i:is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–)"
+    r":?\s+(?:(?i:now|still|just|currently|set to|actually|jetzt|maintenant|ahora|agora)\s+)?)"
+    r"(?P<v>[^\s\"'`]\S*)"
+)
+_PROSE_TRAILING = ".,;:)"
+
+
+def _build_prose(m: re.Match[str]) -> tuple[str, str]:
+    value = m["v"].rstrip(_PROSE_TRAILING)
+    core = value.rstrip("!?")
+    if not _prose_gate(core) or _placeholder(value):
+        return m[0], ""
+    return m["head"] + _marker("prose-password") + m["v"][len(value) :], "prose-password"
+
+
+def _prose_password(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+    # casefold, as in _credential: re's case folding is wider than lower()'s.
+    folded = lower if text.isascii() else text.casefold()
+    words = [w for w in _PROSE_WORDS if w in folded]
+    if not words:
+        return text
+    if not (anchored and text.isascii()):
+        return _full_sub(text, _PROSE_RE, _build_prose, counts)
+    return _anchored_sub(text, _PROSE_RE, _literal_anchors(lower, words), _build_prose, counts)
+
+
 # ── rule 5: quoted-secret ───────────────────────────────────────────────────
 
+# Any quoted value is deliberate, so short ones count (L3, resolved: "token
+# 'abc'"). "for" is no longer a connector: "the secret for \"staging-east\""
+# quotes whose secret it is, not the secret (L7, resolved).
 _QUOTED_RE = re.compile(
-    rf"\b(password|passwd|pwd|secret|token|api[_-]?key)({_S}+(?:is{_S}+|was{_S}+|for{_S}+)?)"
-    r"([\"'`])([^\"'`\n]{6,80})([\"'`])",
+    rf"\b(password|passwd|passphrase|pwd|secret|token|api[_-]?key)({_S}+(?:is{_S}+|was{_S}+)?)"
+    r"([\"'`])([^\"'`\n]{1,80})([\"'`])",
     re.ASCII | re.IGNORECASE,
 )
 # The spec's pre-check lists "api key", which the pattern cannot match, and
 # omits "api-key", which it can; the literals here are exactly the keywords.
-_QUOTED_WORDS = ("password", "passwd", "pwd", "secret", "token", "api_key", "api-key", "apikey")
+_QUOTED_WORDS = (
+    "password", "passwd", "passphrase", "pwd", "secret", "token", "api_key", "api-key", "apikey",
+)  # fmt: skip
 
 
 def _build_quoted(m: re.Match[str]) -> tuple[str, str]:
+    if _placeholder(m[4]):
+        return m[0], ""
     return f"{m[1]}{m[2]}{m[3]}{_marker('quoted-secret')}{m[5]}", "quoted-secret"
 
 
@@ -296,39 +682,150 @@ def _jwt(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
     return _anchored_sub(text, _JWT_RE, _literal_anchors(text, ["eyJ"]), build, counts)
 
 
-# ── rule 8: credential (generic and international key = value) ──────────────
+# ── rule 8: credential (a value assigned to a secret-named key) ──────────────
 
-# Delimiter and value shared by both patterns: groups 2-5 of the match.
-_KV_TAIL = rf"({_S}*['\"]?{_S}*[:=]{_S}*)(['\"]?)([A-Za-z0-9/+=._-]{{16,}})(['\"]?)"
-_KV_WORDS = r"api[_-]?key|secret|token|passwd|password|authorization"
+# Values, not lengths: whatever follows `key =`, `key: `, `"key": `, `key := `
+# or `'key' => ` is the secret, to its closing quote or, unquoted, to
+# whitespace, unless it is a placeholder or a reference (_placeholder).
+# Unquoted values of letters only are the one place prose and code look like
+# an assignment ("password: it expired", `password = password`); they count
+# where a shell or a config file would put them (`PASSWORD=hunter`, or alone
+# at the end of the line).
+_KV_DELIM = r"([ \t]*(?:\\?['\"])?[ \t]*(?::=|=>|==|[:=：])[ \t]*)"
+_KV_VALUE = (
+    r"(?:(?P<q>\\?[\"'`])(?P<qv>(?:\\.|[^\n\\])*?)(?P=q)"
+    r"|(?P<v>[^\t\n\f\r \"'`\\][^\t\n\f\r ]*))"
+)
+_KV_TAIL = _KV_DELIM + _KV_VALUE
+# Key words that make a key secret-named whatever comes before them, and the
+# short ones that count only as their own part of a name (DB_PASS, dbPass,
+# SIGNING_SALT, SENTRY_DSN; not bypass, basalt, monkey).
+_KV_KEYWORDS = (
+    "password", "passwd", "passphrase", "secret", "token", "authorization",
+    "private_key_id", "private-key-id", "privatekeyid",
+    # Latin-script languages (L5 and its siblings): Dutch, German, Portuguese,
+    # Czech/Slovak, Polish (ASCII spelling), Turkish (ASCII), Italian/Turkish,
+    # Norwegian, Danish, Finnish, Croatian/Serbian, Slovenian, Estonian,
+    # Catalan, Spanish, Swedish (ASCII).
+    "wachtwoord", "kennwort", "passwort", "senha", "heslo", "haslo", "sifre", "parola",
+    "passord", "adgangskode", "salasana", "lozinka", "geslo", "parool", "contrasenya", "clave",
+    "losenord",
+)  # fmt: skip
+_KV_SHORT = ("key", "salt", "dsn", "pass", "pwd")
+_KV_WORDS = "|".join(re.escape(w) for w in _KV_KEYWORDS + _KV_SHORT)
 _KV_RE = re.compile(rf"\b([\w.-]{{0,64}}?(?:{_KV_WORDS})){_KV_TAIL}", re.ASCII | re.IGNORECASE)
 # No \b: RE2's \b is ASCII-only, so it could never sit before a Cyrillic or
 # CJK word. Only the key words fold case (Unicode folding, as RE2's (?i)).
-_KV_INTL_RE = re.compile(
-    r"((?i:парол[ьяею]|токен[ауы]?|секрет[ауы]?|ключ[аеиуом]?|contraseña|senha|passwort"
-    rf"|密码|密碼|パスワード|비밀번호)){_KV_TAIL}"
-)
+_KV_INTL_WORDS = (
+    "парол[ьяею]", "токен[ауы]?", "секрет[ауы]?", "ключ[аеиуом]?", "contraseña", "mot de passe",
+    "mot_de_passe", "hasło", "şifre", "lösenord", "parola d'ordine", "kata sandi", "mật khẩu",
+    "jelszó", "parolă", "slaptažodis", "κωδικός", "密码", "密碼", "パスワード", "비밀번호",
+)  # fmt: skip
+_KV_INTL_RE = re.compile(rf"((?i:{'|'.join(_KV_INTL_WORDS)})){_KV_TAIL}")
 _KV_TAIL_RE = re.compile(_KV_TAIL)
 # Literal spellings of _KV_WORDS, to find where a key word ends.
-_KV_LITERALS = (
-    "api_key", "api-key", "apikey", "secret", "token", "passwd", "password", "authorization",
-)  # fmt: skip
+_KV_LITERALS = _KV_KEYWORDS + _KV_SHORT
 _KEY_PREFIX_CHARS = _WORD | {".", "-"}
 
-# Section 3.1 hint words, split by the pattern they can lead to. "passw"
-# covers "passwort" (international) as well as the English spellings;
-# "mot de passe" is a hint upstream but no pattern uses it (L5).
-_HINTS_EN = ("key", "secret", "token", "passw", "authorization")
-_HINTS_INTL = (
-    "passw", "пароль", "парол", "токен", "секрет", "ключ",
-    "contraseña", "senha", "mot de passe", "密码", "密碼", "パスワード", "비밀번호",
+# `*_KEY` is a secret in an environment variable (STRIPE_KEY, SECRET_KEY)
+# unless it names a data key; in code only after the words that make it one.
+_KEY_NOT_SECRET = frozenset(
+    "primary sort partition foreign cache routing public pub publishable idempotency lookup "
+    "hash shard row object s3 map dict index unique composite group lock dedup order search "
+    "i18n translation message config setting hot short shortcut sort range cursor page".split()
+)  # fmt: skip
+_KEY_SECRET = frozenset(
+    "api secret private access signing sign encryption encrypt decryption crypto cipher master "
+    "client auth app license licence account service webhook session deploy hmac jwt aes gpg pgp "
+    "consumer subscription admin root shared server openai anthropic stripe aws gcp azure "
+    "sendgrid mailgun twilio github gitlab google maps firebase storage wrapping kms mac enc "
+    "secure security personal cloud ingest write read license_".split()
+)  # fmt: skip
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_CODE_WORDS = ("pass", "pwd", "secret", "token", "key", "salt", "auth", "cred")
+
+
+def _secret_key(key: str) -> bool:
+    """A key named for a secret (see _KV_KEYWORDS and _KV_SHORT)."""
+    low = key.lower()
+    if low.endswith(_KV_KEYWORDS):
+        return True
+    word = next(w for w in _KV_SHORT if low.endswith(w))
+    head = key[: -len(word)]
+    if not head:
+        return word in ("salt", "dsn")
+    if head[-1] in "_-.":
+        part = re.split(r"[_.\-]", head[:-1].lower())[-1] if head[:-1] else ""
+    elif head[-1].islower() and key[-len(word)].isupper():  # camelCase: apiKey, dbPass
+        parts = _NAME_PARTS.findall(head)
+        part = parts[-1].lower() if parts else ""
+    else:
+        return word == "key" and low.endswith("apikey")
+    if word != "key":
+        return True
+    if key.isupper():
+        return part not in _KEY_NOT_SECRET
+    return part in _KEY_SECRET
+
+
+# Upstream's floor: a value this long is a secret even made of letters only.
+_KV_FLOOR = 16
+
+
+def _kv_value(m: re.Match[str], key_ok: bool) -> tuple[str, str]:
+    key, delim = m[1], m[2]
+    if not key_ok:
+        return m[0], ""
+    marker = _marker("credential")
+    if m["q"] is not None:
+        if _placeholder(m["qv"]):
+            return m[0], ""
+        return f"{key}{delim}{m['q']}{marker}{m['q']}", "credential"
+    value, tail = _trim_unquoted(m["v"])
+    if not value or _placeholder(value):
+        return m[0], ""
+    at_end = _rest_of_line_empty(m.string, m.end())
+    if len(value) < _KV_FLOOR and _IDENT.fullmatch(value):
+        low = value.lower()
+        if any(w in low for w in _CODE_WORDS):
+            return m[0], ""  # `password = password`, `{token: accessToken}`
+        tight = delim in ("=", ":=") or delim.endswith(("='", '="', "=\\'", '=\\"'))
+        if not (tight or at_end):
+            return m[0], ""
+    elif not at_end and value.isdigit() and len(value) <= 3:
+        return m[0], ""  # "password: 12 characters minimum"
+    return f"{key}{delim}{marker}{tail}", "credential"
+
+
+def _build_credential(m: re.Match[str]) -> tuple[str, str]:
+    return _kv_value(m, _secret_key(m[1]))
+
+
+def _build_credential_intl(m: re.Match[str]) -> tuple[str, str]:
+    return _kv_value(m, True)
+
+
+# Section 3.1 hint words, split by the pattern they can lead to; casefolded,
+# as the text they are looked for in.
+_HINTS_EN = (
+    "key", "secret", "token", "pass", "pwd", "salt", "dsn", "authorization", "wachtwoord",
+    "kennwort", "senha", "heslo", "haslo", "sifre", "parola", "adgangskode", "salasana",
+    "lozinka", "geslo", "parool", "contrasenya", "clave", "losenord",
+)  # fmt: skip
+_HINTS_INTL = tuple(
+    h.casefold()
+    for h in (
+        "пароль", "парол", "токен", "секрет", "ключ", "contraseña", "mot de passe",
+        "mot_de_passe", "hasło", "şifre", "lösenord", "parola d'ordine", "kata sandi",
+        "mật khẩu", "jelszó", "parolă", "slaptažodis", "κωδικός", "密码", "密碼", "パスワード",
+        "비밀번호",
+    )
 )  # fmt: skip
 # From the end of a hint: the rest of an identifier (ASCII word chars, any
-# non-ASCII, '.', '-'), whitespace and quotes, then ':' or '='. The value
-# floor (optional quote, 16 value chars) is checked too: both patterns need
-# it, so the gate stays a necessary condition and passes far less often.
+# non-ASCII, '.', '-'), whitespace, quotes and backslashes, then ':' or '='
+# (or a full-width colon).
 _GATE_AFTER_HINT = re.compile(
-    r"[\w.\-\u0080-\U0010ffff]*[\t\n\v\f\r '\"]*[:=][\t\n\v\f\r ]*['\"]?[A-Za-z0-9/+=._-]{16}",
+    r"[\w.\-\u0080-\U0010ffff]*[\t\n\v\f\r '\"\\]*[:=：]",
     re.ASCII,
 )
 
@@ -367,9 +864,6 @@ def _kv_starts(text: str, lower: str) -> list[int]:
     return starts
 
 
-_build_credential = _build_assignment("credential")
-
-
 def _credential(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
     if _assignment_gate(lower, _HINTS_EN):
         if anchored and _aligned(text, lower):
@@ -385,7 +879,7 @@ def _credential(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
     folded = lower if text.isascii() else text.casefold()
     if _assignment_gate(folded, _HINTS_INTL):
         # Rare (a non-English key word with an assignment): plain regex.
-        text = _full_sub(text, _KV_INTL_RE, _build_credential, counts)
+        text = _full_sub(text, _KV_INTL_RE, _build_credential_intl, counts)
     return text
 
 
@@ -522,13 +1016,13 @@ _STOP_WORDS_RU = frozenset(
 _STOP_WORDS = frozenset(w.encode() for w in _STOP_WORDS_EN | _STOP_WORDS_RU)
 
 
-def _assignment_value(buf: bytes, start: int) -> bool:
-    """The run at ``start`` is the value of ``key = …`` / ``key: …``."""
+def _assignment_key(buf: bytes, start: int) -> bytes | None:
+    """The key when the run at ``start`` is the value of ``key = …`` / ``key: …``."""
     i = start - 1
     while i >= 0 and buf[i] in _ASSIGN_PAD:
         i -= 1
     if i < 0 or buf[i] not in _DELIMS:
-        return False
+        return None
     i -= 1
     while i >= 0 and buf[i] in _ASSIGN_PAD:
         i -= 1
@@ -539,8 +1033,37 @@ def _assignment_value(buf: bytes, start: int) -> bool:
     if key.isdigit() or not key:
         # Telegram bot tokens are "<bot id>:<secret>": a numeric key counts
         # only when it is id-sized.
-        return len(key) >= 6
-    return len(key) >= 3 and key.lower() not in _STOP_WORDS
+        return key if len(key) >= 6 else None
+    return key if len(key) >= 3 and key.lower() not in _STOP_WORDS else None
+
+
+def _assignment_value(buf: bytes, start: int) -> bool:
+    return _assignment_key(buf, start) is not None
+
+
+# Keys whose random-looking values are identifiers or digests, not secrets
+# (L10 and L8, resolved): build_id=…, "integrity": "sha512-…", etag: ….
+_ID_KEY = re.compile(
+    rb"(?:^|[_.-]|(?<=[a-z0-9])(?=[A-Z]))(?i:ids?|uuid|guid|hash|sha\d*|md5|digest|checksum|integrity"
+    rb"|etag|commit|revision|rev|version|build|trace|span|cursor|fingerprint|resolved)$"
+)
+# Keys that name a secret: their values go even below 4.5 bits (base64 of
+# readable text, L6, resolved).
+_SECRETISH_KEY = re.compile(rb"(?i)secret|private|passw|token|salt|credential|api_?key|cookie|session")
+# A lock file's subresource-integrity hash ("sha512-…").
+_SRI = re.compile(rb"sha(?:1|256|384|512)-")
+# A label that says the line below is a digest (L9, resolved).
+_DIGEST_LABEL = re.compile(
+    rb"(?i)(?:digest|checksum|sha1|sha256|sha384|sha512|md5|hash|integrity|fingerprint)s?[ \t]*[:=]?$"
+)
+
+
+def _after_digest_label(buf: bytes, start: int) -> bool:
+    nl = buf.rfind(b"\n", 0, start)
+    if nl < 0:
+        return False
+    prev = buf[buf.rfind(b"\n", 0, nl) + 1 : nl].rstrip(b"\r \t")
+    return _DIGEST_LABEL.search(prev) is not None
 
 
 def _standalone_line(buf: bytes, start: int, end: int) -> bool:
@@ -563,10 +1086,10 @@ def _shannon_bits(tok: bytes) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(tok).values())
 
 
-def _high_entropy(tok: bytes) -> bool:
+def _high_entropy(tok: bytes, min_bits: float = _ENTROPY_MIN_BITS) -> bool:
     # Entropy is at most log2(distinct bytes): a set() rules out most
     # tokens (hashes with a prefix, words) before counting.
-    return len(set(tok)) >= _ENTROPY_MIN_DISTINCT and _shannon_bits(tok) >= _ENTROPY_MIN_BITS
+    return len(set(tok)) >= _ENTROPY_MIN_DISTINCT and _shannon_bits(tok) >= min_bits
 
 
 def _looks_like_path(tok: bytes) -> bool:
@@ -580,7 +1103,7 @@ def _looks_like_path(tok: bytes) -> bool:
     )
 
 
-def _entropy_candidate(tok: bytes) -> bool:
+def _entropy_candidate(tok: bytes, min_bits: float = _ENTROPY_MIN_BITS) -> bool:
     """Section 3.3 candidate conditions 1-6, cheapest first."""
     if not _ENTROPY_MIN_TOKEN <= len(tok) <= _ENTROPY_MAX_LEN or _HEXISH.fullmatch(tok):
         return False  # cannot reach 4.5 bits, too long, or a digest / git SHA / UUID
@@ -597,7 +1120,7 @@ def _entropy_candidate(tok: bytes) -> bool:
         return False  # lower-case path segments; base64 with slashes mixes case
     if _looks_like_path(tok):
         return False
-    return _high_entropy(tok)
+    return min_bits <= 0 or _high_entropy(tok, min_bits)
 
 
 def _secret_shaped(buf: bytes, start: int, end: int) -> bool:
@@ -607,10 +1130,15 @@ def _secret_shaped(buf: bytes, start: int, end: int) -> bool:
     never contain the marker ('[' and ':' are not run bytes), so the spec's
     "skip runs holding a marker" needs no check.
     """
-    in_position = _assignment_value(buf, start) or (
-        end - start >= _ENTROPY_MIN_STANDALONE and _standalone_line(buf, start, end)
-    )
-    return in_position and _entropy_candidate(buf[start:end])
+    tok = buf[start:end]
+    key = _assignment_key(buf, start)
+    if key is not None:
+        if _ID_KEY.search(key) or _SRI.match(tok):
+            return False
+        return _entropy_candidate(tok, min_bits=0.0 if _SECRETISH_KEY.search(key) else _ENTROPY_MIN_BITS)
+    if end - start < _ENTROPY_MIN_STANDALONE or not _standalone_line(buf, start, end):
+        return False
+    return not (_SRI.match(tok) or _after_digest_label(buf, start)) and _entropy_candidate(tok)
 
 
 def _with_padding(buf: bytes, run_end: int) -> int:
@@ -662,6 +1190,11 @@ def _entropy(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
 # quotes/blanks, or after a line start and blanks. Runs, keys and blanks are
 # ASCII, so matching on characters here equals matching on bytes.
 _ENTROPY_BATCH_SPOTS = r"(?:[=:][\"' \t]*|(?m:^)[ \t\r]*)[A-Za-z0-9+/_-]{%d,}" % _ENTROPY_MIN_RUN
+# A secret-named key's value needs no entropy (_SECRETISH_KEY), only a run.
+_ENTROPY_BATCH_SECRETISH = (
+    r"(?i)(?:secret|private|passw|token|salt|credential|api_?key|cookie|session)"
+    r"[A-Za-z0-9_.-]*[\"' \t]*[=:][\"' \t]*[A-Za-z0-9+/_-]{%d}" % _ENTROPY_MIN_RUN
+)
 # A token needs 23 distinct bytes and padding adds at most one ('=').
 _ENTROPY_MIN_RUN_DISTINCT = _ENTROPY_MIN_DISTINCT - 1
 
@@ -673,13 +1206,13 @@ def _entropy_batch_prefilter(series) -> list[int]:  # noqa: ANN001 (a polars Ser
     character after a run, so every positioned run is extracted whole. The
     distinct count includes the lead characters, which only lets more through.
     """
-    flagged = []
+    flagged = set(series.str.contains(_ENTROPY_BATCH_SECRETISH).arg_true().to_list())
     for i, spots in enumerate(series.str.extract_all(_ENTROPY_BATCH_SPOTS).to_list()):
         for spot in spots or ():
             if len(set(spot)) >= _ENTROPY_MIN_RUN_DISTINCT:
-                flagged.append(i)
+                flagged.add(i)
                 break
-    return flagged
+    return sorted(flagged)
 
 
 # ── driver ──────────────────────────────────────────────────────────────────
@@ -689,34 +1222,54 @@ def _entropy_batch_prefilter(series) -> list[int]:  # noqa: ANN001 (a polars Ser
 # whole batch in redact_many): a pattern that matches every text on which the
 # rule could change anything, so texts it rejects skip the rule.
 _S_RS = r"[\t\n\f\r ]"
-_RS_TAIL = rf"{_S_RS}*['\"]?{_S_RS}*[:=]{_S_RS}*['\"]?[A-Za-z0-9/+=._-]{{16}}"
+_RS_TAIL = r"[ \t]*(?:\\?['\"])?[ \t]*[:=：][ \t]*[^\t\n\f\r ]"
 _Rule = Callable[[str, str, _Counts, bool], str]
 # A prefilter is a pattern, several patterns (any may match), or a function
 # from the batch Series to the flagged indices.
 _Prefilter = str | tuple[str, ...] | Callable[..., list[int]]
+_PROSE_CONNECTORS_RS = r"is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–"
 _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
     (_private_key, r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"),
-    (_url_credentials, r"://[^\t\n\f\r /@:]*:[^\t\n\f\r ]+@"),
+    (
+        _url_credentials,
+        (
+            r"://[^\t\n\f\r /@:]*:[^\t\n\f\r ]+@",
+            r"[A-Za-z0-9][A-Za-z0-9_.+-]*:[^\s/@:'\"`()\[\]{}<>,;]+@[A-Za-z0-9]",
+        ),
+    ),
     (_aws_secret, r"(?i)aws[_-]?secret[_-]?access[_-]?key"),
     (_aws_access_key, r"A(?:KIA|SIA)[0-9A-Z]{16}"),
     (
+        _cli_credential,
+        (
+            r"(?i)-[a-z0-9-]*(?:pass|token|secret|api-?key)(?:=|[ \t]+)[^\s]",
+            r"(?:sshpass|mysql|mariadb|docker|podman|buildah|nerdctl|skopeo|helm|oras|redis-cli|zip"
+            r"|7z|rar|ldap|mongo|sqlcmd|bcp|psexec|curl|http|smbclient|rpcclient)[^\n;|&]*[ \t]"
+            r"-(?:[pPawuU]|-user|-proxy-user|-auth)",
+        ),
+    ),
+    (_netrc, r"(?s)(?:machine|default).*login[ \t].*password[ \t]+\S"),
+    (_cookie, r"(?i)cookie(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?[^\n\"'\\]*="),
+    (
         _quoted_secret,
-        rf"(?i)(?:password|passwd|pwd|secret|token|api[_-]?key)"
-        rf"{_S_RS}+(?:(?:is|was|for){_S_RS}+)?[\"'`]",
+        rf"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key)"
+        rf"{_S_RS}+(?:(?:is|was){_S_RS}+)?[\"'`]",
     ),
     (_bearer_token, rf"(?i)(?:bearer|basic){_S_RS}+[A-Za-z0-9._~+/=-]{{16}}"),
     (_jwt, r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4}"),
     (
+        _prose_password,
+        rf"(?i)(?:{'|'.join(_PROSE_WORDS)})[\s\S]{{0,100}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S",
+    ),
+    (
         _credential,
-        # Two patterns: Rust's Unicode case folding makes the Cyrillic words
+        # Two patterns: Rust's Unicode case folding makes the non-Latin words
         # costly, and alone they are cheap to rule out. (?i) in Rust folds
         # case at least as widely as Python's re does for these words, so the
         # prefilter never rejects a real match.
         (
-            rf"(?i)(?:api[_-]?key|secret|token|passwd|password|authorization|senha|passwort)"
-            rf"{_RS_TAIL}",
-            rf"(?i)(?:парол[ьяею]|токен[ауы]?|секрет[ауы]?|ключ[аеиуом]?|contraseña"
-            rf"|密码|密碼|パスワード|비밀번호){_RS_TAIL}",
+            rf"(?i)(?:{_KV_WORDS}){_RS_TAIL}",
+            rf"(?i)(?:{'|'.join(_KV_INTL_WORDS)}){_RS_TAIL}",
         ),
     ),
     (
@@ -784,7 +1337,9 @@ def redact_many(texts: list[str], vectorized: bool = True) -> tuple[list[str], d
 # to redact text by text than to hand to polars.
 _BATCH_MIN_CHARS = 32 * 1024
 # Rules whose Python side wants the lower-cased text.
-_NEEDS_LOWER = frozenset({_aws_secret, _quoted_secret, _bearer_token, _credential})
+_NEEDS_LOWER = frozenset(
+    {_aws_secret, _cli_credential, _cookie, _quoted_secret, _bearer_token, _prose_password, _credential}
+)
 
 
 def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: ANN001

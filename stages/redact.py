@@ -389,7 +389,8 @@ def _replace_span(m: re.Match[str], start: int, end: int, kind: str) -> str:
 # `--token refresh` or `--secret generic` stay (the seed's gate).
 _CLI_FLAG_WORDS = ("password", "passwd", "passphrase", "pass", "token", "secret", "api-key", "apikey")
 _CLI_LONG_RE = re.compile(
-    r"(?<![\w-])(?P<flag>--?[A-Za-z0-9-]{0,40}?(?:password|passwd|passphrase|pass|token|secret|api-?key))"
+    r"(?<![\w-])(?P<flag>--?[A-Za-z0-9-]{0,40}?"
+    r"(?:password|passwd|passphrase|pass(?:in|out)?|token|secret|api-?key))"
     rf"(?P<sep>=|[ \t]+){_CLI_VALUE}",
     re.ASCII | re.IGNORECASE,
 )
@@ -399,7 +400,7 @@ _PASS_FLAG_HEADS = ("", "store", "key", "srcstore", "deststore", "srckey", "dest
 
 def _build_cli_long(m: re.Match[str]) -> tuple[str, str]:
     flag = m["flag"].lower().lstrip("-")
-    if flag.endswith("pass") and not flag.endswith(("passwd", "password")):
+    if flag.endswith("pass"):
         head = flag[:-4]
         if not (head in _PASS_FLAG_HEADS or head.endswith("-")):
             return m[0], ""  # --bypass, --compass
@@ -410,6 +411,8 @@ def _build_cli_long(m: re.Match[str]) -> tuple[str, str]:
         if value.startswith("pass:"):  # openssl -passin pass:SECRET
             start += 5
             value = value[5:]
+        if _placeholder(value):
+            return m[0], ""
         value, _ = _trim_unquoted(value)
         end = start + len(value)
         if m["sep"] != "=" and (value.startswith("-") or not _prose_gate(value)):
@@ -782,7 +785,7 @@ def _kv_value(m: re.Match[str], key_ok: bool) -> tuple[str, str]:
             return m[0], ""
         return f"{key}{delim}{m['q']}{marker}{m['q']}", "credential"
     value, tail = _trim_unquoted(m["v"])
-    if not value or _placeholder(value):
+    if not value or _placeholder(value) or _placeholder(m["v"]):
         return m[0], ""
     at_end = _rest_of_line_empty(m.string, m.end())
     if len(value) < _KV_FLOOR and _IDENT.fullmatch(value):
@@ -1242,7 +1245,7 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
     (
         _cli_credential,
         (
-            r"(?i)-[a-z0-9-]*(?:pass|token|secret|api-?key)(?:=|[ \t]+)[^\s]",
+            r"(?i)-[a-z0-9-]*(?:pass[a-z]*|token|secret|api-?key)(?:=|[ \t]+)[^\s]",
             r"(?:sshpass|mysql|mariadb|docker|podman|buildah|nerdctl|skopeo|helm|oras|redis-cli|zip"
             r"|7z|rar|ldap|mongo|sqlcmd|bcp|psexec|curl|http|smbclient|rpcclient)[^\n;|&]*[ \t]"
             r"-(?:[pPawuU]|-user|-proxy-user|-auth)",

@@ -221,11 +221,11 @@ def _private_key(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
 
 # The password may hold '@' (R35: "p@ss@w0rd" goes whole) but not '/', '?' or
 # '#', which end a URL's authority: a query's "notify=ops@example.com" is no
-# password (L11, resolved). A password with a raw '/' (invalid in a URL, but
-# pasted) still goes when no '?' or '#' comes before its '@' and it is no port.
+# password (L11, resolved). A password with a raw '/', '?' or '#' (invalid in
+# a URL, but pasted) still goes up to the first '@' when it is no port.
 _URL_RE = re.compile(
     rf"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\t\n\f\r /@:]*):"
-    rf"(?:([^\t\n\f\r /?#]+)@|(?![0-9]+/)([^\t\n\f\r ?#@]+)@)({_NS}+)",
+    rf"(?:([^\t\n\f\r /?#]+)@|(?![0-9]+[/?#])([^\t\n\f\r @]+?)@)({_NS}+)",
     re.ASCII,
 )
 _SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
@@ -270,6 +270,7 @@ _USERINFO_NOT_USERS = frozenset(
     "mailto to from cc bcc email e-mail mail reply-to sender contact npm git github gitlab link "
     "file workspace http https ssh author committer by name".split()
 )  # fmt: skip
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")  # a version (react@18.2.0) has three parts
 _DIGEST_HOSTS = frozenset("sha1 sha256 sha384 sha512 md5 blake2b".split())
 _USERINFO_CHARS = _WORD | {".", "+", "-"}
 
@@ -280,7 +281,7 @@ def _build_userinfo(m: re.Match[str]) -> tuple[str, str]:
         user.lower() in _USERINFO_NOT_USERS
         or user.isdigit()
         or host.lower() in _DIGEST_HOSTS
-        or not any(c.isalpha() for c in host)
+        or not (any(c.isalpha() for c in host) or _IPV4.fullmatch(host))
         or _placeholder(m[2])
     ):
         return m[0], ""

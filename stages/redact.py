@@ -225,7 +225,7 @@ def _private_key(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
 # a URL, but pasted) still goes up to the first '@' when it is no port.
 _URL_RE = re.compile(
     rf"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\t\n\f\r /@:]*):"
-    rf"(?:([^\t\n\f\r /?#]+)@|(?![0-9]+[/?#])([^\t\n\f\r @]+?)@)({_NS}+)",
+    rf"(?:([^\t\n\f\r /?#]+)@|(?![0-9]+[/?])([^\t\n\f\r @]+?)@)({_NS}+)",
     re.ASCII,
 )
 _SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
@@ -498,6 +498,26 @@ def _program_builder(gated: bool, login: bool, split: str) -> _Build:
 _CLI_PROGRAM_BUILDS = tuple(_program_builder(g, lg, sp) for _, _, g, lg, sp in _CLI_PROGRAM_RES)
 
 
+# Every short flag the programs take, after a blank: a command needs one
+# before its program can matter, and the program is on the flag's line.
+_SHORT_FLAGS = (" -p", " -P", " -a", " -w", " -u", " -U", " --user", " --proxy-user", " --auth")
+
+
+def _flag_lines(text: str) -> list[tuple[int, str]]:
+    """(offset, text) of each line part before a short flag; all of the text
+    when a tab precedes a dash (rare: the flags are looked for after spaces)."""
+    if "\t-" in text:
+        return [(0, text)]
+    ends: list[int] = []
+    for flag in _SHORT_FLAGS:
+        _find_all(text, flag, ends)
+    out = []
+    for end in sorted(set(ends)):
+        start = text.rfind("\n", 0, end) + 1
+        out.append((start, text[start:end]))
+    return out
+
+
 def _cli_credential(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
     if "-" not in text:
         return text
@@ -507,8 +527,11 @@ def _cli_credential(text: str, lower: str, counts: _Counts, anchored: bool) -> s
             text = _anchored_sub(text, _CLI_LONG_RE, starts, _build_cli_long, counts)
         else:
             text = _full_sub(text, _CLI_LONG_RE, _build_cli_long, counts)
+    lines = _flag_lines(text)
+    if not lines:
+        return text
     for (progs, regex, *_), build in zip(_CLI_PROGRAM_RES, _CLI_PROGRAM_BUILDS):
-        starts = _literal_anchors(text, progs)
+        starts = [a + i for a, line in lines for i in _literal_anchors(line, progs)]
         if not starts:
             continue
         if anchored:
@@ -589,6 +612,9 @@ _PROSE_WORDS = (
     "sifre", "parola", "lösenord", "losenord", "passord", "adgangskode", "salasana", "jelszó",
     "lozinka", "geslo", "parool", "kata sandi", "mật khẩu", "пароль",
 )  # fmt: skip
+# Most contain "pass": one look for it stands for all of them.
+_PROSE_WORDS_ASCII = ("pass",) + tuple(w for w in _PROSE_WORDS if w.isascii() and "pass" not in w)
+_PROSE_PASS_WORDS = tuple(w for w in _PROSE_WORDS if w.isascii() and "pass" in w)
 _PROSE_RE = re.compile(
     rf"(?<!\w)(?P<head>(?i:{'|'.join(_PROSE_WORDS)})"
     r"(?:\s+(?:for|of|für|pour|de|para|do|dla|voor|för|til|untuk|для|от)\s+[^\s\"'`]{1,64})?"
@@ -609,10 +635,15 @@ def _build_prose(m: re.Match[str]) -> tuple[str, str]:
 
 def _prose_password(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
     # casefold, as in _credential: re's case folding is wider than lower()'s.
-    folded = lower if text.isascii() else text.casefold()
-    words = [w for w in _PROSE_WORDS if w in folded]
+    if text.isascii():
+        folded, candidates = lower, _PROSE_WORDS_ASCII
+    else:
+        folded, candidates = text.casefold(), _PROSE_WORDS
+    words = [w for w in candidates if w in folded]
     if not words:
         return text
+    if "pass" in words:
+        words = [w for w in words if w != "pass"] + list(_PROSE_PASS_WORDS)
     if not (anchored and text.isascii()):
         return _full_sub(text, _PROSE_RE, _build_prose, counts)
     return _anchored_sub(text, _PROSE_RE, _literal_anchors(lower, words), _build_prose, counts)

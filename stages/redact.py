@@ -758,6 +758,7 @@ _KV_INTL_WORDS = (
 )  # fmt: skip
 _KV_INTL_RE = re.compile(rf"((?i:{'|'.join(_KV_INTL_WORDS)})){_KV_TAIL}")
 _KV_TAIL_RE = re.compile(_KV_TAIL)
+_KV_TAIL_FIRST = frozenset(" \t'\"\\:=：")  # what a tail can start with
 # Literal spellings of _KV_WORDS, to find where a key word ends.
 _KV_LITERALS = _KV_KEYWORDS + _KV_SHORT
 _KEY_PREFIX_CHARS = _WORD | {".", "-"}
@@ -856,6 +857,7 @@ _HINTS_INTL = tuple(
         "비밀번호",
     )
 )  # fmt: skip
+_HINTS_INTL_ASCII = tuple(h for h in _HINTS_INTL if h.isascii())
 # From the end of a hint: the rest of an identifier (ASCII word chars, any
 # non-ASCII, '.', '-'), whitespace, quotes and backslashes, then ':' or '='
 # (or a full-width colon).
@@ -887,7 +889,8 @@ def _kv_starts(text: str, lower: str) -> list[int]:
     for lit in _KV_LITERALS:
         k = lower.find(lit)
         while k != -1:
-            if _KV_TAIL_RE.match(text, k + len(lit)):
+            j = k + len(lit)
+            if j < len(text) and text[j] in _KV_TAIL_FIRST and _KV_TAIL_RE.match(text, j):
                 lo, floor = k, max(0, k - 64)
                 while lo > floor and text[lo - 1] in _KEY_PREFIX_CHARS:
                     lo -= 1
@@ -900,19 +903,26 @@ def _kv_starts(text: str, lower: str) -> list[int]:
 
 
 def _credential(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if _assignment_gate(lower, _HINTS_EN):
-        if anchored and _aligned(text, lower):
-            out = _anchored_sub(text, _KV_RE, _kv_starts(text, lower), _build_credential, counts)
-        else:
-            out = _full_sub(text, _KV_RE, _build_credential, counts)
+    # The anchors are themselves the gate when lower() is aligned: no key
+    # word followed by a delimiter, no anchor.
+    if anchored and _aligned(text, lower):
+        starts = _kv_starts(text, lower)
+        out = _anchored_sub(text, _KV_RE, starts, _build_credential, counts) if starts else text
+        if out is not text:
+            text, lower = out, out.lower()
+    elif _assignment_gate(lower, _HINTS_EN):
+        out = _full_sub(text, _KV_RE, _build_credential, counts)
         if out is not text:
             text, lower = out, out.lower()
     # Python's re folds case more widely than lower() does ('ſ' matches 's',
     # 'ᲂ' matches 'о'); casefold() covers those, so the gate stays a
     # necessary condition. (Upstream's ToLower gate misses them.) For ASCII
     # text the two are the same.
-    folded = lower if text.isascii() else text.casefold()
-    if _assignment_gate(folded, _HINTS_INTL):
+    if text.isascii():
+        folded, hints = lower, _HINTS_INTL_ASCII
+    else:
+        folded, hints = text.casefold(), _HINTS_INTL
+    if _assignment_gate(folded, hints):
         # Rare (a non-English key word with an assignment): plain regex.
         text = _full_sub(text, _KV_INTL_RE, _build_credential_intl, counts)
     return text

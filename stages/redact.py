@@ -257,12 +257,13 @@ def _url_starts(text: str) -> list[int]:
 
 # user:password@host with no scheme (L4, resolved): `mysql -h user:pw@db`,
 # `redis user:pw@cache`. The user is a whole token (nothing URL-like before
-# it); the password holds no brackets, quotes or separators, so slices and
+# it); the password (which may hold '@': the last one ends it) holds no
+# brackets, quotes or separators, so slices and
 # code stay; the host is a hostname with a letter. Mail headers
 # ("to:bob@example.com"), npm aliases and image digests (`nginx:1.25@sha256`)
 # are not credentials.
 _USERINFO_RE = re.compile(
-    r"(?<![\w.:/@%+\\-])([A-Za-z0-9][\w.+-]{0,63}):([^\s/@:'\"`()\[\]{}<>,;]{1,128})"
+    r"(?<![\w.:/@%+\\-])([A-Za-z0-9][\w.+-]{0,63}):([^\s/:'\"`()\[\]{}<>,;]{1,128})"
     r"@([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*)",
     re.ASCII,
 )
@@ -1279,7 +1280,7 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         _url_credentials,
         (
             r"://[^\t\n\f\r /@:]*:[^\t\n\f\r ]+@",
-            r"[A-Za-z0-9][A-Za-z0-9_.+-]*:[^\s/@:'\"`()\[\]{}<>,;]+@[A-Za-z0-9]",
+            r"[A-Za-z0-9][A-Za-z0-9_.+-]*:[^\s/:'\"`()\[\]{}<>,;]+@[A-Za-z0-9]",
         ),
     ),
     (_aws_secret, r"(?i)aws[_-]?secret[_-]?access[_-]?key"),

@@ -135,6 +135,8 @@ _REFERENCE = re.compile(
     # code: os.environ[...], os.getenv(...), process.env.X, self.password, config.get(...)
     r"|[A-Za-z_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][A-Za-z0-9_.]*[\[(].*"
     r"|your[-_ ].*"
+    # format verbs and type annotations: "Token = %v", `token: &str`, `key: Option<String>`
+    r"|%[-+ #0-9.]*[A-Za-z]|\{\w*\}|&(?:'\w+ *)?(?:mut +)?[A-Za-z_][\w:<>]*|[A-Za-z_]\w*<.*"
     # a file that holds the secret is not the secret: ~/.pgpass, ./key.pem
     r"|(?:~|\.{1,2})?/[^\s]*",
     re.IGNORECASE | re.DOTALL,
@@ -727,7 +729,7 @@ def _jwt(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
 # an assignment ("password: it expired", `password = password`); they count
 # where a shell or a config file would put them (`PASSWORD=hunter`, or alone
 # at the end of the line).
-_KV_DELIM = r"([ \t]*(?:\\?['\"])?[ \t]*(?::=|=>|==|[:=：])[ \t]*)"
+_KV_DELIM = r"([ \t]*(?:\\?['\"])?[ \t]*(?::=|=>|==|:(?!:)|[=：])[ \t]*)"  # '::' is a path
 _KV_VALUE = (
     r"(?:(?P<q>\\?[\"'`])(?P<qv>(?:\\.|[^\n\\])*?)(?P=q)"
     r"|(?P<v>[^\t\n\f\r \"'`\\][^\t\n\f\r ]*))"

@@ -224,6 +224,11 @@ SEED_NOT_TOUCH = [
     ('SN33', r'"max_tokens: 4096"'),
     ('SN34', r'"f(password=hashed_password)"'),
     ('SN35', r'"zip -r out.zip dir"'),
+    # code seen in the bench corpus: paths, format verbs, type annotations
+    ('SN36', r'"Ok(Token::new(kind, text))"'),
+    ('SN37', r'"t.Errorf(\"Sync() MinToken = %v, want %v\", got, want)"'),
+    ('SN38', r'"pub fn rotate(&mut self, token: &str) -> Result<()>"'),
+    ('SN39', r'"let secret: Option<String> = None;"'),
 ]
 
 # ── the leaking examples: (id, input, output, counts) ───────────────

@@ -10,9 +10,10 @@ running ten patterns over every message is far too slow for the index path.
 Two layers keep the exact Python rules off most text, neither changing what
 is redacted:
 
-* Per text (``redact``): each rule runs a literal pre-check, then tries its
-  regex only where a match can *begin* (occurrences of its keyword or prefix,
-  found with C-speed ``str.find``; ``_anchored_sub``). ``regex.sub`` takes the
+* Per text (``redact``): one Aho-Corasick pass over the lowered text finds
+  every rule's trigger literals at once (``_scan``); a rule none of whose
+  literals occur returns at once, and the others try their regex only where a
+  match can *begin* (occurrences of a keyword or prefix; ``_anchored_sub``). ``regex.sub`` takes the
   leftmost position where the pattern matches after the previous match, so if
   every possible start is an anchor, trying anchors in order gives the same
   matches and groups (``match(text, pos)`` still sees the character before
@@ -32,6 +33,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable
 
@@ -112,11 +114,69 @@ def _aligned(text: str, lower: str) -> bool:
     return len(lower) == len(text)
 
 
-def _literal_anchors(hay: str, literals: Iterable[str]) -> list[int]:
+# ── one pass for every rule's literals ──────────────────────────────────────
+
+# Where each trigger literal (_TRIGGERS, lower-case) occurs in the lowered
+# text, overlapping, in text order; a literal that does not occur has no key.
+# Rules gate on and anchor at these instead of each searching the text for
+# its own literals (one str.find per literal per text added up to most of
+# redaction's cost). Positions are the text's own: the scan lowers the text
+# with U+0130 taken as 'i', the one character whose lower() is two.
+class _Hits(dict[str, list[int]]):
+    __slots__ = ("fold_same",)  # see _fold_same
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fold_same: bool | None = None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_matcher = None  # built on first use: the search and hook paths import this module
+
+
+def _scan(text: str, lower: str) -> _Hits:
+    global _matcher
+    if _matcher is None:
+        import ahocorasick_rs
+
+        _matcher = ahocorasick_rs.AhoCorasick(_TRIGGERS)
+    hay = lower if len(lower) == len(text) else text.replace("\u0130", "i").lower()
+    try:
+        found = _matcher.find_matches_as_indexes(hay, overlapping=True)
+    except UnicodeEncodeError:  # lone surrogates: no literal holds one
+        found = _matcher.find_matches_as_indexes(_SURROGATE.sub("\ufffd", hay), overlapping=True)
+    hits = _Hits()
+    for i, start, _ in found:
+        lit = _TRIGGERS[i]
+        if lit in hits:
+            hits[lit].append(start)
+        else:
+            hits[lit] = [start]
+    return hits
+
+
+def _cased(text: str, hits: _Hits, literal: str) -> list[int]:
+    """Where a case-sensitive ``literal`` occurs in ``text``."""
+    return [p for p in hits.get(literal.lower(), ()) if text.startswith(literal, p)]
+
+
+def _hit_anchors(hits: _Hits, literals: Iterable[str]) -> list[int]:
     starts: list[int] = []
     for lit in literals:
-        _find_all(hay, lit, starts)
+        starts += hits.get(lit, ())
     return starts
+
+
+def _any_hit(hits: _Hits, literals: Iterable[str]) -> bool:
+    return any(lit in hits for lit in literals)
+
+
+def _fold_same(text: str, lower: str, hits: _Hits) -> bool:
+    """casefold() equals lower() here (always for ASCII), so the scan of the
+    lowered text stands for a search of the casefolded one."""
+    if hits.fold_same is None:
+        hits.fold_same = text.isascii() or (len(lower) == len(text) and text.casefold() == lower)
+    return hits.fold_same
 
 
 # ── values: what is a secret once a rule has found where one would sit ──────
@@ -196,8 +256,8 @@ _PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----")
 _PEM_RE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern, re.S)
 
 
-def _private_key(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "-----BEGIN" not in text:
+def _private_key(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "-----begin" not in hits or "-----BEGIN" not in text:
         return text
     if not anchored:
         return _full_sub(text, _PEM_RE, lambda m: (_marker("private-key"), "private-key"), counts)
@@ -241,19 +301,17 @@ def _build_url(m: re.Match[str]) -> tuple[str, str]:
     return f"{m[1]}{m[2]}:{_marker('url-credentials')}@{m[5]}", "url-credentials"
 
 
-def _url_starts(text: str) -> list[int]:
+def _url_starts(text: str, seps: list[int]) -> list[int]:
     """Every position a scheme could start at: a letter at a word boundary
-    inside the run of scheme characters that ends at a '://'."""
+    inside the run of scheme characters that ends at a '://' (at ``seps``)."""
     starts: list[int] = []
-    sep = text.find("://")
-    while sep != -1:
+    for sep in seps:
         run = sep
         while run > 0 and text[run - 1] in _SCHEME_CHARS:
             run -= 1
         for i in range(run, sep):
             if text[i] in _LETTERS and (i == 0 or text[i - 1] not in _WORD):
                 starts.append(i)
-        sep = text.find("://", sep + 1)
     return starts
 
 
@@ -291,11 +349,10 @@ def _build_userinfo(m: re.Match[str]) -> tuple[str, str]:
     return f"{user}:{_marker('url-credentials')}@{host}", "url-credentials"
 
 
-def _userinfo_starts(text: str) -> list[int]:
-    """For each '@': back over the password to a ':', then to the user's start."""
+def _userinfo_starts(text: str, ats: list[int]) -> list[int]:
+    """For each '@' (at ``ats``): back over the password to a ':', then to the user's start."""
     starts: list[int] = []
-    at = text.find("@")
-    while at != -1:
+    for at in ats:
         colon = text.rfind(":", max(0, at - 129), at)
         if colon > 0:
             u = colon
@@ -303,21 +360,23 @@ def _userinfo_starts(text: str) -> list[int]:
                 u -= 1
             if u < colon:
                 starts.append(u)
-        at = text.find("@", at + 1)
     return starts
 
 
-def _url_credentials(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "@" not in text or ":" not in text:
+def _url_credentials(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "@" not in hits or ":" not in text:
         return text
-    if "://" in text:
+    if "://" in hits:
+        before = text
         if anchored:
-            text = _anchored_sub(text, _URL_RE, _url_starts(text), _build_url, counts)
+            text = _anchored_sub(text, _URL_RE, _url_starts(text, hits["://"]), _build_url, counts)
         else:
             text = _full_sub(text, _URL_RE, _build_url, counts)
+        if text is not before:
+            hits = _scan(text, text.lower())
     if not anchored:
         return _full_sub(text, _USERINFO_RE, _build_userinfo, counts)
-    return _anchored_sub(text, _USERINFO_RE, _userinfo_starts(text), _build_userinfo, counts)
+    return _anchored_sub(text, _USERINFO_RE, _userinfo_starts(text, hits.get("@", [])), _build_userinfo, counts)
 
 
 # ── rules 3 and 4: aws-secret, aws-access-key ───────────────────────────────
@@ -348,23 +407,25 @@ def _build_assignment(kind: str) -> _Build:
 _build_aws_secret = _build_assignment("aws-secret")
 
 
-def _aws_secret(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+def _aws_secret(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     # "secret" is implied by the key and makes the check much rarer than "aws".
-    if "aws" not in lower or "secret" not in lower:
+    if "aws" not in hits or "secret" not in hits:
         return text
     if not (anchored and _aligned(text, lower)):
         return _full_sub(text, _AWS_SECRET_RE, _build_aws_secret, counts)
-    starts = _literal_anchors(lower, ["aws"])
+    starts = hits["aws"]
     return _anchored_sub(text, _AWS_SECRET_RE, starts, _build_aws_secret, counts)
 
 
-def _aws_access_key(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "AKIA" not in text and "ASIA" not in text:
+def _aws_access_key(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "akia" not in hits and "asia" not in hits:
+        return text
+    starts = _cased(text, hits, "AKIA") + _cased(text, hits, "ASIA")
+    if not starts:
         return text
     build: _Build = lambda m: (_marker("aws-access-key"), "aws-access-key")  # noqa: E731
     if not anchored:
         return _full_sub(text, _AWS_ACCESS_RE, build, counts)
-    starts = _literal_anchors(text, ["AKIA", "ASIA"])
     return _anchored_sub(text, _AWS_ACCESS_RE, starts, build, counts)
 
 
@@ -426,18 +487,16 @@ def _build_cli_long(m: re.Match[str]) -> tuple[str, str]:
     return _replace_span(m, start, end, "cli-credential"), "cli-credential"
 
 
-def _cli_long_starts(text: str, lower: str) -> list[int]:
+def _cli_long_starts(text: str, hits: _Hits) -> list[int]:
     """The dash that starts each flag ending in a flag word."""
     starts: list[int] = []
     for word in _CLI_FLAG_WORDS:
-        k = lower.find(word)
-        while k != -1:
+        for k in hits.get(word, ()):
             lo, floor = k, max(0, k - 42)
             while lo > floor and text[lo - 1] in _FLAG_CHARS:
                 lo -= 1
             if text[lo] == "-":
                 starts.append(lo)
-            k = lower.find(word, k + 1)
     return starts
 
 
@@ -504,43 +563,53 @@ _CLI_PROGRAM_BUILDS = tuple(_program_builder(g, lg, sp) for _, _, g, lg, sp in _
 # Every short flag the programs take, after a blank: a command needs one
 # before its program can matter, and the program is on the flag's line.
 _SHORT_FLAGS = (" -p", " -P", " -a", " -w", " -u", " -U", " --user", " --proxy-user", " --auth")
+_SHORT_FLAGS_LOWER = tuple(dict.fromkeys(f.lower() for f in _SHORT_FLAGS))
 
 
-def _flag_lines(text: str) -> list[tuple[int, str]]:
-    """(offset, text) of each line part before a short flag; all of the text
-    when a tab precedes a dash (rare: the flags are looked for after spaces)."""
-    if "\t-" in text:
-        return [(0, text)]
-    ends: list[int] = []
-    for flag in _SHORT_FLAGS:
-        _find_all(text, flag, ends)
-    out = []
-    for end in sorted(set(ends)):
-        start = text.rfind("\n", 0, end) + 1
-        out.append((start, text[start:end]))
-    return out
+def _program_starts(text: str, hits: _Hits, progs: tuple[str, ...]) -> list[int]:
+    """Where one of ``progs`` sits on a line part before a short flag (the
+    ends are the flags' positions); anywhere when a tab precedes a dash (rare:
+    the flags are looked for after spaces)."""
+    anywhere = "\t-" in hits
+    # The flags lowered: a superset of their cased spellings' positions.
+    ends = [] if anywhere else sorted(set(_hit_anchors(hits, _SHORT_FLAGS_LOWER)))
+    starts: list[int] = []
+    for prog in progs:
+        for p in _cased(text, hits, prog):
+            if anywhere:
+                starts.append(p)
+                continue
+            i = bisect_left(ends, p + len(prog))
+            if i < len(ends) and text.find("\n", p, ends[i]) == -1:
+                starts.append(p)
+    return starts
 
 
-def _cli_credential(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+def _cli_credential(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     if "-" not in text:
         return text
-    if any(w in lower for w in _CLI_FLAG_WORDS):
+    if _any_hit(hits, _CLI_FLAG_WORDS):
+        before = text
         if anchored and _aligned(text, lower):
-            starts = _cli_long_starts(text, lower)
+            starts = _cli_long_starts(text, hits)
             text = _anchored_sub(text, _CLI_LONG_RE, starts, _build_cli_long, counts)
         else:
             text = _full_sub(text, _CLI_LONG_RE, _build_cli_long, counts)
-    lines = _flag_lines(text)
-    if not lines:
+        if text is not before:
+            hits = _scan(text, text.lower())
+    if "\t-" not in hits and not _any_hit(hits, _SHORT_FLAGS_LOWER):
         return text
     for (progs, regex, *_), build in zip(_CLI_PROGRAM_RES, _CLI_PROGRAM_BUILDS):
-        starts = [a + i for a, line in lines for i in _literal_anchors(line, progs)]
+        starts = _program_starts(text, hits, progs)
         if not starts:
             continue
+        before = text
         if anchored:
             text = _anchored_sub(text, regex, starts, build, counts)
         else:
             text = _full_sub(text, regex, build, counts)
+        if text is not before:
+            hits = _scan(text, text.lower())
     return text
 
 
@@ -559,12 +628,12 @@ def _build_netrc(m: re.Match[str]) -> tuple[str, str]:
     return m[0][: m.start("v") - m.start()] + _marker("netrc"), "netrc"
 
 
-def _netrc(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "password" not in text or "login" not in text:
+def _netrc(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "password" not in hits or "login" not in hits or "password" not in text or "login" not in text:
         return text
     if not anchored:
         return _full_sub(text, _NETRC_RE, _build_netrc, counts)
-    starts = _literal_anchors(text, ("machine", "default"))
+    starts = _cased(text, hits, "machine") + _cased(text, hits, "default")
     return _anchored_sub(text, _NETRC_RE, starts, _build_netrc, counts)
 
 
@@ -593,12 +662,12 @@ def _build_cookie(m: re.Match[str]) -> tuple:
     return m["head"] + new, "cookie", n
 
 
-def _cookie(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "cookie" not in lower:
+def _cookie(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "cookie" not in hits:
         return text
     if not (anchored and _aligned(text, lower)):
         return _full_sub(text, _COOKIE_RE, _build_cookie, counts)
-    starts = _literal_anchors(lower, ("cookie", "set-cookie"))
+    starts = hits["cookie"] + [k - 4 for k in hits["cookie"] if k >= 4 and lower.startswith("set-", k - 4)]
     return _anchored_sub(text, _COOKIE_RE, starts, _build_cookie, counts)
 
 
@@ -615,9 +684,6 @@ _PROSE_WORDS = (
     "sifre", "parola", "lösenord", "losenord", "passord", "adgangskode", "salasana", "jelszó",
     "lozinka", "geslo", "parool", "kata sandi", "mật khẩu", "пароль",
 )  # fmt: skip
-# Most contain "pass": one look for it stands for all of them.
-_PROSE_WORDS_ASCII = ("pass",) + tuple(w for w in _PROSE_WORDS if w.isascii() and "pass" not in w)
-_PROSE_PASS_WORDS = tuple(w for w in _PROSE_WORDS if w.isascii() and "pass" in w)
 _PROSE_RE = re.compile(
     rf"(?<!\w)(?P<head>(?i:{'|'.join(_PROSE_WORDS)})"
     r"(?:\s+(?:for|of|für|pour|de|para|do|dla|voor|för|til|untuk|для|от)\s+[^\s\"'`]{1,64})?"
@@ -636,20 +702,18 @@ def _build_prose(m: re.Match[str]) -> tuple[str, str]:
     return m["head"] + _marker("prose-password") + m["v"][len(value) :], "prose-password"
 
 
-def _prose_password(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+def _prose_password(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     # casefold, as in _credential: re's case folding is wider than lower()'s.
-    if text.isascii():
-        folded, candidates = lower, _PROSE_WORDS_ASCII
+    if _fold_same(text, lower, hits):
+        if not _any_hit(hits, _PROSE_WORDS):
+            return text
     else:
-        folded, candidates = text.casefold(), _PROSE_WORDS
-    words = [w for w in candidates if w in folded]
-    if not words:
-        return text
-    if "pass" in words:
-        words = [w for w in words if w != "pass"] + list(_PROSE_PASS_WORDS)
+        folded = text.casefold()
+        if not any(w in folded for w in _PROSE_WORDS):
+            return text
     if not (anchored and text.isascii()):
         return _full_sub(text, _PROSE_RE, _build_prose, counts)
-    return _anchored_sub(text, _PROSE_RE, _literal_anchors(lower, words), _build_prose, counts)
+    return _anchored_sub(text, _PROSE_RE, _hit_anchors(hits, _PROSE_WORDS), _build_prose, counts)
 
 
 # ── rule 5: quoted-secret ───────────────────────────────────────────────────
@@ -675,12 +739,12 @@ def _build_quoted(m: re.Match[str]) -> tuple[str, str]:
     return f"{m[1]}{m[2]}{m[3]}{_marker('quoted-secret')}{m[5]}", "quoted-secret"
 
 
-def _quoted_secret(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if not any(w in lower for w in _QUOTED_WORDS):
+def _quoted_secret(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if not _any_hit(hits, _QUOTED_WORDS):
         return text
     if not (anchored and _aligned(text, lower)):
         return _full_sub(text, _QUOTED_RE, _build_quoted, counts)
-    starts = _literal_anchors(lower, _QUOTED_WORDS)
+    starts = _hit_anchors(hits, _QUOTED_WORDS)
     return _anchored_sub(text, _QUOTED_RE, starts, _build_quoted, counts)
 
 
@@ -695,14 +759,14 @@ def _build_bearer(m: re.Match[str]) -> tuple[str, str]:
     return f"{m[1]}{m[2]}{_marker('bearer-token')}", "bearer-token"
 
 
-def _bearer_token(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+def _bearer_token(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     # The spec's pre-check is "basic " with a space; "basic" is used because
     # the pattern also accepts a tab or newline after the scheme word.
-    if "bearer" not in lower and "basic" not in lower:
+    if "bearer" not in hits and "basic" not in hits:
         return text
     if not (anchored and _aligned(text, lower)):
         return _full_sub(text, _BEARER_RE, _build_bearer, counts)
-    starts = _literal_anchors(lower, ["bearer", "basic"])
+    starts = _hit_anchors(hits, ("bearer", "basic"))
     return _anchored_sub(text, _BEARER_RE, starts, _build_bearer, counts)
 
 
@@ -711,13 +775,14 @@ def _bearer_token(text: str, lower: str, counts: _Counts, anchored: bool) -> str
 _JWT_RE = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\b", re.ASCII)
 
 
-def _jwt(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "eyJ" not in text:
+def _jwt(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    starts = _cased(text, hits, "eyJ")
+    if not starts:
         return text
     build: _Build = lambda m: (_marker("jwt"), "jwt")  # noqa: E731
     if not anchored:
         return _full_sub(text, _JWT_RE, build, counts)
-    return _anchored_sub(text, _JWT_RE, _literal_anchors(text, ["eyJ"]), build, counts)
+    return _anchored_sub(text, _JWT_RE, starts, build, counts)
 
 
 # ── rule 8: credential (a value assigned to a secret-named key) ──────────────
@@ -860,7 +925,6 @@ _HINTS_INTL = tuple(
         "비밀번호",
     )
 )  # fmt: skip
-_HINTS_INTL_ASCII = tuple(h for h in _HINTS_INTL if h.isascii())
 # From the end of a hint: the rest of an identifier (ASCII word chars, any
 # non-ASCII, '.', '-'), whitespace, quotes and backslashes, then ':' or '='
 # (or a full-width colon).
@@ -870,18 +934,22 @@ _GATE_AFTER_HINT = re.compile(
 )
 
 
-def _assignment_gate(lower: str, hints: Iterable[str]) -> bool:
-    """Section 3.1: some hint word is followed by an assignment."""
+def _assignment_gate(hay: str, hints: Iterable[str], hits: _Hits | None = None) -> bool:
+    """Section 3.1: some hint word is followed by an assignment. The hints'
+    positions come from ``hits`` when those are positions in ``hay``."""
     for hint in hints:
-        i = lower.find(hint)
-        while i != -1:
-            if _GATE_AFTER_HINT.match(lower, i + len(hint)):
+        if hits is None:
+            where: list[int] = []
+            _find_all(hay, hint, where)
+        else:
+            where = hits.get(hint, [])
+        for i in where:
+            if _GATE_AFTER_HINT.match(hay, i + len(hint)):
                 return True
-            i = lower.find(hint, i + 1)
     return False
 
 
-def _kv_starts(text: str, lower: str) -> list[int]:
+def _kv_starts(text: str, hits: _Hits) -> list[int]:
     """Every position a generic credential match can start at.
 
     A match needs a key word at k directly followed by the delimiter/value
@@ -890,8 +958,7 @@ def _kv_starts(text: str, lower: str) -> list[int]:
     """
     starts: list[int] = []
     for lit in _KV_LITERALS:
-        k = lower.find(lit)
-        while k != -1:
+        for k in hits.get(lit, ()):
             j = k + len(lit)
             if j < len(text) and text[j] in _KV_TAIL_FIRST and _KV_TAIL_RE.match(text, j):
                 lo, floor = k, max(0, k - 64)
@@ -901,31 +968,32 @@ def _kv_starts(text: str, lower: str) -> list[int]:
                     before = s > 0 and text[s - 1] in _WORD
                     if before != (text[s] in _WORD):
                         starts.append(s)
-            k = lower.find(lit, k + 1)
     return starts
 
 
-def _credential(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+def _credential(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     # The anchors are themselves the gate when lower() is aligned: no key
     # word followed by a delimiter, no anchor.
-    if anchored and _aligned(text, lower):
-        starts = _kv_starts(text, lower)
-        out = _anchored_sub(text, _KV_RE, starts, _build_credential, counts) if starts else text
-        if out is not text:
-            text, lower = out, out.lower()
-    elif _assignment_gate(lower, _HINTS_EN):
+    aligned = _aligned(text, lower)
+    out = text
+    if anchored and aligned:
+        starts = _kv_starts(text, hits)
+        if starts:
+            out = _anchored_sub(text, _KV_RE, starts, _build_credential, counts)
+    elif _assignment_gate(lower, _HINTS_EN, hits if aligned else None):
         out = _full_sub(text, _KV_RE, _build_credential, counts)
-        if out is not text:
-            text, lower = out, out.lower()
+    if out is not text:
+        text, lower = out, out.lower()
+        hits = _scan(text, lower)
     # Python's re folds case more widely than lower() does ('ſ' matches 's',
     # 'ᲂ' matches 'о'); casefold() covers those, so the gate stays a
     # necessary condition. (Upstream's ToLower gate misses them.) For ASCII
     # text the two are the same.
-    if text.isascii():
-        folded, hints = lower, _HINTS_INTL_ASCII
+    if _fold_same(text, lower, hits):
+        gate = _assignment_gate(lower, _HINTS_INTL, hits)
     else:
-        folded, hints = text.casefold(), _HINTS_INTL
-    if _assignment_gate(folded, hints):
+        gate = _assignment_gate(text.casefold(), _HINTS_INTL)
+    if gate:
         # Rare (a non-English key word with an assignment): plain regex.
         text = _full_sub(text, _KV_INTL_RE, _build_credential_intl, counts)
     return text
@@ -979,8 +1047,8 @@ def _build_provider(m: re.Match[str]) -> tuple[str, str]:
     return _marker(kind), kind
 
 
-def _provider(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    starts = _literal_anchors(text, _PROVIDER_HINTS)
+def _provider(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    starts = [p for h in _PROVIDER_HINTS for p in _cased(text, hits, h)]
     if not starts:
         return text
     if not anchored:
@@ -1215,7 +1283,7 @@ def _entropy_spans(buf: bytes, anchored: bool) -> list[tuple[int, int]]:
     return [(start, _with_padding(buf, run_end)) for start, run_end in runs]
 
 
-def _entropy(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+def _entropy(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     if len(text) < _ENTROPY_MIN_ASSIGN:
         return text
     buf = text.encode("utf-8", "surrogatepass")
@@ -1271,7 +1339,7 @@ def _entropy_batch_prefilter(series) -> list[int]:  # noqa: ANN001 (a polars Ser
 # rule could change anything, so texts it rejects skip the rule.
 _S_RS = r"[\t\n\f\r ]"
 _RS_TAIL = r"[ \t]*(?:\\?['\"])?[ \t]*[:=：][ \t]*[^\t\n\f\r ]"
-_Rule = Callable[[str, str, _Counts, bool], str]
+_Rule = Callable[[str, str, _Counts, bool, _Hits], str]
 # A prefilter is a pattern, several patterns (any may match), or a function
 # from the batch Series to the flagged indices.
 _Prefilter = str | tuple[str, ...] | Callable[..., list[int]]
@@ -1331,15 +1399,32 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
 )
 
 
+# Every literal a rule gates on or anchors at, lowered (casefolded for the
+# international hints), for _scan.
+_TRIGGERS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (
+            "-----begin", "://", "@", "aws", "secret", "akia", "asia", "\t-", "machine", "default",
+            "password", "login", "cookie", "bearer", "basic", "eyj",
+            *_CLI_FLAG_WORDS, *_SHORT_FLAGS_LOWER, *(p.lower() for progs, *_ in _CLI_PROGRAMS for p in progs),
+            *_PROSE_WORDS, *_QUOTED_WORDS, *_KV_LITERALS, *_HINTS_EN, *_HINTS_INTL,
+            *(h.lower() for h in _PROVIDER_HINTS),
+        )
+    )
+)  # fmt: skip
+
+
 def _redact_text(text: str, counts: _Counts, anchored: bool = True) -> str:
     """Run every rule in order; each sees the previous rules' output."""
     if len(text) < _MIN_MATCH_LEN:
         return text
     lower = text.lower()
+    hits = _scan(text, lower)
     for rule, _ in _RULES:
-        out = rule(text, lower, counts, anchored)
+        out = rule(text, lower, counts, anchored, hits)
         if out is not text:
             text, lower = out, out.lower()
+            hits = _scan(text, lower)
     return text
 
 
@@ -1384,10 +1469,9 @@ def redact_many(texts: list[str], vectorized: bool = True) -> tuple[list[str], d
 # Below this many characters (about ten typical messages) a batch is cheaper
 # to redact text by text than to hand to polars.
 _BATCH_MIN_CHARS = 32 * 1024
-# Rules whose Python side wants the lower-cased text.
-_NEEDS_LOWER = frozenset(
-    {_aws_secret, _cli_credential, _cookie, _quoted_secret, _bearer_token, _prose_password, _credential}
-)
+# The one rule that looks for no literal, so needs neither the lowered text nor its scan.
+_NO_LITERALS = _entropy
+_NO_HITS = _Hits()
 
 
 def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: ANN001
@@ -1411,7 +1495,11 @@ def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: 
             text = out[i]
             if len(text) < _MIN_MATCH_LEN:
                 continue
-            new = rule(text, text.lower() if rule in _NEEDS_LOWER else "", counts, True)
+            if rule is _NO_LITERALS:
+                new = rule(text, "", counts, True, _NO_HITS)
+            else:
+                lower = text.lower()
+                new = rule(text, lower, counts, True, _scan(text, lower))
             if new is not text:
                 out[i] = new
                 changed.append(i)

@@ -36,6 +36,7 @@ import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 __all__ = ["MARKER", "redact", "redact_many", "sanitize_display"]
 
@@ -1340,9 +1341,28 @@ def _entropy_batch_prefilter(series) -> list[int]:  # noqa: ANN001 (a polars Ser
 _S_RS = r"[\t\n\f\r ]"
 _RS_TAIL = r"[ \t]*(?:\\?['\"])?[ \t]*[:=：][ \t]*[^\t\n\f\r ]"
 _Rule = Callable[[str, str, _Counts, bool, _Hits], str]
-# A prefilter is a pattern, several patterns (any may match), or a function
-# from the batch Series to the flagged indices.
-_Prefilter = str | tuple[str, ...] | Callable[..., list[int]]
+
+
+class _Staged(NamedTuple):
+    """A costly prefilter pattern run only on the texts holding one of
+    ``literals``, one of which every match holds. With ``fold`` the pattern is
+    (?i): the literals are looked for ASCII-case-insensitively, and every
+    non-ASCII text goes through too, since Unicode case folding reaches
+    further ('ſ' matches 's')."""
+
+    literals: tuple[str, ...]
+    pattern: str
+    fold: bool
+
+
+# A prefilter is a pattern, several patterns (any may match; a pattern may be
+# staged), or a function from the batch Series to the flagged indices.
+_Prefilter = str | tuple[str | _Staged, ...] | Callable[..., list[int]]
+_CLI_PROGRAM_WORDS = (
+    "sshpass", "mysql", "mariadb", "docker", "podman", "buildah", "nerdctl", "skopeo", "helm", "oras",
+    "redis-cli", "zip", "7z", "rar", "ldap", "mongo", "sqlcmd", "bcp", "psexec", "curl", "http",
+    "smbclient", "rpcclient",
+)  # fmt: skip
 _PROSE_CONNECTORS_RS = r"is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–"
 _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
     (_private_key, r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"),
@@ -1350,7 +1370,7 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         _url_credentials,
         (
             r"://[^\t\n\f\r /@:]*:[^\t\n\f\r ]+@",
-            r"[A-Za-z0-9][A-Za-z0-9_.+-]*:[^\s/:'\"`()\[\]{}<>,;]+@[A-Za-z0-9]",
+            _Staged(("@",), r"[A-Za-z0-9][A-Za-z0-9_.+-]*:[^\s/:'\"`()\[\]{}<>,;]+@[A-Za-z0-9]", False),
         ),
     ),
     (_aws_secret, r"(?i)aws[_-]?secret[_-]?access[_-]?key"),
@@ -1359,23 +1379,38 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         _cli_credential,
         (
             r"(?i)-[a-z0-9-]*(?:pass[a-z]*|token|secret|api-?key)(?:=|[ \t]+)[^\s]",
-            r"(?:sshpass|mysql|mariadb|docker|podman|buildah|nerdctl|skopeo|helm|oras|redis-cli|zip"
-            r"|7z|rar|ldap|mongo|sqlcmd|bcp|psexec|curl|http|smbclient|rpcclient)[^\n;|&]*[ \t]"
-            r"-(?:[pPawuU]|-user|-proxy-user|-auth)",
+            # The short flags are rarer than the programs' names ("http").
+            _Staged(
+                tuple(f"{b}-{f}" for b in " \t" for f in ("p", "P", "a", "w", "u", "U", "-user", "-proxy-user", "-auth")),
+                rf"(?:{'|'.join(_CLI_PROGRAM_WORDS)})[^\n;|&]*[ \t]-(?:[pPawuU]|-user|-proxy-user|-auth)",
+                False,
+            ),
         ),
     ),
     (_netrc, r"(?s)(?:machine|default).*login[ \t].*password[ \t]+\S"),
     (_cookie, r"(?i)cookie(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?[^\n\"'\\]*="),
     (
         _quoted_secret,
-        rf"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key)"
-        rf"{_S_RS}+(?:(?:is|was){_S_RS}+)?[\"'`]",
+        (
+            _Staged(
+                _QUOTED_WORDS,
+                rf"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key)"
+                rf"{_S_RS}+(?:(?:is|was){_S_RS}+)?[\"'`]",
+                True,
+            ),
+        ),
     ),
     (_bearer_token, rf"(?i)(?:bearer|basic){_S_RS}+[A-Za-z0-9._~+/=-]{{16}}"),
     (_jwt, r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4}"),
     (
         _prose_password,
-        rf"(?i)(?:{'|'.join(_PROSE_WORDS)})[\s\S]{{0,100}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S",
+        (
+            _Staged(
+                _PROSE_WORDS,
+                rf"(?i)(?:{'|'.join(_PROSE_WORDS)})[\s\S]{{0,100}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S",
+                True,
+            ),
+        ),
     ),
     (
         _credential,
@@ -1384,8 +1419,14 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         # case at least as widely as Python's re does for these words, so the
         # prefilter never rejects a real match.
         (
-            rf"(?i)(?:{_KV_WORDS}){_RS_TAIL}",
-            rf"(?i)(?:{'|'.join(_KV_INTL_WORDS)}){_RS_TAIL}",
+            _Staged(_KV_LITERALS, rf"(?i)(?:{_KV_WORDS}){_RS_TAIL}", True),
+            # Only the words' ASCII spellings need looking for: the rest are
+            # non-ASCII and every non-ASCII text goes through.
+            _Staged(
+                tuple(w for w in _KV_INTL_WORDS if w.isascii()),
+                rf"(?i)(?:{'|'.join(_KV_INTL_WORDS)}){_RS_TAIL}",
+                True,
+            ),
         ),
     ),
     (
@@ -1515,7 +1556,14 @@ def _flagged(series, prefilter: _Prefilter) -> list[int]:  # noqa: ANN001
     patterns = (prefilter,) if isinstance(prefilter, str) else prefilter
     hits: set[int] = set()
     for pattern in patterns:
-        hits.update(series.str.contains(pattern).arg_true().to_list())
+        if isinstance(pattern, str):
+            hits.update(series.str.contains(pattern).arg_true().to_list())
+            continue
+        has = series.str.contains_any(list(pattern.literals), ascii_case_insensitive=pattern.fold)
+        if pattern.fold:
+            has = has | (series.str.len_bytes() != series.str.len_chars())
+        where = has.arg_true()
+        hits.update(where.filter(series.gather(where).str.contains(pattern.pattern)).to_list())
     return sorted(hits)
 
 

@@ -36,7 +36,6 @@ import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
 
 __all__ = ["MARKER", "redact", "redact_many", "sanitize_display"]
 
@@ -1316,14 +1315,14 @@ _ENTROPY_BATCH_SECRETISH = (
 _ENTROPY_MIN_RUN_DISTINCT = _ENTROPY_MIN_DISTINCT - 1
 
 
-def _entropy_batch_prefilter(series) -> list[int]:  # noqa: ANN001 (a polars Series)
+def _entropy_batch_prefilter(series, gate: _Gate) -> list[int]:  # noqa: ANN001 (a polars Series)
     """Indices of texts with a positioned run varied enough to reach 4.5 bits.
 
     Extraction is leftmost and non-overlapping, and never consumes the
     character after a run, so every positioned run is extracted whole. The
     distinct count includes the lead characters, which only lets more through.
     """
-    flagged = set(series.str.contains(_ENTROPY_BATCH_SECRETISH).arg_true().to_list())
+    flagged = gate.contains(series, _ENTROPY_BATCH_SECRETISH)
     for i, spots in enumerate(series.str.extract_all(_ENTROPY_BATCH_SPOTS).to_list()):
         for spot in spots or ():
             if len(set(spot)) >= _ENTROPY_MIN_RUN_DISTINCT:
@@ -1341,28 +1340,9 @@ def _entropy_batch_prefilter(series) -> list[int]:  # noqa: ANN001 (a polars Ser
 _S_RS = r"[\t\n\f\r ]"
 _RS_TAIL = r"[ \t]*(?:\\?['\"])?[ \t]*[:=：][ \t]*[^\t\n\f\r ]"
 _Rule = Callable[[str, str, _Counts, bool, _Hits], str]
-
-
-class _Staged(NamedTuple):
-    """A costly prefilter pattern run only on the texts holding one of
-    ``literals``, one of which every match holds. With ``fold`` the pattern is
-    (?i): the literals are looked for ASCII-case-insensitively, and every
-    non-ASCII text goes through too, since Unicode case folding reaches
-    further ('ſ' matches 's')."""
-
-    literals: tuple[str, ...]
-    pattern: str
-    fold: bool
-
-
-# A prefilter is a pattern, several patterns (any may match; a pattern may be
-# staged), or a function from the batch Series to the flagged indices.
-_Prefilter = str | tuple[str | _Staged, ...] | Callable[..., list[int]]
-_CLI_PROGRAM_WORDS = (
-    "sshpass", "mysql", "mariadb", "docker", "podman", "buildah", "nerdctl", "skopeo", "helm", "oras",
-    "redis-cli", "zip", "7z", "rar", "ldap", "mongo", "sqlcmd", "bcp", "psexec", "curl", "http",
-    "smbclient", "rpcclient",
-)  # fmt: skip
+# A prefilter is a pattern, several patterns (any may match), or a function
+# from the batch Series to the flagged indices.
+_Prefilter = str | tuple[str, ...] | Callable[..., list[int]]
 _PROSE_CONNECTORS_RS = r"is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–"
 _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
     (_private_key, r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"),
@@ -1370,7 +1350,7 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         _url_credentials,
         (
             r"://[^\t\n\f\r /@:]*:[^\t\n\f\r ]+@",
-            _Staged(("@",), r"[A-Za-z0-9][A-Za-z0-9_.+-]*:[^\s/:'\"`()\[\]{}<>,;]+@[A-Za-z0-9]", False),
+            r"[A-Za-z0-9][A-Za-z0-9_.+-]*:[^\s/:'\"`()\[\]{}<>,;]+@[A-Za-z0-9]",
         ),
     ),
     (_aws_secret, r"(?i)aws[_-]?secret[_-]?access[_-]?key"),
@@ -1379,38 +1359,23 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         _cli_credential,
         (
             r"(?i)-[a-z0-9-]*(?:pass[a-z]*|token|secret|api-?key)(?:=|[ \t]+)[^\s]",
-            # The short flags are rarer than the programs' names ("http").
-            _Staged(
-                tuple(f"{b}-{f}" for b in " \t" for f in ("p", "P", "a", "w", "u", "U", "-user", "-proxy-user", "-auth")),
-                rf"(?:{'|'.join(_CLI_PROGRAM_WORDS)})[^\n;|&]*[ \t]-(?:[pPawuU]|-user|-proxy-user|-auth)",
-                False,
-            ),
+            r"(?:sshpass|mysql|mariadb|docker|podman|buildah|nerdctl|skopeo|helm|oras|redis-cli|zip"
+            r"|7z|rar|ldap|mongo|sqlcmd|bcp|psexec|curl|http|smbclient|rpcclient)[^\n;|&]*[ \t]"
+            r"-(?:[pPawuU]|-user|-proxy-user|-auth)",
         ),
     ),
     (_netrc, r"(?s)(?:machine|default).*login[ \t].*password[ \t]+\S"),
     (_cookie, r"(?i)cookie(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?[^\n\"'\\]*="),
     (
         _quoted_secret,
-        (
-            _Staged(
-                _QUOTED_WORDS,
-                rf"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key)"
-                rf"{_S_RS}+(?:(?:is|was){_S_RS}+)?[\"'`]",
-                True,
-            ),
-        ),
+        rf"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key)"
+        rf"{_S_RS}+(?:(?:is|was){_S_RS}+)?[\"'`]",
     ),
     (_bearer_token, rf"(?i)(?:bearer|basic){_S_RS}+[A-Za-z0-9._~+/=-]{{16}}"),
     (_jwt, r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4}"),
     (
         _prose_password,
-        (
-            _Staged(
-                _PROSE_WORDS,
-                rf"(?i)(?:{'|'.join(_PROSE_WORDS)})[\s\S]{{0,100}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S",
-                True,
-            ),
-        ),
+        rf"(?i)(?:{'|'.join(_PROSE_WORDS)})[\s\S]{{0,100}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S",
     ),
     (
         _credential,
@@ -1419,14 +1384,8 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         # case at least as widely as Python's re does for these words, so the
         # prefilter never rejects a real match.
         (
-            _Staged(_KV_LITERALS, rf"(?i)(?:{_KV_WORDS}){_RS_TAIL}", True),
-            # Only the words' ASCII spellings need looking for: the rest are
-            # non-ASCII and every non-ASCII text goes through.
-            _Staged(
-                tuple(w for w in _KV_INTL_WORDS if w.isascii()),
-                rf"(?i)(?:{'|'.join(_KV_INTL_WORDS)}){_RS_TAIL}",
-                True,
-            ),
+            rf"(?i)(?:{_KV_WORDS}){_RS_TAIL}",
+            rf"(?i)(?:{'|'.join(_KV_INTL_WORDS)}){_RS_TAIL}",
         ),
     ),
     (
@@ -1530,9 +1489,10 @@ def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: 
                 out[i] = _redact_text(t, counts)
                 scanned[i] = ""
     series = pl.Series(scanned, dtype=pl.String)
+    gate = _Gate(series)
     for rule, prefilter in _RULES:
         changed: list[int] = []
-        for i in _flagged(series, prefilter):
+        for i in _flagged(series, prefilter, gate):
             text = out[i]
             if len(text) < _MIN_MATCH_LEN:
                 continue
@@ -1546,24 +1506,57 @@ def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: 
                 changed.append(i)
         if changed:
             series = series.scatter(changed, [out[i] for i in changed])
+            gate.changed.update(changed)
     return out
 
 
-def _flagged(series, prefilter: _Prefilter) -> list[int]:  # noqa: ANN001
+# Every prefilter pattern, as two alternations: Rust's regex runs one in a
+# single pass over the batch, where a pass per pattern costs a scan each. The
+# case-insensitive and the case-sensitive ones apart: one alternation of all
+# is slower than the two (its automaton's states multiply).
+_PREFILTER_PATTERNS = (
+    *(q for _, pf in _RULES if not callable(pf) for q in ((pf,) if isinstance(pf, str) else pf)),
+    _ENTROPY_BATCH_SECRETISH,
+)
+_ANY_PREFILTER = tuple(
+    "|".join(f"(?:{p})" for p in _PREFILTER_PATTERNS if p.startswith("(?i)") == folding)
+    for folding in (True, False)
+)
+
+
+class _Gate:
+    """The texts any prefilter pattern matches, found in one pass over the
+    batch as it came in (_ANY_PREFILTER), plus those a rule has changed since. A text neither
+    of these is as scanned and no pattern matches it, so running each rule's
+    patterns on the gate's texts alone flags exactly what running them on
+    the whole batch would."""
+
+    def __init__(self, series) -> None:  # noqa: ANN001 (a polars Series)
+        self.series = series
+        self.changed: set[int] = set()
+        self._where: set[int] | None = None
+
+    def contains(self, series, pattern: str) -> set[int]:  # noqa: ANN001
+        """Indices of the texts of ``series`` (the batch now) ``pattern`` matches."""
+        if self._where is None:
+            self._where = set()
+            for any_of in _ANY_PREFILTER:
+                self._where.update(self.series.str.contains(any_of).arg_true().to_list())
+        where = sorted(self._where | self.changed)
+        if not where:
+            return set()
+        found = series.gather(where).str.contains(pattern).to_list()
+        return {i for i, f in zip(where, found) if f}
+
+
+def _flagged(series, prefilter: _Prefilter, gate: _Gate) -> list[int]:  # noqa: ANN001
     """Indices of the texts a rule's prefilter lets through, in order."""
     if callable(prefilter):
-        return prefilter(series)
+        return prefilter(series, gate)
     patterns = (prefilter,) if isinstance(prefilter, str) else prefilter
     hits: set[int] = set()
     for pattern in patterns:
-        if isinstance(pattern, str):
-            hits.update(series.str.contains(pattern).arg_true().to_list())
-            continue
-        has = series.str.contains_any(list(pattern.literals), ascii_case_insensitive=pattern.fold)
-        if pattern.fold:
-            has = has | (series.str.len_bytes() != series.str.len_chars())
-        where = has.arg_true()
-        hits.update(where.filter(series.gather(where).str.contains(pattern.pattern)).to_list())
+        hits |= gate.contains(series, pattern)
     return sorted(hits)
 
 

@@ -366,17 +366,19 @@ def _userinfo_starts(text: str, ats: list[int]) -> list[int]:
 def _url_credentials(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     if "@" not in hits or ":" not in text:
         return text
+    ats = hits["@"]
     if "://" in hits:
         before = text
         if anchored:
             text = _anchored_sub(text, _URL_RE, _url_starts(text, hits["://"]), _build_url, counts)
         else:
             text = _full_sub(text, _URL_RE, _build_url, counts)
-        if text is not before:
-            hits = _scan(text, text.lower())
+        if text is not before:  # the '@'s moved
+            ats = []
+            _find_all(text, "@", ats)
     if not anchored:
         return _full_sub(text, _USERINFO_RE, _build_userinfo, counts)
-    return _anchored_sub(text, _USERINFO_RE, _userinfo_starts(text, hits.get("@", [])), _build_userinfo, counts)
+    return _anchored_sub(text, _USERINFO_RE, _userinfo_starts(text, ats), _build_userinfo, counts)
 
 
 # ── rules 3 and 4: aws-secret, aws-access-key ───────────────────────────────
@@ -1490,6 +1492,8 @@ def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: 
                 scanned[i] = ""
     series = pl.Series(scanned, dtype=pl.String)
     gate = _Gate(series)
+    # A text's scan, kept while the text is unchanged: several rules flag the same texts.
+    scans: dict[int, tuple[str, str, _Hits]] = {}
     for rule, prefilter in _RULES:
         changed: list[int] = []
         for i in _flagged(series, prefilter, gate):
@@ -1499,8 +1503,11 @@ def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: 
             if rule is _NO_LITERALS:
                 new = rule(text, "", counts, True, _NO_HITS)
             else:
-                lower = text.lower()
-                new = rule(text, lower, counts, True, _scan(text, lower))
+                scan = scans.get(i)
+                if scan is None or scan[0] is not text:
+                    lower = text.lower()
+                    scan = scans[i] = (text, lower, _scan(text, lower))
+                new = rule(text, scan[1], counts, True, scan[2])
             if new is not text:
                 out[i] = new
                 changed.append(i)

@@ -1347,6 +1347,13 @@ _Rule = Callable[[str, str, _Counts, bool, _Hits], str]
 _Prefilter = str | tuple[str, ...] | Callable[..., list[int]]
 _PROSE_CONNECTORS_RS = r"is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–"
 _PROSE_WORDS_RS = rf"(?i)(?:{'|'.join(_PROSE_WORDS)})"
+# _KV_RE's matches that _secret_key can accept: a short key word (key, pass,
+# pwd) only after a character of the name ("--- PASS: TestX" is no key), and
+# ':' not followed by ':' (a path, as in _KV_DELIM).
+_KV_PREFILTER = (
+    rf"(?i)(?:{'|'.join(re.escape(w) for w in _KV_KEYWORDS)}|[A-Za-z0-9_.-](?:key|pass|pwd)|salt|dsn)"
+    r"[ \t]*(?:\\?['\"])?[ \t]*(?::[ \t]*[^\t\n\f\r :]|:[ \t]+[^\t\n\f\r ]|[=：][ \t]*[^\t\n\f\r ])"
+)
 _PROSE_PREFILTER = rf"{_PROSE_WORDS_RS}[\s\S]{{0,100}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S"
 _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
     (_private_key, r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"),
@@ -1385,7 +1392,7 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         # case at least as widely as Python's re does for these words, so the
         # prefilter never rejects a real match.
         (
-            rf"(?i)(?:{_KV_WORDS}){_RS_TAIL}",
+            _KV_PREFILTER,
             rf"(?i)(?:{'|'.join(_KV_INTL_WORDS)}){_RS_TAIL}",
         ),
     ),

@@ -22,10 +22,11 @@ is redacted:
   (whose lowercase is two code points); then the rule uses plain
   ``regex.sub``, the same reference path ``anchored=False`` selects for the
   differential tests.
-* Per batch (``redact_many``): rule by rule, polars runs a prefilter over the
-  whole batch with Rust's regex engine, a pattern that matches every text on
-  which the rule could change anything; the Python rule then runs only on the
-  flagged texts.
+* Per batch (``redact_many``): each rule has a prefilter, patterns in Rust's
+  regex syntax that match every text on which the rule could change
+  anything; the Python rule runs only on the texts they flag. Polars runs all
+  the patterns at once as two alternations over the batch (``_Gate``), then
+  each rule's own patterns over the few texts those flagged.
 """
 
 from __future__ import annotations

@@ -10,9 +10,10 @@ running ten patterns over every message is far too slow for the index path.
 Two layers keep the exact Python rules off most text, neither changing what
 is redacted:
 
-* Per text (``redact``): each rule runs a literal pre-check, then tries its
-  regex only where a match can *begin* (occurrences of its keyword or prefix,
-  found with C-speed ``str.find``; ``_anchored_sub``). ``regex.sub`` takes the
+* Per text (``redact``): one Aho-Corasick pass over the lowered text finds
+  every rule's trigger literals at once (``_scan``); a rule none of whose
+  literals occur returns at once, and the others try their regex only where a
+  match can *begin* (occurrences of a keyword or prefix; ``_anchored_sub``). ``regex.sub`` takes the
   leftmost position where the pattern matches after the previous match, so if
   every possible start is an anchor, trying anchors in order gives the same
   matches and groups (``match(text, pos)`` still sees the character before
@@ -21,10 +22,11 @@ is redacted:
   (whose lowercase is two code points); then the rule uses plain
   ``regex.sub``, the same reference path ``anchored=False`` selects for the
   differential tests.
-* Per batch (``redact_many``): rule by rule, polars runs a prefilter over the
-  whole batch with Rust's regex engine, a pattern that matches every text on
-  which the rule could change anything; the Python rule then runs only on the
-  flagged texts.
+* Per batch (``redact_many``): each rule has a prefilter, patterns in Rust's
+  regex syntax that match every text on which the rule could change
+  anything; the Python rule runs only on the texts they flag. Polars runs all
+  the patterns at once as two alternations over the batch (``_Gate``), then
+  each rule's own patterns over the few texts those flagged.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable
 
@@ -49,12 +52,16 @@ _S = r"[\t\n\f\r ]"
 _NS = r"[^\t\n\f\r ]"
 
 _Counts = dict[str, int]
-# A replacement builder returns (replacement text, kind to count).
-_Build = Callable[[re.Match[str]], tuple[str, str]]
+# A replacement builder returns (replacement text, kind to count), and may
+# add how many redactions it made (a cookie line has several values).
+_Build = Callable[[re.Match[str]], tuple]
 
 
 def _bump(counts: _Counts, kind: str, n: int = 1) -> None:
-    counts[kind] = counts.get(kind, 0) + n
+    # A builder that declines a match (a placeholder, a marker already there)
+    # returns the match unchanged with kind "": nothing is counted.
+    if kind:
+        counts[kind] = counts.get(kind, 0) + n
 
 
 def _marker(kind: str) -> str:
@@ -81,10 +88,10 @@ def _anchored_sub(
         m = regex.match(text, s)
         if m is None:
             continue
-        replacement, kind = build(m)
+        replacement, kind, *n = build(m)
         pieces.append(text[last:s])
         pieces.append(replacement)
-        _bump(counts, kind)
+        _bump(counts, kind, n[0] if n else 1)
         last = m.end()
     if not pieces:
         return text
@@ -96,8 +103,8 @@ def _full_sub(text: str, regex: re.Pattern[str], build: _Build, counts: _Counts)
     """Plain ``regex.sub``: the reference semantics the anchored path must equal."""
 
     def repl(m: re.Match[str]) -> str:
-        replacement, kind = build(m)
-        _bump(counts, kind)
+        replacement, kind, *n = build(m)
+        _bump(counts, kind, n[0] if n else 1)
         return replacement
 
     return regex.sub(repl, text)
@@ -108,11 +115,137 @@ def _aligned(text: str, lower: str) -> bool:
     return len(lower) == len(text)
 
 
-def _literal_anchors(hay: str, literals: Iterable[str]) -> list[int]:
+# ── one pass for every rule's literals ──────────────────────────────────────
+
+# Where each trigger literal (_TRIGGERS, lower-case) occurs in the lowered
+# text, overlapping, in text order; a literal that does not occur has no key.
+# Rules gate on and anchor at these instead of each searching the text for
+# its own literals (one str.find per literal per text added up to most of
+# redaction's cost). Positions are the text's own: the scan lowers the text
+# with U+0130 taken as 'i', the one character whose lower() is two.
+class _Hits(dict[str, list[int]]):
+    __slots__ = ("fold_same",)  # see _fold_same
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fold_same: bool | None = None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_matcher = None  # built on first use: the search and hook paths import this module
+
+
+def _scan(text: str, lower: str) -> _Hits:
+    global _matcher
+    if _matcher is None:
+        import ahocorasick_rs
+
+        _matcher = ahocorasick_rs.AhoCorasick(_TRIGGERS)
+    hay = lower if len(lower) == len(text) else text.replace("\u0130", "i").lower()
+    try:
+        found = _matcher.find_matches_as_indexes(hay, overlapping=True)
+    except UnicodeEncodeError:  # lone surrogates: no literal holds one
+        found = _matcher.find_matches_as_indexes(_SURROGATE.sub("\ufffd", hay), overlapping=True)
+    hits = _Hits()
+    for i, start, _ in found:
+        lit = _TRIGGERS[i]
+        if lit in hits:
+            hits[lit].append(start)
+        else:
+            hits[lit] = [start]
+    return hits
+
+
+def _cased(text: str, hits: _Hits, literal: str) -> list[int]:
+    """Where a case-sensitive ``literal`` occurs in ``text``."""
+    return [p for p in hits.get(literal.lower(), ()) if text.startswith(literal, p)]
+
+
+def _hit_anchors(hits: _Hits, literals: Iterable[str]) -> list[int]:
     starts: list[int] = []
     for lit in literals:
-        _find_all(hay, lit, starts)
+        starts += hits.get(lit, ())
     return starts
+
+
+def _any_hit(hits: _Hits, literals: Iterable[str]) -> bool:
+    return any(lit in hits for lit in literals)
+
+
+def _fold_same(text: str, lower: str, hits: _Hits) -> bool:
+    """casefold() equals lower() here (always for ASCII), so the scan of the
+    lowered text stands for a search of the casefolded one."""
+    if hits.fold_same is None:
+        hits.fold_same = text.isascii() or (len(lower) == len(text) and text.casefold() == lower)
+    return hits.fold_same
+
+
+# ── values: what is a secret once a rule has found where one would sit ──────
+
+# A value that names or stands for a secret instead of being one: templates,
+# environment and code references, masks, types, empty and boolean values.
+# The conformance table PLACEHOLDERS in tests/test_redact.py lists them.
+_PLACEHOLDER_WORDS = frozenset(
+    "changeme change_me change-me changeit none null nil undefined true false yes no "
+    "string str bytes int number bool boolean any object optional required redacted hidden "
+    "placeholder example dummy todo tbd fixme env secret_here password_here".split()
+)  # fmt: skip
+_MASK = re.compile(r"[xX*•.#_-]+|\.\.\.|…")
+_REFERENCE = re.compile(
+    r"\$\{.*|\$\(.*|\$[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%|\{\{.*|<[^<>]*>"
+    # code: os.environ[...], os.getenv(...), process.env.X, self.password, config.get(...)
+    r"|[A-Za-z_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][A-Za-z0-9_.]*[\[(].*"
+    r"|your[-_ ].*"
+    # format verbs and type annotations: "Token = %v", `token: &str`, `key: Option<String>`
+    r"|%[-+ #0-9.]*[A-Za-z]|\{\w*\}|&(?:'\w+ *)?(?:mut +)?[A-Za-z_][\w:<>]*|[A-Za-z_]\w*<.*"
+    # a file that holds the secret is not the secret: ~/.pgpass, ./key.pem
+    r"|(?:~|\.{1,2})?/[^\s]*",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _placeholder(value: str) -> bool:
+    """An obvious placeholder or reference, not a secret (or a marker already)."""
+    v = value.strip()
+    if not v or MARKER in v:
+        return True
+    if v.lower() in _PLACEHOLDER_WORDS:
+        return True
+    return _MASK.fullmatch(v) is not None or _REFERENCE.fullmatch(v) is not None
+
+
+_WORDISH = re.compile(r"[^\W\d_]+")  # letters only, any script
+_IDENT = re.compile(r"[^\W\d]+")  # letters and '_': a word or a name in code
+
+
+def _prose_gate(value: str) -> bool:
+    """The prose form of a secret: it holds a digit or a symbol, and is not a
+    small count ("the password is 12 characters")."""
+    if _WORDISH.fullmatch(value) or not value:
+        return False
+    return not (value.isdigit() and len(value) <= 3)
+
+
+# An unquoted value ends at whitespace; inside it, ';' '&' ',' before another
+# `name=` start the next pair (connection strings, query strings), and
+# closing brackets or separators at its end belong to the code around it.
+_NEXT_PAIR = re.compile(r"[;&,][\w.-]+=")
+_TRAILING = ",;)]}>"
+
+
+def _trim_unquoted(raw: str) -> tuple[str, str]:
+    """(value, what follows it inside the raw token)."""
+    cut = _NEXT_PAIR.search(raw)
+    value = raw[: cut.start()] if cut else raw
+    end = len(value)
+    while end and value[end - 1] in _TRAILING:
+        end -= 1
+    return value[:end], raw[end:]
+
+
+def _rest_of_line_empty(text: str, pos: int) -> bool:
+    nl = text.find("\n", pos)
+    return not text[pos : nl if nl != -1 else len(text)].strip(" \t\r,;}]\"'")
 
 
 # ── rule 1: private-key ─────────────────────────────────────────────────────
@@ -124,8 +257,8 @@ _PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----")
 _PEM_RE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern, re.S)
 
 
-def _private_key(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "-----BEGIN" not in text:
+def _private_key(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "-----begin" not in hits or "-----BEGIN" not in text:
         return text
     if not anchored:
         return _full_sub(text, _PEM_RE, lambda m: (_marker("private-key"), "private-key"), counts)
@@ -149,10 +282,14 @@ def _private_key(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
 
 # ── rule 2: url-credentials ─────────────────────────────────────────────────
 
-# The password is greedy so "user:p@ss@host" splits on the last '@' and the
-# whole password goes (R35); the cost is L11.
+# The password may hold '@' (R35: "p@ss@w0rd" goes whole) but not '/', '?' or
+# '#', which end a URL's authority: a query's "notify=ops@example.com" is no
+# password (L11, resolved). A password with a raw '/', '?' or '#' (invalid in
+# a URL, but pasted) still goes up to the first '@' when it is no port.
 _URL_RE = re.compile(
-    rf"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\t\n\f\r /@:]*):({_NS}+)@({_NS}+)", re.ASCII
+    rf"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\t\n\f\r /@:]*):"
+    rf"(?:([^\t\n\f\r /?#]+)@|(?![0-9]+[/?])([^\t\n\f\r @]+?)@)({_NS}+)",
+    re.ASCII,
 )
 _SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -160,31 +297,89 @@ _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 
 
 def _build_url(m: re.Match[str]) -> tuple[str, str]:
-    return f"{m[1]}{m[2]}:{_marker('url-credentials')}@{m[4]}", "url-credentials"
+    if (m[3] or m[4]) == _marker("url-credentials"):
+        return m[0], ""  # already redacted: text passing the redactor twice stays as it is
+    return f"{m[1]}{m[2]}:{_marker('url-credentials')}@{m[5]}", "url-credentials"
 
 
-def _url_starts(text: str) -> list[int]:
+def _url_starts(text: str, seps: list[int]) -> list[int]:
     """Every position a scheme could start at: a letter at a word boundary
-    inside the run of scheme characters that ends at a '://'."""
+    inside the run of scheme characters that ends at a '://' (at ``seps``)."""
     starts: list[int] = []
-    sep = text.find("://")
-    while sep != -1:
+    for sep in seps:
         run = sep
         while run > 0 and text[run - 1] in _SCHEME_CHARS:
             run -= 1
         for i in range(run, sep):
             if text[i] in _LETTERS and (i == 0 or text[i - 1] not in _WORD):
                 starts.append(i)
-        sep = text.find("://", sep + 1)
     return starts
 
 
-def _url_credentials(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "://" not in text or "@" not in text:
+# user:password@host with no scheme (L4, resolved): `mysql -h user:pw@db`,
+# `redis user:pw@cache`. The user is a whole token (nothing URL-like before
+# it); the password (which may hold '@': the last one ends it) holds no
+# brackets, quotes or separators, so slices and
+# code stay; the host is a hostname with a letter. Mail headers
+# ("to:bob@example.com"), npm aliases and image digests (`nginx:1.25@sha256`)
+# are not credentials.
+_USERINFO_RE = re.compile(
+    r"(?<![\w.:/@%+\\-])([A-Za-z0-9][\w.+-]{0,63}):([^\s/:'\"`()\[\]{}<>,;]{1,128})"
+    r"@([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*)",
+    re.ASCII,
+)
+_USERINFO_NOT_USERS = frozenset(
+    "mailto to from cc bcc email e-mail mail reply-to sender contact npm git github gitlab link "
+    "file workspace http https ssh author committer by name".split()
+)  # fmt: skip
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")  # a version (react@18.2.0) has three parts
+_DIGEST_HOSTS = frozenset("sha1 sha256 sha384 sha512 md5 blake2b".split())
+_USERINFO_CHARS = _WORD | {".", "+", "-"}
+
+
+def _build_userinfo(m: re.Match[str]) -> tuple[str, str]:
+    user, host = m[1], m[3]
+    if (
+        user.lower() in _USERINFO_NOT_USERS
+        or user.isdigit()
+        or host.lower() in _DIGEST_HOSTS
+        or not (any(c.isalpha() for c in host) or _IPV4.fullmatch(host))
+        or _placeholder(m[2])
+    ):
+        return m[0], ""
+    return f"{user}:{_marker('url-credentials')}@{host}", "url-credentials"
+
+
+def _userinfo_starts(text: str, ats: list[int]) -> list[int]:
+    """For each '@' (at ``ats``): back over the password to a ':', then to the user's start."""
+    starts: list[int] = []
+    for at in ats:
+        colon = text.rfind(":", max(0, at - 129), at)
+        if colon > 0:
+            u = colon
+            while u > 0 and colon - u < 64 and text[u - 1] in _USERINFO_CHARS:
+                u -= 1
+            if u < colon:
+                starts.append(u)
+    return starts
+
+
+def _url_credentials(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "@" not in hits or ":" not in text:
         return text
+    ats = hits["@"]
+    if "://" in hits:
+        before = text
+        if anchored:
+            text = _anchored_sub(text, _URL_RE, _url_starts(text, hits["://"]), _build_url, counts)
+        else:
+            text = _full_sub(text, _URL_RE, _build_url, counts)
+        if text is not before:  # the '@'s moved
+            ats = []
+            _find_all(text, "@", ats)
     if not anchored:
-        return _full_sub(text, _URL_RE, _build_url, counts)
-    return _anchored_sub(text, _URL_RE, _url_starts(text), _build_url, counts)
+        return _full_sub(text, _USERINFO_RE, _build_userinfo, counts)
+    return _anchored_sub(text, _USERINFO_RE, _userinfo_starts(text, ats), _build_userinfo, counts)
 
 
 # ── rules 3 and 4: aws-secret, aws-access-key ───────────────────────────────
@@ -215,48 +410,344 @@ def _build_assignment(kind: str) -> _Build:
 _build_aws_secret = _build_assignment("aws-secret")
 
 
-def _aws_secret(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+def _aws_secret(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     # "secret" is implied by the key and makes the check much rarer than "aws".
-    if "aws" not in lower or "secret" not in lower:
+    if "aws" not in hits or "secret" not in hits:
         return text
     if not (anchored and _aligned(text, lower)):
         return _full_sub(text, _AWS_SECRET_RE, _build_aws_secret, counts)
-    starts = _literal_anchors(lower, ["aws"])
+    starts = hits["aws"]
     return _anchored_sub(text, _AWS_SECRET_RE, starts, _build_aws_secret, counts)
 
 
-def _aws_access_key(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "AKIA" not in text and "ASIA" not in text:
+def _aws_access_key(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "akia" not in hits and "asia" not in hits:
+        return text
+    starts = _cased(text, hits, "AKIA") + _cased(text, hits, "ASIA")
+    if not starts:
         return text
     build: _Build = lambda m: (_marker("aws-access-key"), "aws-access-key")  # noqa: E731
     if not anchored:
         return _full_sub(text, _AWS_ACCESS_RE, build, counts)
-    starts = _literal_anchors(text, ["AKIA", "ASIA"])
     return _anchored_sub(text, _AWS_ACCESS_RE, starts, build, counts)
+
+
+# ── seed rules: cli-credential, netrc, cookie ────────────────────────────────
+
+# A value on a command line: double-quoted, single-quoted, or up to whitespace.
+_CLI_VALUE = r"""(?:"(?P<dq>[^"\n]*)"|'(?P<sq>[^'\n]*)'|(?P<v>[^\s"'`]\S*))"""
+
+
+def _cli_value(m: re.Match[str]) -> tuple[str, bool, int, int]:
+    """(value, quoted, start, end) of the _CLI_VALUE groups."""
+    for group, quoted in (("dq", True), ("sq", True), ("v", False)):
+        if m[group] is not None:
+            return m[group], quoted, m.start(group), m.end(group)
+    raise AssertionError("a _CLI_VALUE group always matches")
+
+
+def _replace_span(m: re.Match[str], start: int, end: int, kind: str) -> str:
+    base = m.start()
+    return m[0][: start - base] + _marker(kind) + m[0][end - base :]
+
+
+# --password X, --password=X and the siblings (--db-password, --api-token,
+# --client-secret, -storepass…). With '=' any value that is not a placeholder
+# goes; with a space the value must hold a digit or a symbol, so
+# `--token refresh` or `--secret generic` stay (the seed's gate).
+_CLI_FLAG_WORDS = ("password", "passwd", "passphrase", "pass", "token", "secret", "api-key", "apikey")
+_CLI_LONG_RE = re.compile(
+    r"(?<![\w-])(?P<flag>--?[A-Za-z0-9-]{0,40}?"
+    r"(?:password|passwd|passphrase|pass(?:in|out)?|token|secret|api-?key))"
+    rf"(?P<sep>=|[ \t]+){_CLI_VALUE}",
+    re.ASCII | re.IGNORECASE,
+)
+_FLAG_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
+_PASS_FLAG_HEADS = ("", "store", "key", "srcstore", "deststore", "srckey", "destkey")
+
+
+def _build_cli_long(m: re.Match[str]) -> tuple[str, str]:
+    flag = m["flag"].lower().lstrip("-")
+    if flag.endswith("pass"):
+        head = flag[:-4]
+        if not (head in _PASS_FLAG_HEADS or head.endswith("-")):
+            return m[0], ""  # --bypass, --compass
+    if flag.startswith("no-"):
+        return m[0], ""
+    value, quoted, start, end = _cli_value(m)
+    if not quoted:
+        if value.startswith("pass:"):  # openssl -passin pass:SECRET
+            start += 5
+            value = value[5:]
+        if _placeholder(value):
+            return m[0], ""
+        value, _ = _trim_unquoted(value)
+        end = start + len(value)
+        if m["sep"] != "=" and (value.startswith("-") or not _prose_gate(value)):
+            return m[0], ""
+    if _placeholder(value) or value.lower().startswith(("env:", "file:", "fd:", "stdin")):
+        return m[0], ""
+    return _replace_span(m, start, end, "cli-credential"), "cli-credential"
+
+
+def _cli_long_starts(text: str, hits: _Hits) -> list[int]:
+    """The dash that starts each flag ending in a flag word."""
+    starts: list[int] = []
+    for word in _CLI_FLAG_WORDS:
+        for k in hits.get(word, ()):
+            lo, floor = k, max(0, k - 42)
+            while lo > floor and text[lo - 1] in _FLAG_CHARS:
+                lo -= 1
+            if text[lo] == "-":
+                starts.append(lo)
+    return starts
+
+
+# Short flags mean a password only for some programs, on the same command
+# (up to a newline, ';', '|' or '&'): (programs, flag, value after a space is
+# gated, the command must say "login", the value is user:password / user%password).
+_CLI_PROGRAMS: tuple[tuple[tuple[str, ...], str, bool, bool, str], ...] = (
+    (("sshpass",), "-p", False, False, ""),
+    (("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mysqlsh",
+      "mariadb", "mariadb-dump"), "-p", True, False, ""),
+    (("docker", "podman", "buildah", "nerdctl", "skopeo", "helm", "oras"), "-p", False, True, ""),
+    (("redis-cli",), "-a", False, False, ""),
+    (("zip", "unzip"), "-P", False, False, ""),
+    (("7z", "7za", "7zr", "rar", "unrar"), "-p", False, False, ""),
+    (("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd"), "-w", False, False, ""),
+    (("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"), "-p", False, False, ""),
+    (("sqlcmd", "bcp"), "-P", False, False, ""),
+    (("psexec", "psexec.py"), "-p", False, False, ""),
+    (("curl",), "(?:-u|-U|--user|--proxy-user)", False, False, ":"),
+    (("http", "https"), "(?:-a|--auth)", False, False, ":"),
+    (("smbclient", "rpcclient"), "-U", False, False, "%"),
+)  # fmt: skip
+_CLI_PROGRAM_RES = tuple(
+    (
+        progs,
+        re.compile(
+            rf"(?<![\w.-])(?:{'|'.join(re.escape(p) for p in progs)})(?![\w.-])"
+            rf"(?P<mid>[^\n;|&]*?)[ \t]{flag}(?P<sep>[ \t=]*){_CLI_VALUE}",
+            re.ASCII,
+        ),
+        gated,
+        login,
+        split,
+    )
+    for progs, flag, gated, login, split in _CLI_PROGRAMS
+)
+
+
+def _program_builder(gated: bool, login: bool, split: str) -> _Build:
+    def build(m: re.Match[str]) -> tuple[str, str]:
+        value, quoted, start, end = _cli_value(m)
+        if login and "login" not in m["mid"]:
+            return m[0], ""
+        if split:
+            cut = value.find(split)
+            if cut == -1:
+                return m[0], ""  # `curl -u user` asks for the password
+            start, value = start + cut + 1, value[cut + 1 :]
+        if not quoted:
+            value, _ = _trim_unquoted(value)
+            end = start + len(value)
+            if gated and m["sep"] and not _prose_gate(value):
+                return m[0], ""  # `mysql -p dbname`: the password is asked for
+        if _placeholder(value) or value.startswith("-"):
+            return m[0], ""
+        return _replace_span(m, start, end, "cli-credential"), "cli-credential"
+
+    return build
+
+
+_CLI_PROGRAM_BUILDS = tuple(_program_builder(g, lg, sp) for _, _, g, lg, sp in _CLI_PROGRAM_RES)
+
+
+# Every short flag the programs take, after a blank: a command needs one
+# before its program can matter, and the program is on the flag's line.
+_SHORT_FLAGS = (" -p", " -P", " -a", " -w", " -u", " -U", " --user", " --proxy-user", " --auth")
+_SHORT_FLAGS_LOWER = tuple(dict.fromkeys(f.lower() for f in _SHORT_FLAGS))
+
+
+def _program_starts(text: str, hits: _Hits, progs: tuple[str, ...]) -> list[int]:
+    """Where one of ``progs`` sits on a line part before a short flag (the
+    ends are the flags' positions); anywhere when a tab precedes a dash (rare:
+    the flags are looked for after spaces)."""
+    anywhere = "\t-" in hits
+    # The flags lowered: a superset of their cased spellings' positions.
+    ends = [] if anywhere else sorted(set(_hit_anchors(hits, _SHORT_FLAGS_LOWER)))
+    starts: list[int] = []
+    for prog in progs:
+        for p in _cased(text, hits, prog):
+            if anywhere:
+                starts.append(p)
+                continue
+            i = bisect_left(ends, p + len(prog))
+            if i < len(ends) and text.find("\n", p, ends[i]) == -1:
+                starts.append(p)
+    return starts
+
+
+def _cli_credential(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "-" not in text:
+        return text
+    if _any_hit(hits, _CLI_FLAG_WORDS):
+        before = text
+        if anchored and _aligned(text, lower):
+            starts = _cli_long_starts(text, hits)
+            text = _anchored_sub(text, _CLI_LONG_RE, starts, _build_cli_long, counts)
+        else:
+            text = _full_sub(text, _CLI_LONG_RE, _build_cli_long, counts)
+        if text is not before:
+            hits = _scan(text, text.lower())
+    if "\t-" not in hits and not _any_hit(hits, _SHORT_FLAGS_LOWER):
+        return text
+    for (progs, regex, *_), build in zip(_CLI_PROGRAM_RES, _CLI_PROGRAM_BUILDS):
+        starts = _program_starts(text, hits, progs)
+        if not starts:
+            continue
+        before = text
+        if anchored:
+            text = _anchored_sub(text, regex, starts, build, counts)
+        else:
+            text = _full_sub(text, regex, build, counts)
+        if text is not before:
+            hits = _scan(text, text.lower())
+    return text
+
+
+# netrc: `machine HOST login USER password SECRET` on one line or several;
+# a `login` is required, so "the machine learning password manager" stays.
+_NETRC_RE = re.compile(
+    r"(?<![\w-])(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+)*"
+    r"\s+login[ \t]+\S+(?:\s+(?:account|port)[ \t]+\S+)*\s+password[ \t]+(?P<v>\S+)",
+    re.ASCII,
+)
+
+
+def _build_netrc(m: re.Match[str]) -> tuple[str, str]:
+    if _placeholder(m["v"]):
+        return m[0], ""
+    return m[0][: m.start("v") - m.start()] + _marker("netrc"), "netrc"
+
+
+def _netrc(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "password" not in hits or "login" not in hits or "password" not in text or "login" not in text:
+        return text
+    if not anchored:
+        return _full_sub(text, _NETRC_RE, _build_netrc, counts)
+    starts = _cased(text, hits, "machine") + _cased(text, hits, "default")
+    return _anchored_sub(text, _NETRC_RE, starts, _build_netrc, counts)
+
+
+# Cookie: every value; Set-Cookie: the cookie's own value, not its attributes
+# (Path, Expires…). Names stay searchable.
+_COOKIE_RE = re.compile(
+    r"\b(?P<head>(?P<set>set-)?cookie(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?)(?P<body>[^\n\"'\\]*)",
+    re.ASCII | re.IGNORECASE,
+)
+_COOKIE_PAIR = re.compile(r"([!#$%&*+.^`|~\w-]+)=([^;\s,\"'\\]+)", re.ASCII)
+
+
+def _build_cookie(m: re.Match[str]) -> tuple:
+    n = 0
+
+    def one(p: re.Match[str]) -> str:
+        nonlocal n
+        if _placeholder(p[2]):
+            return p[0]
+        n += 1
+        return f"{p[1]}={_marker('cookie')}"
+
+    new = _COOKIE_PAIR.sub(one, m["body"], count=1 if m["set"] else 0)
+    if not n:
+        return m[0], ""
+    return m["head"] + new, "cookie", n
+
+
+def _cookie(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if "cookie" not in hits:
+        return text
+    if not (anchored and _aligned(text, lower)):
+        return _full_sub(text, _COOKIE_RE, _build_cookie, counts)
+    starts = hits["cookie"] + [k - 4 for k in hits["cookie"] if k >= 4 and lower.startswith("set-", k - 4)]
+    return _anchored_sub(text, _COOKIE_RE, starts, _build_cookie, counts)
+
+
+# ── seed rule: prose-password ───────────────────────────────────────────────
+
+# "the admin password is hunter2Secret!9": no delimiter, so the gate is the
+# value's shape: it ends at the first space and holds a digit or a symbol,
+# so "the password is wrong" and "the password is the same as staging" stay.
+# Connectors and key words in the Latin-script languages people write in,
+# and Russian.
+_PROSE_WORDS = (
+    "password", "passwd", "passphrase", "passcode", "mot de passe", "passwort", "kennwort",
+    "wachtwoord", "contraseña", "contrasenya", "senha", "hasło", "haslo", "heslo", "şifre",
+    "sifre", "parola", "lösenord", "losenord", "passord", "adgangskode", "salasana", "jelszó",
+    "lozinka", "geslo", "parool", "kata sandi", "mật khẩu", "пароль",
+)  # fmt: skip
+_PROSE_RE = re.compile(
+    rf"(?<!\w)(?P<head>(?i:{'|'.join(_PROSE_WORDS)})"
+    r"(?:\s+(?:for|of|für|pour|de|para|do|dla|voor|för|til|untuk|для|от)\s+[^\s\"'`]{1,64})?"
+    r"\s+(?i:is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–)"
+    r":?\s+(?:(?i:now|still|just|currently|set to|actually|jetzt|maintenant|ahora|agora)\s+)?)"
+    r"(?P<v>[^\s\"'`]\S*)"
+)
+_PROSE_TRAILING = ".,;:)"
+
+
+def _build_prose(m: re.Match[str]) -> tuple[str, str]:
+    value = m["v"].rstrip(_PROSE_TRAILING)
+    core = value.rstrip("!?")
+    if not _prose_gate(core) or _placeholder(value):
+        return m[0], ""
+    return m["head"] + _marker("prose-password") + m["v"][len(value) :], "prose-password"
+
+
+def _prose_password(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    # casefold, as in _credential: re's case folding is wider than lower()'s.
+    if _fold_same(text, lower, hits):
+        if not _any_hit(hits, _PROSE_WORDS):
+            return text
+    else:
+        folded = text.casefold()
+        if not any(w in folded for w in _PROSE_WORDS):
+            return text
+    if not (anchored and text.isascii()):
+        return _full_sub(text, _PROSE_RE, _build_prose, counts)
+    return _anchored_sub(text, _PROSE_RE, _hit_anchors(hits, _PROSE_WORDS), _build_prose, counts)
 
 
 # ── rule 5: quoted-secret ───────────────────────────────────────────────────
 
+# Any quoted value is deliberate, so short ones count (L3, resolved: "token
+# 'abc'"). "for" is no longer a connector: "the secret for \"staging-east\""
+# quotes whose secret it is, not the secret (L7, resolved).
 _QUOTED_RE = re.compile(
-    rf"\b(password|passwd|pwd|secret|token|api[_-]?key)({_S}+(?:is{_S}+|was{_S}+|for{_S}+)?)"
-    r"([\"'`])([^\"'`\n]{6,80})([\"'`])",
+    rf"\b(password|passwd|passphrase|pwd|secret|token|api[_-]?key)({_S}+(?:is{_S}+|was{_S}+)?)"
+    r"([\"'`])([^\"'`\n]{1,80})([\"'`])",
     re.ASCII | re.IGNORECASE,
 )
 # The spec's pre-check lists "api key", which the pattern cannot match, and
 # omits "api-key", which it can; the literals here are exactly the keywords.
-_QUOTED_WORDS = ("password", "passwd", "pwd", "secret", "token", "api_key", "api-key", "apikey")
+_QUOTED_WORDS = (
+    "password", "passwd", "passphrase", "pwd", "secret", "token", "api_key", "api-key", "apikey",
+)  # fmt: skip
 
 
 def _build_quoted(m: re.Match[str]) -> tuple[str, str]:
+    if _placeholder(m[4]):
+        return m[0], ""
     return f"{m[1]}{m[2]}{m[3]}{_marker('quoted-secret')}{m[5]}", "quoted-secret"
 
 
-def _quoted_secret(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if not any(w in lower for w in _QUOTED_WORDS):
+def _quoted_secret(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if not _any_hit(hits, _QUOTED_WORDS):
         return text
     if not (anchored and _aligned(text, lower)):
         return _full_sub(text, _QUOTED_RE, _build_quoted, counts)
-    starts = _literal_anchors(lower, _QUOTED_WORDS)
+    starts = _hit_anchors(hits, _QUOTED_WORDS)
     return _anchored_sub(text, _QUOTED_RE, starts, _build_quoted, counts)
 
 
@@ -271,14 +762,14 @@ def _build_bearer(m: re.Match[str]) -> tuple[str, str]:
     return f"{m[1]}{m[2]}{_marker('bearer-token')}", "bearer-token"
 
 
-def _bearer_token(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+def _bearer_token(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     # The spec's pre-check is "basic " with a space; "basic" is used because
     # the pattern also accepts a tab or newline after the scheme word.
-    if "bearer" not in lower and "basic" not in lower:
+    if "bearer" not in hits and "basic" not in hits:
         return text
     if not (anchored and _aligned(text, lower)):
         return _full_sub(text, _BEARER_RE, _build_bearer, counts)
-    starts = _literal_anchors(lower, ["bearer", "basic"])
+    starts = _hit_anchors(hits, ("bearer", "basic"))
     return _anchored_sub(text, _BEARER_RE, starts, _build_bearer, counts)
 
 
@@ -287,64 +778,181 @@ def _bearer_token(text: str, lower: str, counts: _Counts, anchored: bool) -> str
 _JWT_RE = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\b", re.ASCII)
 
 
-def _jwt(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if "eyJ" not in text:
+def _jwt(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    starts = _cased(text, hits, "eyJ")
+    if not starts:
         return text
     build: _Build = lambda m: (_marker("jwt"), "jwt")  # noqa: E731
     if not anchored:
         return _full_sub(text, _JWT_RE, build, counts)
-    return _anchored_sub(text, _JWT_RE, _literal_anchors(text, ["eyJ"]), build, counts)
+    return _anchored_sub(text, _JWT_RE, starts, build, counts)
 
 
-# ── rule 8: credential (generic and international key = value) ──────────────
+# ── rule 8: credential (a value assigned to a secret-named key) ──────────────
 
-# Delimiter and value shared by both patterns: groups 2-5 of the match.
-_KV_TAIL = rf"({_S}*['\"]?{_S}*[:=]{_S}*)(['\"]?)([A-Za-z0-9/+=._-]{{16,}})(['\"]?)"
-_KV_WORDS = r"api[_-]?key|secret|token|passwd|password|authorization"
+# Values, not lengths: whatever follows `key =`, `key: `, `"key": `, `key := `
+# or `'key' => ` is the secret, to its closing quote or, unquoted, to
+# whitespace, unless it is a placeholder or a reference (_placeholder).
+# Unquoted values of letters only are the one place prose and code look like
+# an assignment ("password: it expired", `password = password`); they count
+# where a shell or a config file would put them (`PASSWORD=hunter`, or alone
+# at the end of the line).
+_KV_DELIM = r"([ \t]*(?:\\?['\"])?[ \t]*(?::=|=>|==|:(?!:)|[=：])[ \t]*)"  # '::' is a path
+_KV_VALUE = (
+    r"(?:(?P<q>\\?[\"'`])(?P<qv>(?:\\.|[^\n\\])*?)(?P=q)"
+    r"|(?P<v>[^\t\n\f\r \"'`\\][^\t\n\f\r ]*))"
+)
+_KV_TAIL = _KV_DELIM + _KV_VALUE
+# Key words that make a key secret-named whatever comes before them, and the
+# short ones that count only as their own part of a name (DB_PASS, dbPass,
+# SIGNING_SALT, SENTRY_DSN; not bypass, basalt, monkey).
+_KV_KEYWORDS = (
+    "password", "passwd", "passphrase", "secret", "token", "authorization",
+    "private_key_id", "private-key-id", "privatekeyid",
+    # Latin-script languages (L5 and its siblings): Dutch, German, Portuguese,
+    # Czech/Slovak, Polish (ASCII spelling), Turkish (ASCII), Italian/Turkish,
+    # Norwegian, Danish, Finnish, Croatian/Serbian, Slovenian, Estonian,
+    # Catalan, Spanish, Swedish (ASCII).
+    "wachtwoord", "kennwort", "passwort", "senha", "heslo", "haslo", "sifre", "parola",
+    "passord", "adgangskode", "salasana", "lozinka", "geslo", "parool", "contrasenya", "clave",
+    "losenord",
+)  # fmt: skip
+_KV_SHORT = ("key", "salt", "dsn", "pass", "pwd")
+_KV_WORDS = "|".join(re.escape(w) for w in _KV_KEYWORDS + _KV_SHORT)
 _KV_RE = re.compile(rf"\b([\w.-]{{0,64}}?(?:{_KV_WORDS})){_KV_TAIL}", re.ASCII | re.IGNORECASE)
 # No \b: RE2's \b is ASCII-only, so it could never sit before a Cyrillic or
 # CJK word. Only the key words fold case (Unicode folding, as RE2's (?i)).
-_KV_INTL_RE = re.compile(
-    r"((?i:парол[ьяею]|токен[ауы]?|секрет[ауы]?|ключ[аеиуом]?|contraseña|senha|passwort"
-    rf"|密码|密碼|パスワード|비밀번호)){_KV_TAIL}"
-)
-_KV_TAIL_RE = re.compile(_KV_TAIL)
-# Literal spellings of _KV_WORDS, to find where a key word ends.
-_KV_LITERALS = (
-    "api_key", "api-key", "apikey", "secret", "token", "passwd", "password", "authorization",
+_KV_INTL_WORDS = (
+    "парол[ьяею]", "токен[ауы]?", "секрет[ауы]?", "ключ[аеиуом]?", "contraseña", "mot de passe",
+    "mot_de_passe", "hasło", "şifre", "lösenord", "parola d'ordine", "kata sandi", "mật khẩu",
+    "jelszó", "parolă", "slaptažodis", "κωδικός", "密码", "密碼", "パスワード", "비밀번호",
 )  # fmt: skip
+_KV_INTL_RE = re.compile(rf"((?i:{'|'.join(_KV_INTL_WORDS)})){_KV_TAIL}")
+_KV_TAIL_RE = re.compile(_KV_TAIL)
+_KV_TAIL_FIRST = frozenset(" \t'\"\\:=：")  # what a tail can start with
+# Literal spellings of _KV_WORDS, to find where a key word ends.
+_KV_LITERALS = _KV_KEYWORDS + _KV_SHORT
 _KEY_PREFIX_CHARS = _WORD | {".", "-"}
 
-# Section 3.1 hint words, split by the pattern they can lead to. "passw"
-# covers "passwort" (international) as well as the English spellings;
-# "mot de passe" is a hint upstream but no pattern uses it (L5).
-_HINTS_EN = ("key", "secret", "token", "passw", "authorization")
-_HINTS_INTL = (
-    "passw", "пароль", "парол", "токен", "секрет", "ключ",
-    "contraseña", "senha", "mot de passe", "密码", "密碼", "パスワード", "비밀번호",
+# `*_KEY` is a secret in an environment variable (STRIPE_KEY, SECRET_KEY)
+# unless it names a data key; in code only after the words that make it one.
+_KEY_NOT_SECRET = frozenset(
+    "primary sort partition foreign cache routing public pub publishable idempotency lookup "
+    "hash shard row object s3 map dict index unique composite group lock dedup order search "
+    "i18n translation message config setting hot short shortcut sort range cursor page".split()
+)  # fmt: skip
+_KEY_SECRET = frozenset(
+    "api secret private access signing sign encryption encrypt decryption crypto cipher master "
+    "client auth app license licence account service webhook session deploy hmac jwt aes gpg pgp "
+    "consumer subscription admin root shared server openai anthropic stripe aws gcp azure "
+    "sendgrid mailgun twilio github gitlab google maps firebase storage wrapping kms mac enc "
+    "secure security personal cloud ingest write read license_".split()
+)  # fmt: skip
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_CODE_WORDS = ("pass", "pwd", "secret", "token", "key", "salt", "auth", "cred")
+
+
+def _secret_key(key: str) -> bool:
+    """A key named for a secret (see _KV_KEYWORDS and _KV_SHORT)."""
+    low = key.lower()
+    if low.endswith(_KV_KEYWORDS):
+        return True
+    word = next(w for w in _KV_SHORT if low.endswith(w))
+    head = key[: -len(word)]
+    if not head:
+        return word in ("salt", "dsn")
+    if head[-1] in "_-.":
+        part = re.split(r"[_.\-]", head[:-1].lower())[-1] if head[:-1] else ""
+    elif head[-1].islower() and key[-len(word)].isupper():  # camelCase: apiKey, dbPass
+        parts = _NAME_PARTS.findall(head)
+        part = parts[-1].lower() if parts else ""
+    else:
+        return word == "key" and low.endswith("apikey")
+    if word != "key":
+        return True
+    if key.isupper():
+        return part not in _KEY_NOT_SECRET
+    return part in _KEY_SECRET
+
+
+# Upstream's floor: a value this long is a secret even made of letters only.
+_KV_FLOOR = 16
+
+
+def _kv_value(m: re.Match[str], key_ok: bool) -> tuple[str, str]:
+    key, delim = m[1], m[2]
+    if not key_ok:
+        return m[0], ""
+    marker = _marker("credential")
+    if m["q"] is not None:
+        if _placeholder(m["qv"]):
+            return m[0], ""
+        return f"{key}{delim}{m['q']}{marker}{m['q']}", "credential"
+    value, tail = _trim_unquoted(m["v"])
+    if not value or _placeholder(value) or _placeholder(m["v"]):
+        return m[0], ""
+    at_end = _rest_of_line_empty(m.string, m.end())
+    if len(value) < _KV_FLOOR and _IDENT.fullmatch(value):
+        low = value.lower()
+        if any(w in low for w in _CODE_WORDS):
+            return m[0], ""  # `password = password`, `{token: accessToken}`
+        tight = delim in ("=", ":=") or delim.endswith(("='", '="', "=\\'", '=\\"'))
+        if not (tight or at_end):
+            return m[0], ""
+    elif not at_end and value.isdigit() and len(value) <= 3:
+        return m[0], ""  # "password: 12 characters minimum"
+    return f"{key}{delim}{marker}{tail}", "credential"
+
+
+def _build_credential(m: re.Match[str]) -> tuple[str, str]:
+    return _kv_value(m, _secret_key(m[1]))
+
+
+def _build_credential_intl(m: re.Match[str]) -> tuple[str, str]:
+    return _kv_value(m, True)
+
+
+# Section 3.1 hint words, split by the pattern they can lead to; casefolded,
+# as the text they are looked for in.
+_HINTS_EN = (
+    "key", "secret", "token", "pass", "pwd", "salt", "dsn", "authorization", "wachtwoord",
+    "kennwort", "senha", "heslo", "haslo", "sifre", "parola", "adgangskode", "salasana",
+    "lozinka", "geslo", "parool", "contrasenya", "clave", "losenord",
+)  # fmt: skip
+_HINTS_INTL = tuple(
+    h.casefold()
+    for h in (
+        "пароль", "парол", "токен", "секрет", "ключ", "contraseña", "mot de passe",
+        "mot_de_passe", "hasło", "şifre", "lösenord", "parola d'ordine", "kata sandi",
+        "mật khẩu", "jelszó", "parolă", "slaptažodis", "κωδικός", "密码", "密碼", "パスワード",
+        "비밀번호",
+    )
 )  # fmt: skip
 # From the end of a hint: the rest of an identifier (ASCII word chars, any
-# non-ASCII, '.', '-'), whitespace and quotes, then ':' or '='. The value
-# floor (optional quote, 16 value chars) is checked too: both patterns need
-# it, so the gate stays a necessary condition and passes far less often.
+# non-ASCII, '.', '-'), whitespace, quotes and backslashes, then ':' or '='
+# (or a full-width colon).
 _GATE_AFTER_HINT = re.compile(
-    r"[\w.\-\u0080-\U0010ffff]*[\t\n\v\f\r '\"]*[:=][\t\n\v\f\r ]*['\"]?[A-Za-z0-9/+=._-]{16}",
+    r"[\w.\-\u0080-\U0010ffff]*[\t\n\v\f\r '\"\\]*[:=：]",
     re.ASCII,
 )
 
 
-def _assignment_gate(lower: str, hints: Iterable[str]) -> bool:
-    """Section 3.1: some hint word is followed by an assignment."""
+def _assignment_gate(hay: str, hints: Iterable[str], hits: _Hits | None = None) -> bool:
+    """Section 3.1: some hint word is followed by an assignment. The hints'
+    positions come from ``hits`` when those are positions in ``hay``."""
     for hint in hints:
-        i = lower.find(hint)
-        while i != -1:
-            if _GATE_AFTER_HINT.match(lower, i + len(hint)):
+        if hits is None:
+            where: list[int] = []
+            _find_all(hay, hint, where)
+        else:
+            where = hits.get(hint, [])
+        for i in where:
+            if _GATE_AFTER_HINT.match(hay, i + len(hint)):
                 return True
-            i = lower.find(hint, i + 1)
     return False
 
 
-def _kv_starts(text: str, lower: str) -> list[int]:
+def _kv_starts(text: str, hits: _Hits) -> list[int]:
     """Every position a generic credential match can start at.
 
     A match needs a key word at k directly followed by the delimiter/value
@@ -353,9 +961,9 @@ def _kv_starts(text: str, lower: str) -> list[int]:
     """
     starts: list[int] = []
     for lit in _KV_LITERALS:
-        k = lower.find(lit)
-        while k != -1:
-            if _KV_TAIL_RE.match(text, k + len(lit)):
+        for k in hits.get(lit, ()):
+            j = k + len(lit)
+            if j < len(text) and text[j] in _KV_TAIL_FIRST and _KV_TAIL_RE.match(text, j):
                 lo, floor = k, max(0, k - 64)
                 while lo > floor and text[lo - 1] in _KEY_PREFIX_CHARS:
                     lo -= 1
@@ -363,29 +971,34 @@ def _kv_starts(text: str, lower: str) -> list[int]:
                     before = s > 0 and text[s - 1] in _WORD
                     if before != (text[s] in _WORD):
                         starts.append(s)
-            k = lower.find(lit, k + 1)
     return starts
 
 
-_build_credential = _build_assignment("credential")
-
-
-def _credential(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    if _assignment_gate(lower, _HINTS_EN):
-        if anchored and _aligned(text, lower):
-            out = _anchored_sub(text, _KV_RE, _kv_starts(text, lower), _build_credential, counts)
-        else:
-            out = _full_sub(text, _KV_RE, _build_credential, counts)
-        if out is not text:
-            text, lower = out, out.lower()
+def _credential(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    # The anchors are themselves the gate when lower() is aligned: no key
+    # word followed by a delimiter, no anchor.
+    aligned = _aligned(text, lower)
+    out = text
+    if anchored and aligned:
+        starts = _kv_starts(text, hits)
+        if starts:
+            out = _anchored_sub(text, _KV_RE, starts, _build_credential, counts)
+    elif _assignment_gate(lower, _HINTS_EN, hits if aligned else None):
+        out = _full_sub(text, _KV_RE, _build_credential, counts)
+    if out is not text:
+        text, lower = out, out.lower()
+        hits = _scan(text, lower)
     # Python's re folds case more widely than lower() does ('ſ' matches 's',
     # 'ᲂ' matches 'о'); casefold() covers those, so the gate stays a
     # necessary condition. (Upstream's ToLower gate misses them.) For ASCII
     # text the two are the same.
-    folded = lower if text.isascii() else text.casefold()
-    if _assignment_gate(folded, _HINTS_INTL):
+    if _fold_same(text, lower, hits):
+        gate = _assignment_gate(lower, _HINTS_INTL, hits)
+    else:
+        gate = _assignment_gate(text.casefold(), _HINTS_INTL)
+    if gate:
         # Rare (a non-English key word with an assignment): plain regex.
-        text = _full_sub(text, _KV_INTL_RE, _build_credential, counts)
+        text = _full_sub(text, _KV_INTL_RE, _build_credential_intl, counts)
     return text
 
 
@@ -437,8 +1050,8 @@ def _build_provider(m: re.Match[str]) -> tuple[str, str]:
     return _marker(kind), kind
 
 
-def _provider(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
-    starts = _literal_anchors(text, _PROVIDER_HINTS)
+def _provider(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    starts = [p for h in _PROVIDER_HINTS for p in _cased(text, hits, h)]
     if not starts:
         return text
     if not anchored:
@@ -522,13 +1135,13 @@ _STOP_WORDS_RU = frozenset(
 _STOP_WORDS = frozenset(w.encode() for w in _STOP_WORDS_EN | _STOP_WORDS_RU)
 
 
-def _assignment_value(buf: bytes, start: int) -> bool:
-    """The run at ``start`` is the value of ``key = …`` / ``key: …``."""
+def _assignment_key(buf: bytes, start: int) -> bytes | None:
+    """The key when the run at ``start`` is the value of ``key = …`` / ``key: …``."""
     i = start - 1
     while i >= 0 and buf[i] in _ASSIGN_PAD:
         i -= 1
     if i < 0 or buf[i] not in _DELIMS:
-        return False
+        return None
     i -= 1
     while i >= 0 and buf[i] in _ASSIGN_PAD:
         i -= 1
@@ -539,8 +1152,37 @@ def _assignment_value(buf: bytes, start: int) -> bool:
     if key.isdigit() or not key:
         # Telegram bot tokens are "<bot id>:<secret>": a numeric key counts
         # only when it is id-sized.
-        return len(key) >= 6
-    return len(key) >= 3 and key.lower() not in _STOP_WORDS
+        return key if len(key) >= 6 else None
+    return key if len(key) >= 3 and key.lower() not in _STOP_WORDS else None
+
+
+def _assignment_value(buf: bytes, start: int) -> bool:
+    return _assignment_key(buf, start) is not None
+
+
+# Keys whose random-looking values are identifiers or digests, not secrets
+# (L10 and L8, resolved): build_id=…, "integrity": "sha512-…", etag: ….
+_ID_KEY = re.compile(
+    rb"(?:^|[_.-]|(?<=[a-z0-9])(?=[A-Z]))(?i:ids?|uuid|guid|hash|sha\d*|md5|digest|checksum|integrity"
+    rb"|etag|commit|revision|rev|version|build|trace|span|cursor|fingerprint|resolved)$"
+)
+# Keys that name a secret: their values go even below 4.5 bits (base64 of
+# readable text, L6, resolved).
+_SECRETISH_KEY = re.compile(rb"(?i)secret|private|passw|token|salt|credential|api_?key|cookie|session")
+# A lock file's subresource-integrity hash ("sha512-…").
+_SRI = re.compile(rb"sha(?:1|256|384|512)-")
+# A label that says the line below is a digest (L9, resolved).
+_DIGEST_LABEL = re.compile(
+    rb"(?i)(?:digest|checksum|sha1|sha256|sha384|sha512|md5|hash|integrity|fingerprint)s?[ \t]*[:=]?$"
+)
+
+
+def _after_digest_label(buf: bytes, start: int) -> bool:
+    nl = buf.rfind(b"\n", 0, start)
+    if nl < 0:
+        return False
+    prev = buf[buf.rfind(b"\n", 0, nl) + 1 : nl].rstrip(b"\r \t")
+    return _DIGEST_LABEL.search(prev) is not None
 
 
 def _standalone_line(buf: bytes, start: int, end: int) -> bool:
@@ -563,10 +1205,10 @@ def _shannon_bits(tok: bytes) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(tok).values())
 
 
-def _high_entropy(tok: bytes) -> bool:
+def _high_entropy(tok: bytes, min_bits: float = _ENTROPY_MIN_BITS) -> bool:
     # Entropy is at most log2(distinct bytes): a set() rules out most
     # tokens (hashes with a prefix, words) before counting.
-    return len(set(tok)) >= _ENTROPY_MIN_DISTINCT and _shannon_bits(tok) >= _ENTROPY_MIN_BITS
+    return len(set(tok)) >= _ENTROPY_MIN_DISTINCT and _shannon_bits(tok) >= min_bits
 
 
 def _looks_like_path(tok: bytes) -> bool:
@@ -580,7 +1222,7 @@ def _looks_like_path(tok: bytes) -> bool:
     )
 
 
-def _entropy_candidate(tok: bytes) -> bool:
+def _entropy_candidate(tok: bytes, min_bits: float = _ENTROPY_MIN_BITS) -> bool:
     """Section 3.3 candidate conditions 1-6, cheapest first."""
     if not _ENTROPY_MIN_TOKEN <= len(tok) <= _ENTROPY_MAX_LEN or _HEXISH.fullmatch(tok):
         return False  # cannot reach 4.5 bits, too long, or a digest / git SHA / UUID
@@ -597,7 +1239,7 @@ def _entropy_candidate(tok: bytes) -> bool:
         return False  # lower-case path segments; base64 with slashes mixes case
     if _looks_like_path(tok):
         return False
-    return _high_entropy(tok)
+    return min_bits <= 0 or _high_entropy(tok, min_bits)
 
 
 def _secret_shaped(buf: bytes, start: int, end: int) -> bool:
@@ -607,10 +1249,15 @@ def _secret_shaped(buf: bytes, start: int, end: int) -> bool:
     never contain the marker ('[' and ':' are not run bytes), so the spec's
     "skip runs holding a marker" needs no check.
     """
-    in_position = _assignment_value(buf, start) or (
-        end - start >= _ENTROPY_MIN_STANDALONE and _standalone_line(buf, start, end)
-    )
-    return in_position and _entropy_candidate(buf[start:end])
+    tok = buf[start:end]
+    key = _assignment_key(buf, start)
+    if key is not None:
+        if _ID_KEY.search(key) or _SRI.match(tok):
+            return False
+        return _entropy_candidate(tok, min_bits=0.0 if _SECRETISH_KEY.search(key) else _ENTROPY_MIN_BITS)
+    if end - start < _ENTROPY_MIN_STANDALONE or not _standalone_line(buf, start, end):
+        return False
+    return not (_SRI.match(tok) or _after_digest_label(buf, start)) and _entropy_candidate(tok)
 
 
 def _with_padding(buf: bytes, run_end: int) -> int:
@@ -639,7 +1286,7 @@ def _entropy_spans(buf: bytes, anchored: bool) -> list[tuple[int, int]]:
     return [(start, _with_padding(buf, run_end)) for start, run_end in runs]
 
 
-def _entropy(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
+def _entropy(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     if len(text) < _ENTROPY_MIN_ASSIGN:
         return text
     buf = text.encode("utf-8", "surrogatepass")
@@ -662,24 +1309,29 @@ def _entropy(text: str, lower: str, counts: _Counts, anchored: bool) -> str:
 # quotes/blanks, or after a line start and blanks. Runs, keys and blanks are
 # ASCII, so matching on characters here equals matching on bytes.
 _ENTROPY_BATCH_SPOTS = r"(?:[=:][\"' \t]*|(?m:^)[ \t\r]*)[A-Za-z0-9+/_-]{%d,}" % _ENTROPY_MIN_RUN
+# A secret-named key's value needs no entropy (_SECRETISH_KEY), only a run.
+_ENTROPY_BATCH_SECRETISH = (
+    r"(?i)(?:secret|private|passw|token|salt|credential|api_?key|cookie|session)"
+    r"[A-Za-z0-9_.-]*[\"' \t]*[=:][\"' \t]*[A-Za-z0-9+/_-]{%d}" % _ENTROPY_MIN_RUN
+)
 # A token needs 23 distinct bytes and padding adds at most one ('=').
 _ENTROPY_MIN_RUN_DISTINCT = _ENTROPY_MIN_DISTINCT - 1
 
 
-def _entropy_batch_prefilter(series) -> list[int]:  # noqa: ANN001 (a polars Series)
+def _entropy_batch_prefilter(series, gate: _Gate) -> list[int]:  # noqa: ANN001 (a polars Series)
     """Indices of texts with a positioned run varied enough to reach 4.5 bits.
 
     Extraction is leftmost and non-overlapping, and never consumes the
     character after a run, so every positioned run is extracted whole. The
     distinct count includes the lead characters, which only lets more through.
     """
-    flagged = []
+    flagged = gate.contains(series, _ENTROPY_BATCH_SECRETISH)
     for i, spots in enumerate(series.str.extract_all(_ENTROPY_BATCH_SPOTS).to_list()):
         for spot in spots or ():
             if len(set(spot)) >= _ENTROPY_MIN_RUN_DISTINCT:
-                flagged.append(i)
+                flagged.add(i)
                 break
-    return flagged
+    return sorted(flagged)
 
 
 # ── driver ──────────────────────────────────────────────────────────────────
@@ -689,34 +1341,60 @@ def _entropy_batch_prefilter(series) -> list[int]:  # noqa: ANN001 (a polars Ser
 # whole batch in redact_many): a pattern that matches every text on which the
 # rule could change anything, so texts it rejects skip the rule.
 _S_RS = r"[\t\n\f\r ]"
-_RS_TAIL = rf"{_S_RS}*['\"]?{_S_RS}*[:=]{_S_RS}*['\"]?[A-Za-z0-9/+=._-]{{16}}"
-_Rule = Callable[[str, str, _Counts, bool], str]
+_RS_TAIL = r"[ \t]*(?:\\?['\"])?[ \t]*[:=：][ \t]*[^\t\n\f\r ]"
+_Rule = Callable[[str, str, _Counts, bool, _Hits], str]
 # A prefilter is a pattern, several patterns (any may match), or a function
 # from the batch Series to the flagged indices.
 _Prefilter = str | tuple[str, ...] | Callable[..., list[int]]
+_PROSE_CONNECTORS_RS = r"is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–"
+_PROSE_WORDS_RS = rf"(?i)(?:{'|'.join(_PROSE_WORDS)})"
+# _KV_RE's matches that _secret_key can accept: a short key word (key, pass,
+# pwd) only after a character of the name ("--- PASS: TestX" is no key), and
+# ':' not followed by ':' (a path, as in _KV_DELIM).
+_KV_PREFILTER = (
+    rf"(?i)(?:{'|'.join(re.escape(w) for w in _KV_KEYWORDS)}|[A-Za-z0-9_.-](?:key|pass|pwd)|salt|dsn)"
+    r"[ \t]*(?:\\?['\"])?[ \t]*(?::[ \t]*[^\t\n\f\r :]|:[ \t]+[^\t\n\f\r ]|[=：][ \t]*[^\t\n\f\r ])"
+)
+_PROSE_PREFILTER = rf"{_PROSE_WORDS_RS}[\s\S]{{0,100}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S"
 _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
     (_private_key, r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"),
-    (_url_credentials, r"://[^\t\n\f\r /@:]*:[^\t\n\f\r ]+@"),
+    (
+        _url_credentials,
+        (
+            r"://[^\t\n\f\r /@:]*:[^\t\n\f\r ]+@",
+            r"[A-Za-z0-9][A-Za-z0-9_.+-]*:[^\s/:'\"`()\[\]{}<>,;]+@[A-Za-z0-9]",
+        ),
+    ),
     (_aws_secret, r"(?i)aws[_-]?secret[_-]?access[_-]?key"),
     (_aws_access_key, r"A(?:KIA|SIA)[0-9A-Z]{16}"),
     (
+        _cli_credential,
+        (
+            r"(?i)-[a-z0-9-]*(?:pass[a-z]*|token|secret|api-?key)(?:=|[ \t]+)[^\s]",
+            r"(?:sshpass|mysql|mariadb|docker|podman|buildah|nerdctl|skopeo|helm|oras|redis-cli|zip"
+            r"|7z|rar|ldap|mongo|sqlcmd|bcp|psexec|curl|http|smbclient|rpcclient)[^\n;|&]*[ \t]"
+            r"-(?:[pPawuU]|-user|-proxy-user|-auth)",
+        ),
+    ),
+    (_netrc, r"(?s)(?:machine|default).*login[ \t].*password[ \t]+\S"),
+    (_cookie, r"(?i)cookie(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?[^\n\"'\\]*="),
+    (
         _quoted_secret,
-        rf"(?i)(?:password|passwd|pwd|secret|token|api[_-]?key)"
-        rf"{_S_RS}+(?:(?:is|was|for){_S_RS}+)?[\"'`]",
+        rf"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key)"
+        rf"{_S_RS}+(?:(?:is|was){_S_RS}+)?[\"'`]",
     ),
     (_bearer_token, rf"(?i)(?:bearer|basic){_S_RS}+[A-Za-z0-9._~+/=-]{{16}}"),
     (_jwt, r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4}"),
+    (_prose_password, _PROSE_PREFILTER),
     (
         _credential,
-        # Two patterns: Rust's Unicode case folding makes the Cyrillic words
+        # Two patterns: Rust's Unicode case folding makes the non-Latin words
         # costly, and alone they are cheap to rule out. (?i) in Rust folds
         # case at least as widely as Python's re does for these words, so the
         # prefilter never rejects a real match.
         (
-            rf"(?i)(?:api[_-]?key|secret|token|passwd|password|authorization|senha|passwort)"
-            rf"{_RS_TAIL}",
-            rf"(?i)(?:парол[ьяею]|токен[ауы]?|секрет[ауы]?|ключ[аеиуом]?|contraseña"
-            rf"|密码|密碼|パスワード|비밀번호){_RS_TAIL}",
+            _KV_PREFILTER,
+            rf"(?i)(?:{'|'.join(_KV_INTL_WORDS)}){_RS_TAIL}",
         ),
     ),
     (
@@ -730,15 +1408,32 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
 )
 
 
+# Every literal a rule gates on or anchors at, lowered (casefolded for the
+# international hints), for _scan.
+_TRIGGERS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (
+            "-----begin", "://", "@", "aws", "secret", "akia", "asia", "\t-", "machine", "default",
+            "password", "login", "cookie", "bearer", "basic", "eyj",
+            *_CLI_FLAG_WORDS, *_SHORT_FLAGS_LOWER, *(p.lower() for progs, *_ in _CLI_PROGRAMS for p in progs),
+            *_PROSE_WORDS, *_QUOTED_WORDS, *_KV_LITERALS, *_HINTS_EN, *_HINTS_INTL,
+            *(h.lower() for h in _PROVIDER_HINTS),
+        )
+    )
+)  # fmt: skip
+
+
 def _redact_text(text: str, counts: _Counts, anchored: bool = True) -> str:
     """Run every rule in order; each sees the previous rules' output."""
     if len(text) < _MIN_MATCH_LEN:
         return text
     lower = text.lower()
+    hits = _scan(text, lower)
     for rule, _ in _RULES:
-        out = rule(text, lower, counts, anchored)
+        out = rule(text, lower, counts, anchored, hits)
         if out is not text:
             text, lower = out, out.lower()
+            hits = _scan(text, lower)
     return text
 
 
@@ -783,8 +1478,9 @@ def redact_many(texts: list[str], vectorized: bool = True) -> tuple[list[str], d
 # Below this many characters (about ten typical messages) a batch is cheaper
 # to redact text by text than to hand to polars.
 _BATCH_MIN_CHARS = 32 * 1024
-# Rules whose Python side wants the lower-cased text.
-_NEEDS_LOWER = frozenset({_aws_secret, _quoted_secret, _bearer_token, _credential})
+# The one rule that looks for no literal, so needs neither the lowered text nor its scan.
+_NO_LITERALS = _entropy
+_NO_HITS = _Hits()
 
 
 def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: ANN001
@@ -802,29 +1498,85 @@ def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: 
                 out[i] = _redact_text(t, counts)
                 scanned[i] = ""
     series = pl.Series(scanned, dtype=pl.String)
+    gate = _Gate(series)
+    # A text's scan, kept while the text is unchanged: several rules flag the same texts.
+    scans: dict[int, tuple[str, str, _Hits]] = {}
     for rule, prefilter in _RULES:
         changed: list[int] = []
-        for i in _flagged(series, prefilter):
+        for i in _flagged(series, prefilter, gate):
             text = out[i]
             if len(text) < _MIN_MATCH_LEN:
                 continue
-            new = rule(text, text.lower() if rule in _NEEDS_LOWER else "", counts, True)
+            if rule is _NO_LITERALS:
+                new = rule(text, "", counts, True, _NO_HITS)
+            else:
+                scan = scans.get(i)
+                if scan is None or scan[0] is not text:
+                    lower = text.lower()
+                    scan = scans[i] = (text, lower, _scan(text, lower))
+                new = rule(text, scan[1], counts, True, scan[2])
             if new is not text:
                 out[i] = new
                 changed.append(i)
         if changed:
             series = series.scatter(changed, [out[i] for i in changed])
+            gate.changed.update(changed)
     return out
 
 
-def _flagged(series, prefilter: _Prefilter) -> list[int]:  # noqa: ANN001
+# Every prefilter pattern, as two alternations: Rust's regex runs one in a
+# single pass over the batch, where a pass per pattern costs a scan each. The
+# case-insensitive and the case-sensitive ones apart: one alternation of all
+# is slower than the two (its automaton's states multiply).
+# In the alternation, the prose prefilter stands as its key words alone: a
+# superset, and the bounded gap after them is what makes it costly.
+_GATE_FORM = {_PROSE_PREFILTER: _PROSE_WORDS_RS}
+_PREFILTER_PATTERNS = tuple(
+    _GATE_FORM.get(q, q)
+    for q in (
+        *(q for _, pf in _RULES if not callable(pf) for q in ((pf,) if isinstance(pf, str) else pf)),
+        _ENTROPY_BATCH_SECRETISH,
+    )
+)
+_ANY_PREFILTER = tuple(
+    "|".join(f"(?:{p})" for p in _PREFILTER_PATTERNS if p.startswith("(?i)") == folding)
+    for folding in (True, False)
+)
+
+
+class _Gate:
+    """The texts any prefilter pattern matches, found in one pass over the
+    batch as it came in (_ANY_PREFILTER), plus those a rule has changed since. A text neither
+    of these is as scanned and no pattern matches it, so running each rule's
+    patterns on the gate's texts alone flags exactly what running them on
+    the whole batch would."""
+
+    def __init__(self, series) -> None:  # noqa: ANN001 (a polars Series)
+        self.series = series
+        self.changed: set[int] = set()
+        self._where: set[int] | None = None
+
+    def contains(self, series, pattern: str) -> set[int]:  # noqa: ANN001
+        """Indices of the texts of ``series`` (the batch now) ``pattern`` matches."""
+        if self._where is None:
+            self._where = set()
+            for any_of in _ANY_PREFILTER:
+                self._where.update(self.series.str.contains(any_of).arg_true().to_list())
+        where = sorted(self._where | self.changed)
+        if not where:
+            return set()
+        found = series.gather(where).str.contains(pattern).to_list()
+        return {i for i, f in zip(where, found) if f}
+
+
+def _flagged(series, prefilter: _Prefilter, gate: _Gate) -> list[int]:  # noqa: ANN001
     """Indices of the texts a rule's prefilter lets through, in order."""
     if callable(prefilter):
-        return prefilter(series)
+        return prefilter(series, gate)
     patterns = (prefilter,) if isinstance(prefilter, str) else prefilter
     hits: set[int] = set()
     for pattern in patterns:
-        hits.update(series.str.contains(pattern).arg_true().to_list())
+        hits |= gate.contains(series, pattern)
     return sorted(hits)
 
 

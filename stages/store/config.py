@@ -10,7 +10,7 @@ SCHEMA_VERSION = 1
 # Moves when deja derives something new from a transcript: stale stores re-read.
 CONTENT_VERSION = 3  # 2: every shell command is a command record; project identity (project_root)
 # 3: a decision line carries its content (no bare heading or colon lead-in); AskUserQuestion and
-# request_user_input read; Codex subagent rollouts left out
+# request_user_input read; Codex subagent rollouts left out; the seed's whole redactor (issue 14)
 
 
 def home(env: Mapping[str, str] | None = None) -> Path:

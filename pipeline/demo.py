@@ -70,6 +70,10 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_CURSOR_ROOT": str(samples / "cursor" / "User"),
             "DEJA_CURSOR_CLI_ROOT": str(samples / "cursor" / "dot_cursor"),
             "DEJA_OPENCODE_DB": str(samples / "opencode" / "opencode.db"),
+            "DEJA_AIDER_ROOTS": str(samples / "aider"),
+            "DEJA_GOOSE_ROOT": str(samples / "goose"),
+            "DEJA_ZED_ROOT": str(samples / "zed"),
+            "DEJA_CRUSH_ROOT": str(samples / "crush" / "global"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -12,6 +12,10 @@ READERS = {
     "deja": "deja.stages.sources.notes",
     "cursor": "deja.stages.sources.cursor",
     "opencode": "deja.stages.sources.opencode",
+    "aider": "deja.stages.sources.aider",
+    "goose": "deja.stages.sources.goose",
+    "zed": "deja.stages.sources.zed",
+    "crush": "deja.stages.sources.crush",
 }
 
 

@@ -1,6 +1,6 @@
 """aider: the Markdown chat history it appends to ``.aider.chat.history.md``
 in the folder it ran in (harness-formats section 12; the writer checked
-against Aider-AI/aider ``aider/io.py``).
+against the ``io.py`` of Aider-AI/aider).
 
 One file holds every session run in that folder, appended forever; a session
 starts at ``# aider chat started at YYYY-MM-DD HH:MM:SS`` (local time).

@@ -84,6 +84,10 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_KIRO_ROOT": str(samples / "kiro" / "User"),
             "DEJA_KIRO_CLI_ROOT": str(samples / "kiro" / "dot_kiro"),
             "DEJA_COMMANDCODE_ROOT": str(samples / "commandcode"),
+            "DEJA_AIDER_ROOTS": str(samples / "aider"),
+            "DEJA_GOOSE_ROOT": str(samples / "goose"),
+            "DEJA_ZED_ROOT": str(samples / "zed"),
+            "DEJA_CRUSH_ROOT": str(samples / "crush" / "global"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -24,6 +24,10 @@ READERS = {
     "amp": "deja.stages.sources.amp",
     "kiro": "deja.stages.sources.kiro",
     "commandcode": "deja.stages.sources.commandcode",
+    "aider": "deja.stages.sources.aider",
+    "goose": "deja.stages.sources.goose",
+    "zed": "deja.stages.sources.zed",
+    "crush": "deja.stages.sources.crush",
 }
 
 

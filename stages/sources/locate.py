@@ -567,6 +567,157 @@ def commandcode_files(env: Mapping[str, str], problems: list[str] | None = None)
     return out
 
 
+
+
+# ---- aider: .aider.chat.history.md in each launch folder ---------------------------
+
+AIDER_HISTORY = ".aider.chat.history.md"
+
+
+def aider_roots(env: Mapping[str, str]) -> list[str]:
+    """The folders searched (each with two levels below): ``DEJA_AIDER_ROOTS``, a
+    path list, since aider writes its history into whichever folder it ran in."""
+    raw = env.get("DEJA_AIDER_ROOTS") or ""
+    return [os.path.expanduser(r) for r in raw.split(os.pathsep) if r.strip()]
+
+
+def aider_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    found: set[str] = set()
+    for p in (os.path.join(_home(env), AIDER_HISTORY), env.get("AIDER_CHAT_HISTORY_FILE") or ""):
+        if p and is_regular_file(os.path.expanduser(p)):
+            found.add(os.path.expanduser(p))
+    for root in aider_roots(env):
+        if is_regular_file(root):
+            found.add(root)
+            continue
+        level = [root]
+        for depth in range(3):  # the root and two levels below it
+            below = []
+            for folder in level:
+                try:
+                    with os.scandir(folder) as it:
+                        entries = list(it)
+                except OSError as exc:
+                    if depth == 0 or not isinstance(exc, FileNotFoundError):
+                        _problem(problems, folder, _why(exc))
+                    continue
+                for e in entries:
+                    try:
+                        if e.name == AIDER_HISTORY and e.is_file():
+                            found.add(e.path)
+                        elif depth < 2 and e.is_dir() and not e.name.startswith(".") and e.name != "node_modules":
+                            below.append(e.path)
+                    except OSError as exc:
+                        _problem(problems, e.path, _why(exc))
+            level = below
+    return sorted(found)
+
+
+# ---- Goose: <data>/sessions/*.jsonl (before 1.10) and sessions/sessions.db ----------
+
+
+def goose_data_dir(env: Mapping[str, str]) -> str:
+    if env.get("DEJA_GOOSE_ROOT"):
+        return os.path.expanduser(env["DEJA_GOOSE_ROOT"])
+    if env.get("GOOSE_PATH_ROOT"):
+        return os.path.join(os.path.expanduser(env["GOOSE_PATH_ROOT"]), "data")
+    home = _home(env)
+    if sys.platform == "win32":
+        return os.path.join(env.get("APPDATA") or os.path.join(home, "AppData", "Roaming"), "Block", "goose", "data")
+    return os.path.join(env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), "goose")
+
+
+def goose_db(env: Mapping[str, str]) -> str:
+    if env.get("DEJA_GOOSE_DB"):
+        return os.path.expanduser(env["DEJA_GOOSE_DB"])
+    return os.path.join(goose_data_dir(env), "sessions", "sessions.db")
+
+
+def goose_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    out: list[str] = []
+    folder = os.path.join(goose_data_dir(env), "sessions")
+    if os.path.isdir(folder):
+        try:
+            with os.scandir(folder) as it:
+                out.extend(e.path for e in it if e.name.endswith(".jsonl") and e.is_file())
+        except OSError as exc:
+            _problem(problems, folder, _why(exc))
+    db = goose_db(env)
+    if is_regular_file(db):
+        out.append(db)
+    return sorted(out)
+
+
+# ---- Zed: <data>/threads/threads.db ----------------------------------------------------
+
+
+def zed_db(env: Mapping[str, str]) -> str:
+    if env.get("DEJA_ZED_DB"):
+        return os.path.expanduser(env["DEJA_ZED_DB"])
+    if env.get("DEJA_ZED_ROOT"):
+        return os.path.join(os.path.expanduser(env["DEJA_ZED_ROOT"]), "threads", "threads.db")
+    home = _home(env)
+    if sys.platform == "darwin":
+        data = os.path.join(home, "Library", "Application Support", "Zed")
+    elif sys.platform == "win32":
+        data = os.path.join(env.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local"), "Zed")
+    else:
+        base = env.get("FLATPAK_XDG_DATA_HOME") or env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+        data = os.path.join(base, "zed")
+    return os.path.join(data, "threads", "threads.db")
+
+
+def zed_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    p = zed_db(env)
+    return [p] if is_regular_file(p) else []
+
+
+# ---- Crush: <project>/.crush/crush.db, listed in <global data>/projects.json ----------
+
+
+def crush_data_dir(env: Mapping[str, str]) -> str:
+    """Crush's global data folder (charmbracelet/crush config.GlobalConfigData)."""
+    for key in ("DEJA_CRUSH_ROOT", "CRUSH_GLOBAL_DATA"):
+        if env.get(key):
+            return os.path.expanduser(env[key])
+    home = _home(env)
+    if env.get("XDG_DATA_HOME"):
+        return os.path.join(env["XDG_DATA_HOME"], "crush")
+    if sys.platform == "win32":
+        return os.path.join(env.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local"), "crush")
+    return os.path.join(home, ".local", "share", "crush")
+
+
+def crush_projects(env: Mapping[str, str], problems: list[str] | None = None) -> list[tuple[str, str]]:
+    """(project folder, data folder) of every project Crush registered: the
+    per-project databases are found only through this list."""
+    index = os.path.join(crush_data_dir(env), "projects.json")
+    if not is_regular_file(index):
+        return []
+    import json
+
+    try:
+        with open(index, "rb") as fh:
+            doc = json.loads(fh.read())
+    except (OSError, ValueError) as exc:
+        _problem(problems, index, f"not a readable project list ({type(exc).__name__}): skipped")
+        return []
+    rows = doc.get("projects") if isinstance(doc, dict) else None
+    out = []
+    here = os.path.dirname(index)  # Crush writes absolute paths; a relative one is read from here
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, dict) and isinstance(row.get("data_dir"), str) and row["data_dir"]:
+            path = row.get("path") if isinstance(row.get("path"), str) and row["path"] else ""
+            out.append((os.path.normpath(os.path.join(here, path)) if path else "",
+                        os.path.normpath(os.path.join(here, row["data_dir"]))))
+    return out
+
+
+def crush_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    out = {p for _, d in crush_projects(env, problems) if is_regular_file(p := os.path.join(d, "crush.db"))}
+    return sorted(out)
+
+
 # harness id → its transcripts (the readers' registry uses the same ids)
 LOCATORS = {
     "claude": claude_files,
@@ -586,6 +737,10 @@ LOCATORS = {
     "amp": amp_files,
     "kiro": kiro_files,
     "commandcode": commandcode_files,
+    "aider": aider_files,
+    "goose": goose_files,
+    "zed": zed_files,
+    "crush": crush_files,
 }
 
 

@@ -12,6 +12,9 @@ READERS = {
     "deja": "deja.stages.sources.notes",
     "cursor": "deja.stages.sources.cursor",
     "opencode": "deja.stages.sources.opencode",
+    "hermes": "deja.stages.sources.hermes",
+    "antigravity": "deja.stages.sources.antigravity",
+    "grok": "deja.stages.sources.grok",
 }
 
 

@@ -70,6 +70,9 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_CURSOR_ROOT": str(samples / "cursor" / "User"),
             "DEJA_CURSOR_CLI_ROOT": str(samples / "cursor" / "dot_cursor"),
             "DEJA_OPENCODE_DB": str(samples / "opencode" / "opencode.db"),
+            "DEJA_HERMES_HOME": str(samples / "hermes"),
+            "DEJA_ANTIGRAVITY_ROOT": str(samples / "antigravity"),
+            "DEJA_GROK_ROOT": str(samples / "grok"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -198,7 +198,7 @@ def _output(content: str, tool_name, ts, seq: int) -> Message:
             doc = None
         if isinstance(doc, dict):
             code = doc.get("exit_code") if type(doc.get("exit_code")) is int else None
-            body = doc.get("output") if isinstance(doc.get("output"), str) else None
+            body = next((doc[k] for k in ("output", "content") if isinstance(doc.get(k), str)), None)
             err = doc.get("error") if isinstance(doc.get("error"), str) and doc.get("error") else None
             if (body or err) and (body or err).strip():
                 text = "\n".join(t for t in (body, err) if t)

@@ -88,6 +88,9 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_GOOSE_ROOT": str(samples / "goose"),
             "DEJA_ZED_ROOT": str(samples / "zed"),
             "DEJA_CRUSH_ROOT": str(samples / "crush" / "global"),
+            "DEJA_HERMES_HOME": str(samples / "hermes"),
+            "DEJA_ANTIGRAVITY_ROOT": str(samples / "antigravity"),
+            "DEJA_GROK_ROOT": str(samples / "grok"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from deja.stages import normalize, redact
 from deja.stages.sources import reader
-from deja.stages.sources.locate import include_subagents
+from deja.stages.sources.locate import REMOTE_PREFIX, include_subagents
 from deja.stages.sources.values import Faults
 
 from deja.pipeline import manifest as mf
@@ -48,8 +48,9 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
     append: seq numbering and the project found by the first read).
     ``light`` (worker processes) keeps polars out: see redact.redact_many.
     """
+    remote = action.path.startswith(REMOTE_PREFIX)  # a database server: nothing to stat
     try:
-        before = os.stat(action.path)
+        before = None if remote else os.stat(action.path)
     except OSError:
         return _changed(action, "vanished before it was read")
     try:
@@ -71,7 +72,7 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
     for m in meta.values():
         redact_meta(m)
     digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
-    why = _changed_since(action.path, before)
+    why = "" if remote else _changed_since(action.path, before)
     if why:
         return _changed(action, why)
     edge = mf.edge_hash(action.path)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 
 
+from deja.stages.sources.locate import REMOTE_PREFIX
 from deja.stages.sources.sqlite_store import SQLITE_SUFFIXES, stat_key
 from deja.stages.store.config import CONTENT_VERSION
 
@@ -92,8 +93,18 @@ def edge_hash(path: str, size: int | None = None) -> str:
         os.close(fd)
 
 
+# A database server cannot be stat'ed: its store is read again when this
+# window turns over (so a query's freshness check starts at most one
+# background read of it per window, and `deja index` re-reads it no sooner).
+REMOTE_WINDOW_NS = 600 * 10**9
+
+
 def source_stat(path: str) -> tuple[int, int]:
     """(size, mtime_ns) of a source; a SQLite store's counts its WAL (sqlite_store.stat_key)."""
+    if path.startswith(REMOTE_PREFIX):
+        import time
+
+        return 0, time.time_ns() // REMOTE_WINDOW_NS * REMOTE_WINDOW_NS
     if path.endswith(SQLITE_SUFFIXES):
         return stat_key(path)
     st = os.stat(path)

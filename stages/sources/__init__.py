@@ -28,6 +28,9 @@ READERS = {
     "goose": "deja.stages.sources.goose",
     "zed": "deja.stages.sources.zed",
     "crush": "deja.stages.sources.crush",
+    "hermes": "deja.stages.sources.hermes",
+    "antigravity": "deja.stages.sources.antigravity",
+    "grok": "deja.stages.sources.grok",
 }
 
 

@@ -28,6 +28,11 @@ def is_regular_file(path: str) -> bool:
         return False
 
 
+# A store that is a database server, not a file: its pseudo-path starts so
+# (pipeline/manifest.py and ingest.py do not stat it).
+REMOTE_PREFIX = "postgres:"
+
+
 def _home(env: Mapping[str, str]) -> str:
     return env.get("HOME") or os.path.expanduser("~")
 
@@ -718,6 +723,105 @@ def crush_files(env: Mapping[str, str], problems: list[str] | None = None) -> li
     return sorted(out)
 
 
+# ---- Hermes: <home>/state.db and <home>/profiles/<profile>/state.db ---------------
+
+
+def hermes_home(env: Mapping[str, str]) -> str:
+    root = env.get("DEJA_HERMES_HOME") or env.get("HERMES_HOME")
+    return os.path.expanduser(root) if root else os.path.join(_home(env), ".hermes")
+
+
+def hermes_profiles_root(env: Mapping[str, str]) -> str:
+    root = env.get("DEJA_HERMES_PROFILES_ROOT")
+    return os.path.expanduser(root) if root else os.path.join(hermes_home(env), "profiles")
+
+
+def hermes_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    """Every Hermes SQLite store (DEJA_HERMES_DB names the one to read instead),
+    and the Postgres store when DEJA_HERMES_PG_DSN is set."""
+    out: list[str] = []
+    if env.get("DEJA_HERMES_DB"):
+        p = os.path.expanduser(env["DEJA_HERMES_DB"])
+        out = [p] if is_regular_file(p) else []
+        return out + _hermes_pg(env)
+    root = os.path.join(hermes_home(env), "state.db")
+    if is_regular_file(root):
+        out.append(root)
+    profiles = hermes_profiles_root(env)
+    if os.path.isdir(profiles):
+        try:
+            with os.scandir(profiles) as it:
+                names = sorted(e.path for e in it if e.is_dir())
+        except OSError as exc:
+            _problem(problems, profiles, _why(exc))
+            names = []
+        out.extend(p for d in names if is_regular_file(p := os.path.join(d, "state.db")))
+    return out + _hermes_pg(env)
+
+
+def _hermes_pg(env: Mapping[str, str]) -> list[str]:
+    """The Postgres store as a pseudo-path naming the DSN only by its hash (stages/sources/hermes_pg.py)."""
+    dsn = env.get("DEJA_HERMES_PG_DSN")
+    if not dsn:
+        return []
+    import hashlib
+
+    return [REMOTE_PREFIX + "hermes:" + hashlib.sha256(dsn.encode()).hexdigest()[:16]]
+
+
+# ---- Antigravity: ~/.gemini/antigravity*/brain/<id>/.system_generated/logs/transcript.jsonl
+
+
+def antigravity_roots(env: Mapping[str, str]) -> list[str]:
+    """The versioned Antigravity folders (``antigravity``, ``antigravity-…``), or the override."""
+    if env.get("DEJA_ANTIGRAVITY_ROOT"):
+        return [os.path.expanduser(env["DEJA_ANTIGRAVITY_ROOT"])]
+    gemini = os.path.join(_home(env), ".gemini")
+    try:
+        with os.scandir(gemini) as it:
+            return sorted(e.path for e in it if e.name.startswith("antigravity") and e.is_dir())
+    except OSError:
+        return []
+
+
+def antigravity_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    out: list[str] = []
+    for root in antigravity_roots(env):
+        brain = os.path.join(root, "brain")
+        if not os.path.isdir(brain):
+            continue
+        try:
+            with os.scandir(brain) as it:
+                convs = sorted(e.path for e in it if e.is_dir())
+        except OSError as exc:
+            _problem(problems, brain, _why(exc))
+            continue
+        for conv in convs:
+            p = os.path.join(conv, ".system_generated", "logs", "transcript.jsonl")
+            if is_regular_file(p):
+                out.append(p)
+    return out
+
+
+# ---- Grok Build: <GROK_HOME>/sessions/<url-encoded cwd>/<id>/updates.jsonl ----------
+
+
+def grok_home(env: Mapping[str, str]) -> str:
+    root = env.get("DEJA_GROK_ROOT") or env.get("GROK_HOME")
+    return os.path.expanduser(root) if root else os.path.join(_home(env), ".grok")
+
+
+def grok_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    sessions = os.path.join(grok_home(env), "sessions")
+    out: list[str] = []
+    if not os.path.isdir(sessions):
+        return out
+    for folder, names in walk(sessions, problems, want=lambda n: n == "updates.jsonl"):
+        out.extend(os.path.join(folder, n) for n in names)
+    out.sort()
+    return out
+
+
 # harness id → its transcripts (the readers' registry uses the same ids)
 LOCATORS = {
     "claude": claude_files,
@@ -741,6 +845,9 @@ LOCATORS = {
     "goose": goose_files,
     "zed": zed_files,
     "crush": crush_files,
+    "hermes": hermes_files,
+    "antigravity": antigravity_files,
+    "grok": grok_files,
 }
 
 

@@ -37,13 +37,17 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_INDEX_DIR": str(tmp_path / "index.db"),
             "DEJA_CLAUDE_ROOT": str(tmp_path / "samples" / "claude" / "projects"),
             "DEJA_CODEX_ROOT": str(tmp_path / "samples" / "codex"),
+            "DEJA_CLINE_ROOTS": str(tmp_path / "samples" / "cline"),
+            "DEJA_CLINE_ROOT": str(tmp_path / "samples" / "cline" / "sessions"),
+            "DEJA_ROO_ROOTS": str(tmp_path / "samples" / "roo"),
+            "DEJA_KILO_ROOTS": str(tmp_path / "samples" / "kilo"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)
         print_summary(run_index(env))
         # the searches must see the demo's stores and store, never this machine's:
         # a freshness check against the real stores would call every sample "removed"
-        scoped = {k: env[k] for k in ("DEJA_INDEX_DIR", "DEJA_CLAUDE_ROOT", "DEJA_CODEX_ROOT", "HOME")}
+        scoped = {k: v for k, v in env.items() if k.startswith("DEJA_") or k == "HOME"}
         scoped["DEJA_NO_REFRESH"] = "1"
         saved = {k: os.environ.get(k) for k in scoped}
         os.environ.update(scoped)

@@ -10,6 +10,9 @@ READERS = {
     "claude": "deja.stages.sources.claude",
     "codex": "deja.stages.sources.codex",
     "deja": "deja.stages.sources.notes",
+    "cline": "deja.stages.sources.cline",
+    "roo": "deja.stages.sources.roo",
+    "kilo": "deja.stages.sources.kilo",
 }
 
 

@@ -163,8 +163,30 @@ def notes_files(env: Mapping[str, str], problems: list[str] | None = None) -> li
     return [p] if is_regular_file(p) else []
 
 
+# ---- Cline, Roo Code, Kilo Code: task folders (stages/sources/task_folders.py) -----
+
+
+def cline_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    from .task_folders import cline_files as files
+
+    return files(env, problems)
+
+
+def roo_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    from .task_folders import roo_files as files
+
+    return files(env, problems)
+
+
+def kilo_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    from .task_folders import kilo_files as files
+
+    return files(env, problems)
+
+
 # harness id → its transcripts (the readers' registry uses the same ids)
-LOCATORS = {"claude": claude_files, "codex": codex_files, "deja": notes_files}
+LOCATORS = {"claude": claude_files, "codex": codex_files, "deja": notes_files,
+            "cline": cline_files, "roo": roo_files, "kilo": kilo_files}
 
 
 def sources(env: Mapping[str, str], problems: list[str] | None = None) -> list[tuple[str, str]]:

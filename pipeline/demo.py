@@ -91,6 +91,10 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_HERMES_HOME": str(samples / "hermes"),
             "DEJA_ANTIGRAVITY_ROOT": str(samples / "antigravity"),
             "DEJA_GROK_ROOT": str(samples / "grok"),
+            "DEJA_CLINE_ROOTS": str(samples / "cline"),
+            "DEJA_CLINE_ROOT": str(samples / "cline" / "sessions"),
+            "DEJA_ROO_ROOTS": str(samples / "roo"),
+            "DEJA_KILO_ROOTS": str(samples / "kilo"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -31,6 +31,9 @@ READERS = {
     "hermes": "deja.stages.sources.hermes",
     "antigravity": "deja.stages.sources.antigravity",
     "grok": "deja.stages.sources.grok",
+    "cline": "deja.stages.sources.cline",
+    "roo": "deja.stages.sources.roo",
+    "kilo": "deja.stages.sources.kilo",
 }
 
 

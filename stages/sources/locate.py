@@ -822,6 +822,27 @@ def grok_files(env: Mapping[str, str], problems: list[str] | None = None) -> lis
     return out
 
 
+# ---- Cline, Roo Code, Kilo Code: task folders (stages/sources/task_folders.py) -----
+
+
+def cline_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    from .task_folders import cline_files as files
+
+    return files(env, problems)
+
+
+def roo_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    from .task_folders import roo_files as files
+
+    return files(env, problems)
+
+
+def kilo_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    from .task_folders import kilo_files as files
+
+    return files(env, problems)
+
+
 # harness id → its transcripts (the readers' registry uses the same ids)
 LOCATORS = {
     "claude": claude_files,
@@ -848,6 +869,9 @@ LOCATORS = {
     "hermes": hermes_files,
     "antigravity": antigravity_files,
     "grok": grok_files,
+    "cline": cline_files,
+    "roo": roo_files,
+    "kilo": kilo_files,
 }
 
 

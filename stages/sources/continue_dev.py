@@ -21,7 +21,7 @@ from typing import Mapping
 
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.dialect import Dialect, Turn, arguments, block_text, flags
-from deja.stages.sources.jsonl import clip, file_uri_path, is_regular_file, parse_ts, read_document
+from deja.stages.sources.jsonl import clip, file_uri_path, parse_ts, read_document, read_whole_document
 from deja.stages.sources.locate import continue_files, continue_home
 
 HARNESS = "continue"
@@ -47,19 +47,7 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
-    if not is_regular_file(path):
-        return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
-    try:
-        doc = read_document(path)
-        mtime = os.stat(path).st_mtime_ns // 1_000_000
-    except OSError as exc:
-        return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
-    except ValueError as exc:
-        return ReadResult(malformed=1, faults=[(0, str(exc))])
-    try:
-        return _session(path, doc, mtime)
-    except Exception as exc:  # one bad file costs that file, never the run
-        return ReadResult(error=f"continue reader failed: {type(exc).__name__}: {exc}")
+    return read_whole_document(path, start, _session, "continue")
 
 
 def _session(path: str, doc, mtime: int) -> ReadResult:

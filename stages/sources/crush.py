@@ -33,7 +33,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import clip, is_regular_file, parse_ts
+from deja.stages.sources.jsonl import clip, parse_ts
 from deja.stages.sources.locate import crush_data_dir, crush_files, crush_projects, include_subagents
 
 HARNESS = "crush"
@@ -49,17 +49,7 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
-    if not is_regular_file(path):
-        return ReadResult(error=f"not a readable regular file: {path}")
-    try:
-        with sqlite_store.snapshot(path) as snap:
-            return _read(snap, project_dir(path))
-    except sqlite_store.Empty:
-        return ReadResult()
-    except sqlite_store.Unreadable as exc:
-        return ReadResult(error=str(exc))
-    except Exception as exc:  # one bad store costs that store, never the run
-        return ReadResult(error=f"crush reader failed: {type(exc).__name__}: {exc}")
+    return sqlite_store.read_store(path, lambda snap: _read(snap, project_dir(path)), "crush")
 
 
 def project_dir(db: str) -> str:

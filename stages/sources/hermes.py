@@ -34,7 +34,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import clip, is_regular_file, parse_ts
+from deja.stages.sources.jsonl import clip, parse_ts
 from deja.stages.sources.locate import REMOTE_PREFIX, hermes_files, hermes_home, hermes_profiles_root
 
 HARNESS = "hermes"
@@ -66,17 +66,7 @@ def read(path: str, start: int = 0) -> ReadResult:
         from deja.stages.sources import hermes_pg
 
         return hermes_pg.read(path)
-    if not is_regular_file(path):
-        return ReadResult(error=f"not a readable regular file: {path}")
-    try:
-        with sqlite_store.snapshot(path) as snap:
-            return _read(snap, profile_of(path))
-    except sqlite_store.Empty:
-        return ReadResult()
-    except sqlite_store.Unreadable as exc:
-        return ReadResult(error=str(exc))
-    except Exception as exc:  # one bad store costs that store, never the run
-        return ReadResult(error=f"hermes reader failed: {type(exc).__name__}: {exc}")
+    return sqlite_store.read_store(path, lambda snap: _read(snap, profile_of(path)), "hermes")
 
 
 def _select(table: str, have: set[str], want: tuple[str, ...]) -> str:

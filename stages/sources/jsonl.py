@@ -167,6 +167,30 @@ def read_document(path: str):
         raise ValueError(f"not a JSON document ({exc.msg})") from None
 
 
+def read_whole_document(path: str, start: int, parse, who: str):
+    """The one read of a store that is a JSON document per session: ``parse(path,
+    doc, mtime_ms)`` builds the ReadResult. A file that cannot be read is that
+    file's error; one that does not decode (half written) is counted malformed
+    and read again when it next changes; a parse that fails costs that file only."""
+    import os
+
+    from .base import ReadResult
+
+    if not is_regular_file(path):
+        return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
+    try:
+        doc = read_document(path)
+        mtime = os.stat(path).st_mtime_ns // 1_000_000
+    except OSError as exc:
+        return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
+    except ValueError as exc:
+        return ReadResult(malformed=1, faults=[(0, str(exc))])
+    try:
+        return parse(path, doc, mtime)
+    except Exception as exc:  # one bad file costs that file, never the run
+        return ReadResult(error=f"{who} reader failed: {type(exc).__name__}: {exc}")
+
+
 def file_uri_path(uri: str) -> str:
     """``file:///home/x`` → ``/home/x`` (``file:///c%3A/x`` → ``c:/x``); other strings unchanged."""
     if not isinstance(uri, str) or not uri.startswith("file://"):

@@ -25,7 +25,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import clip, is_regular_file, parse_ts
+from deja.stages.sources.jsonl import clip, parse_ts
 from deja.stages.sources.locate import opencode_db, opencode_files
 
 HARNESS = "opencode"
@@ -40,17 +40,7 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
-    if not is_regular_file(path):
-        return ReadResult(error=f"not a readable regular file: {path}")
-    try:
-        with sqlite_store.snapshot(path) as snap:
-            return _read(snap)
-    except sqlite_store.Empty:
-        return ReadResult()
-    except sqlite_store.Unreadable as exc:
-        return ReadResult(error=str(exc))
-    except Exception as exc:  # one bad store costs that store, never the run
-        return ReadResult(error=f"opencode reader failed: {type(exc).__name__}: {exc}")
+    return sqlite_store.read_store(path, _read, "opencode")
 
 
 def _read(snap) -> ReadResult:

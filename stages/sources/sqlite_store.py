@@ -224,5 +224,26 @@ def snapshot(path: str, env: Mapping[str, str] | None = None) -> Snapshot:
     return Snapshot(path, env)
 
 
+def read_store(path: str, build, who: str):
+    """The one read of a SQLite-backed store: ``build(snapshot)`` makes the
+    ReadResult from a consistent copy. An empty file is no sessions; a store
+    that is unreadable, corrupt or over its time budget is that file's error;
+    a reader that fails costs that store only, never the run."""
+    from .base import ReadResult
+    from .locate import is_regular_file
+
+    if not is_regular_file(path):
+        return ReadResult(error=f"not a readable regular file: {path}")
+    try:
+        with snapshot(path) as snap:
+            return build(snap)
+    except Empty:
+        return ReadResult()
+    except Unreadable as exc:
+        return ReadResult(error=str(exc))
+    except Exception as exc:  # one bad store costs that store, never the run
+        return ReadResult(error=f"{who} reader failed: {type(exc).__name__}: {exc}")
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'

@@ -34,7 +34,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import clip, is_regular_file, parse_ts
+from deja.stages.sources.jsonl import clip, parse_ts
 from deja.stages.sources.locate import include_subagents, zed_db, zed_files
 
 HARNESS = "zed"
@@ -53,17 +53,7 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
-    if not is_regular_file(path):
-        return ReadResult(error=f"not a readable regular file: {path}")
-    try:
-        with sqlite_store.snapshot(path) as snap:
-            return _read(snap)
-    except sqlite_store.Empty:
-        return ReadResult()
-    except sqlite_store.Unreadable as exc:
-        return ReadResult(error=str(exc))
-    except Exception as exc:  # one bad store costs that store, never the run
-        return ReadResult(error=f"zed reader failed: {type(exc).__name__}: {exc}")
+    return sqlite_store.read_store(path, _read, "zed")
 
 
 def _read(snap) -> ReadResult:

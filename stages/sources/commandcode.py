@@ -27,7 +27,7 @@ import orjson
 
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.dialect import Dialect, Turn, block_text, flags
-from deja.stages.sources.jsonl import Lines, clip, is_regular_file, read_document, read_head
+from deja.stages.sources.jsonl import Lines, clip, read_document, read_guarded, read_head
 from deja.stages.sources.locate import commandcode_files, commandcode_home
 
 HARNESS = "commandcode"
@@ -52,14 +52,7 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
-    if not is_regular_file(path):
-        return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
-    try:
-        return _read(path, start)
-    except OSError as exc:
-        return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
-    except Exception as exc:  # one bad file costs that file, never the run
-        return ReadResult(safe_offset=start, error=f"commandcode reader failed: {type(exc).__name__}: {exc}")
+    return read_guarded(path, start, _read, "commandcode")
 
 
 def _title(path: str) -> str:

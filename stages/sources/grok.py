@@ -24,7 +24,7 @@ from urllib.parse import unquote
 import orjson
 
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import Lines, clip, is_regular_file
+from deja.stages.sources.jsonl import Lines, clip, read_guarded
 from deja.stages.sources.locate import grok_files, grok_home
 from deja.stages import work_records as work
 
@@ -42,14 +42,7 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
-    if not is_regular_file(path):
-        return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
-    try:
-        return _read(path, start)
-    except OSError as exc:
-        return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
-    except Exception as exc:  # one bad file costs that file, never the run
-        return ReadResult(safe_offset=start, error=f"grok reader failed: {type(exc).__name__}: {exc}")
+    return read_guarded(path, start, _read, "grok")
 
 
 def _read(path: str, start: int) -> ReadResult:

@@ -167,6 +167,21 @@ def read_document(path: str):
         raise ValueError(f"not a JSON document ({exc.msg})") from None
 
 
+def read_guarded(path: str, start: int, read, who: str):
+    """``read(path, start)`` for a file read from an offset: a file that cannot
+    be read is that file's error, and a reader that fails costs that file only."""
+    from .base import ReadResult
+
+    if not is_regular_file(path):
+        return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
+    try:
+        return read(path, start)
+    except OSError as exc:
+        return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # one bad file costs that file, never the run
+        return ReadResult(safe_offset=start, error=f"{who} reader failed: {type(exc).__name__}: {exc}")
+
+
 def read_whole_document(path: str, start: int, parse, who: str):
     """The one read of a store that is a JSON document per session: ``parse(path,
     doc, mtime_ms)`` builds the ReadResult. A file that cannot be read is that

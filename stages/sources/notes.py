@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Mapping
 
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts
+from deja.stages.sources.jsonl import Lines, clip, parse_ts, read_guarded
 from deja.stages.sources.locate import notes_file, notes_files
 from deja.stages.sources.projects import short_name
 
@@ -67,14 +67,7 @@ def promoted_session_id(source: str) -> str:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
-    if not is_regular_file(path):
-        return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
-    try:
-        return _read(path, start)
-    except OSError as exc:
-        return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
-    except Exception as exc:  # one bad file costs that file, never the run
-        return ReadResult(safe_offset=start, error=f"notes reader failed: {type(exc).__name__}: {exc}")
+    return read_guarded(path, start, _read, "notes")
 
 
 def _read(path: str, start: int) -> ReadResult:

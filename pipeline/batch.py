@@ -30,6 +30,7 @@ from deja.stages.stems import stem_many
 
 from deja.pipeline.ingest import FileOutput
 from deja.stages.store.catalog import Store
+from deja.stages.store.spill import BucketSpill
 from deja.stages.store.index_state import SessionOrdinals
 
 Part = tuple[str, str, int]  # (dataset, path relative to the store root, rows)
@@ -62,6 +63,9 @@ class ListBatch:
 
     def full(self) -> bool:
         return False  # a small run is one flush by definition
+
+    def finish(self) -> list[Part]:
+        return []  # its one flush wrote everything
 
     def flush(self) -> list[Part]:
         if not self.outs:
@@ -162,9 +166,10 @@ TOKENIZE_SLICE = 2 << 20
 class ArrowBatch:
     """Arrow tables, tokenised by polars in slices, written by pyarrow.
 
-    Parsed files accumulate until about ``FLUSH_BYTES`` of text, then are
-    written as parts; tokenising in ``TOKENIZE_SLICE`` pieces keeps the
-    tokenizer's working memory small whatever the file.
+    Parsed files accumulate until about ``FLUSH_BYTES`` of text, then their
+    records are written as parts; tokenising in ``TOKENIZE_SLICE`` pieces keeps
+    the tokenizer's working memory small whatever the file. Postings wait on
+    disk by bucket until ``finish`` writes each bucket once.
     """
 
     def __init__(self, store: Store, gen: int, ordinals: SessionOrdinals,
@@ -176,7 +181,7 @@ class ArrowBatch:
         self.ordinals = ordinals
         self.tables: list[tuple[str, object]] = []  # (harness, records table)
         self.bytes = 0
-        self.postings: list = []
+        self.spill = BucketSpill(self.root, gen)
         # records waiting to be tokenised together: per-call overhead of the
         # tokenizer makes a batch of many small files far cheaper than one call each
         self.to_tokenize: list = []
@@ -208,8 +213,8 @@ class ArrowBatch:
     def tokenize_pending(self) -> None:
         import pyarrow as pa
 
-        if self.to_tokenize:
-            self.postings.append(self.postings_of(pa.concat_tables(self.to_tokenize)))
+        if self.to_tokenize:  # postings wait on disk for the run's end (finish)
+            self.spill.add(self.postings_of(pa.concat_tables(self.to_tokenize)))
         self.to_tokenize, self.to_tokenize_bytes = [], 0
 
     def flush(self) -> list[Part]:
@@ -228,14 +233,28 @@ class ArrowBatch:
             for rel, rows in write.write_records(pa.concat_tables(tables), harness, self.root, name):
                 parts.append(("records", rel, rows))
         del tables, by_harness
-        postings = pa.concat_tables(self.postings)
-        self.postings = []
-        for rel, rows in write.write_postings(postings, self.root, name):
-            parts.append(("postings", rel, rows))
-        vocab = write.vocab_of(postings, stem_many)
-        parts.append(("vocab",) + write.write_table(vocab, self.root, f"vocab/{name}", layout.VOCAB_ROW_GROUP))
-        del postings, vocab
         self.bytes = 0
+        _trim()
+        return parts
+
+    def finish(self) -> list[Part]:
+        """The postings and vocabulary parts of the whole run, written once
+        from the spilled buckets (stages/store/spill.py)."""
+        import pyarrow as pa
+
+        parts: list[Part] = []
+        counts = []
+        name = self.store.new_part_name(self.gen)
+        try:
+            for bucket, table in self.spill.drain():
+                parts.append(("postings", *write.write_bucket(table, bucket, self.root, name)))
+                counts.append(write.token_counts(table))
+                del table
+        finally:
+            self.spill.close()
+        if counts:
+            vocab = write.vocab_of(pa.concat_tables(counts), stem_many)
+            parts.append(("vocab",) + write.write_table(vocab, self.root, f"vocab/{name}", layout.VOCAB_ROW_GROUP))
         _trim()
         return parts
 

@@ -173,7 +173,7 @@ class Run:
             for out in self.carry_gone(actions):
                 self.accept(out)
         _fault("after-read")
-        self.flush()
+        self.flush(last=True)
         _fault("after-write")
         purge = {a.path for a in work if a.kind in (mf.REPLACE, mf.REMOVE)}
         if self.rebuild:
@@ -285,9 +285,11 @@ class Run:
         if self.batch.full():
             self.flush()
 
-    def flush(self) -> None:
+    def flush(self, last: bool = False) -> None:
         if self.batch is not None:
             self.new_parts += self.batch.flush()
+            if last:
+                self.new_parts += self.batch.finish()
 
     # -- purge and commit ------------------------------------------------
     def purge_records(self, purge: set[str], column: str = "source_path") -> tuple[list[str], list[str]]:

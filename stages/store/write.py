@@ -7,7 +7,7 @@ groups, plus ``postings/bucket=all/`` for the small parts of incremental runs
 one small file rewritten whenever a run changes it.
 
 Two writers, one layout. Arrow tables of a big run go through pyarrow
-(``write_records``, ``write_postings``, ``write_table``). Anything expressed as
+(``write_records``, ``write_bucket``, ``write_table``). Anything expressed as
 a query — an appended turn's rows, the sessions, a purge, a compaction merge —
 is COPYed by DuckDB's core (``copy_query``): small runs never import pyarrow,
 and merges stream from Parquet to Parquet instead of materialising in Arrow.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import footer
 from .layout import (COMPRESSION, FREE_TEXT, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_ORDER, RECORDS_ROW_GROUP,
-                     SESSION_TYPES, postings_rel, records_rel, stats_columns)
+                     SESSION_TYPES, postings_rel, records_rel, writer_options)
 
 # ---------------------------------------------------------------------------
 # DuckDB: queries and Python lists → Parquet
@@ -109,42 +109,38 @@ def write_records(table, harness: str, root: Path, name: str) -> list[tuple[str,
     return out
 
 
-def write_postings(table, root: Path, name: str) -> list[tuple[str, int]]:
-    """One part per bucket present; ``table`` must carry a ``bucket`` column."""
-    import numpy as np
+def write_bucket(table, bucket: int, root: Path, name: str) -> tuple[str, int]:
+    """One bucket's postings as one part, sorted by token then record id, so a
+    query's token filter skips row groups by their statistics."""
     import polars as pl
 
-    out = []
     # polars sorts strings on both cores, well ahead of pyarrow's sort_by (bench/README.md)
     schema = table.schema
-    table = pl.from_arrow(table).sort(["bucket", "token", "record_id"]).to_arrow().cast(schema)
-    # rows are sorted by bucket: slice contiguous runs instead of filtering per bucket
-    b = table.column("bucket").to_numpy()
-    edges = [0, *(np.flatnonzero(np.diff(b)) + 1).tolist(), len(b)]
-    for lo, hi in zip(edges, edges[1:]):
-        if hi <= lo:
-            continue
-        bucket = int(b[lo])
-        part = table.slice(lo, hi - lo).drop_columns(["bucket"])
-        rel = postings_rel(bucket, name)
-        _write(part, root / rel, POSTINGS_ROW_GROUP)
-        out.append((rel, part.num_rows))
-    return out
+    table = pl.from_arrow(table).sort(["token", "record_id"]).to_arrow().cast(schema)
+    rel = postings_rel(bucket, name)
+    _write(table, root / rel, POSTINGS_ROW_GROUP)
+    return rel, table.num_rows
 
 
-def vocab_of(postings, stem_many):
-    """Distinct tokens of a postings batch with their stem and posting count:
-    what the close, stemmed and fuzzy search rungs expand a query word against."""
+def token_counts(postings):
+    """(token, n): the postings of each distinct token of a batch."""
+    counts = postings.group_by("token").aggregate([("record_id", "count")])
+    return counts.rename_columns(["token", "n"])
+
+
+def vocab_of(counts, stem_many):
+    """The vocabulary part of ``counts`` (token_counts of one or more batches,
+    each token once): each token with its stem and posting count, what the
+    close, stemmed and fuzzy search rungs expand a query word against."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    counts = postings.group_by("token").aggregate([("record_id", "count")])
     tokens = counts.column("token")
     return pa.table(
         {
             "token": tokens,
             "stem": pa.array(stem_many(tokens.to_pylist()), pa.string()),
-            "n": pc.cast(counts.column("record_id_count"), pa.int64()),
+            "n": pc.cast(counts.column("n"), pa.int64()),
         }
     ).sort_by([("stem", "ascending"), ("token", "ascending")])
 
@@ -164,8 +160,7 @@ def _write(table, path: Path, row_group: int, runs_of: str | None = None) -> Non
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     _disk_fault(tmp)
-    with pq.ParquetWriter(tmp, table.schema, compression=COMPRESSION, use_dictionary=True,
-                          write_statistics=stats_columns(table.schema.names)) as w:
+    with pq.ParquetWriter(tmp, table.schema, **writer_options(table.schema.names)) as w:
         for lo, hi in _runs(table, runs_of):
             w.write_table(table.slice(lo, hi - lo), row_group_size=row_group)
     os.replace(tmp, path)  # a reader or analyst never sees a half-written part

@@ -52,8 +52,7 @@ def copy_sorted(con, select: str, files: list[str], keys: tuple[tuple[str, str],
             reader = con.sql(_sql(select, where) + f" ORDER BY {order}", params=[files]).to_arrow_reader(row_group)
             for batch in _row_groups(reader, row_group, runs_of):
                 if writer is None:
-                    writer = pq.ParquetWriter(tmp, batch.schema, compression=layout.COMPRESSION, use_dictionary=True,
-                                              write_statistics=layout.stats_columns(batch.schema.names))
+                    writer = pq.ParquetWriter(tmp, batch.schema, **layout.writer_options(batch.schema.names))
                 writer.write_table(batch, row_group_size=row_group)
                 rows += batch.num_rows
         if writer is not None:

@@ -12,10 +12,7 @@ from deja.pipeline.cli_common import (
 )
 
 
-def _safe(text: str) -> str:
-    from deja.stages.display import sanitize_display
-
-    return sanitize_display(text or "")
+from deja.pipeline.answers_text import FIX_NONE, FIX_NOT_ERROR, fix_lines, how_lines, how_none, safe as _safe
 
 
 def _session_head(s: dict) -> str:
@@ -102,14 +99,10 @@ def register(app) -> None:
         from deja.pipeline import api
 
         res = api.how(what, project=project, limit=limit, notice=say)
-        for r in res["commands"]:
-            mark = f"  → exit {r['exit']}" if r["exit"] else ""
-            print(_safe(r["command"]) + mark)
-            print(f"  ran {r['runs']} time{'s' if r['runs'] != 1 else ''} in {r['sessions']} "
-                  f"session{'s' if r['sessions'] != 1 else ''}, last {r['last']}")
+        for line in how_lines(res):
+            print(line)
         if not res["commands"]:
-            err(f"No command on this machine mentions {' '.join(res['words'])!r}"
-                + (f" in a project matching {project!r}" if project else "") + ".")
+            err(how_none(res, project))
 
     @app.command("fix")
     def fix_cmd(
@@ -125,13 +118,12 @@ def register(app) -> None:
             error = sys.stdin.read()
         ans = api.fix(error, limit=limit, notice=say)
         if ans["status"] == "not-error":
-            err("that does not read like an error line (paste the line the tool printed)")
+            err(FIX_NOT_ERROR)
             return
-        for r in ans["fixes"]:
-            print(f"{_safe(r['error'])} ({r['date']})")
-            print(f"  ran next: {_safe(r['command'])}")
+        for line in fix_lines(ans):
+            print(line)
         if not ans["fixes"]:
-            err("No session on this machine ran a command after that error.")
+            err(FIX_NONE)
 
     @app.command("friction")
     def friction_cmd(

@@ -124,6 +124,14 @@ def completion_cmd(
     sys.stdout.write(get_completion_script(prog_name="deja", complete_var=COMPLETE_VAR, shell=shell).strip() + "\n")
 
 
+def mcp_cmd() -> None:
+    """Serve deja to an agent over MCP on stdin/stdout: recall, recall_context, blame, fix, how,
+    remember, and recent sessions as resources (`deja install` wires it into each agent)."""
+    from deja.pipeline import mcp_server
+
+    mcp_server.serve()
+
+
 def version_cmd() -> None:
     """Print deja's version (same as `deja --version`)."""
     from deja.pipeline.usage import version
@@ -141,6 +149,7 @@ cli_sessions.register(app)  # last, show, ctx
 cli_work.register(app)  # blame, files, how, fix, friction
 cli_memory.register(app)  # remember, promote, forget, stats, view
 cli_hooks.register(app)  # hook-*, install, uninstall
+app.command("mcp")(mcp_cmd)
 app.command("completion")(completion_cmd)
 app.command("version")(version_cmd)
 

@@ -179,8 +179,10 @@ def test_a_document_of_another_shape_is_counted_and_the_run_completes(home):
     assert gone.error and gone.sessions == []
 
 
-def test_demo_shows_vscode_copilot_chat(tmp_path):
+def test_demo_shows_vscode_copilot_chat_and_both_opencode_generations(tmp_path):
     env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")}
     proc = subprocess.run(deja_cmd() + ["demo"], env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
-    assert "copilot-vscode:" in proc.stdout
+    assert "copilot-vscode: 2 sessions" in proc.stdout
+    assert "opencode: 2 sessions" in proc.stdout  # its database and its older JSON store
+    assert "kilo: 2 sessions" in proc.stdout  # an extension task and the CLI's kilo.db

@@ -203,7 +203,7 @@ def _session(path: str, doc, faults: Faults) -> ReadResult:
         if not isinstance(req, dict):
             faults.note(0, f"request {i} is not an object")
             continue
-        _request(part, req, i, created, cwd, fl, faults)
+        _request(part, req, i, created, cwd, fl)
     clipped = 0
     for m in part.messages:
         m.text, cut = clip(m.text)
@@ -212,7 +212,7 @@ def _session(path: str, doc, faults: Faults) -> ReadResult:
                       faults=faults.first, clipped=clipped)
 
 
-def _request(part: SessionPart, req: dict, i: int, created, cwd: str, fl: dict, faults: Faults) -> None:
+def _request(part: SessionPart, req: dict, i: int, created, cwd: str, fl: dict) -> None:
     """One request: the person's turn, then the reply's parts in order. Only a
     terminal call records its own time; the rest of the reply is placed at the
     latest time known so far, and its end at when the reply finished."""

@@ -71,6 +71,8 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_CURSOR_ROOT": str(samples / "cursor" / "User"),
             "DEJA_CURSOR_CLI_ROOT": str(samples / "cursor" / "dot_cursor"),
             "DEJA_OPENCODE_DB": str(samples / "opencode" / "opencode.db"),
+            "DEJA_OPENCODE_STORAGE": str(samples / "opencode" / "storage"),
+            "DEJA_VSCODE_ROOT": str(samples / "copilot-vscode" / "User"),
             "DEJA_COPILOT_ROOT": str(samples / "copilot"),
             "DEJA_GEMINI_ROOT": str(samples / "gemini"),
             "DEJA_QWEN_ROOT": str(samples / "qwen"),
@@ -95,6 +97,7 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_CLINE_ROOT": str(samples / "cline" / "sessions"),
             "DEJA_ROO_ROOTS": str(samples / "roo"),
             "DEJA_KILO_ROOTS": str(samples / "kilo"),
+            "DEJA_KILO_DB": str(samples / "kilo" / "kilo.db"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -10,6 +10,7 @@ READERS = {
     "claude": "deja.stages.sources.claude",
     "codex": "deja.stages.sources.codex",
     "copilot": "deja.stages.sources.copilot",
+    "copilot-vscode": "deja.stages.sources.copilot_vscode",
     "deja": "deja.stages.sources.notes",
     "cursor": "deja.stages.sources.cursor",
     "opencode": "deja.stages.sources.opencode",

@@ -348,9 +348,76 @@ def opencode_db(env: Mapping[str, str]) -> str:
     return os.path.join(data, "opencode", "opencode.db")
 
 
+def opencode_storage(env: Mapping[str, str]) -> str:
+    """opencode's JSON store before its database: DEJA_OPENCODE_STORAGE, else
+    ``storage`` beside the database."""
+    if env.get("DEJA_OPENCODE_STORAGE"):
+        return os.path.expanduser(env["DEJA_OPENCODE_STORAGE"])
+    return os.path.join(os.path.dirname(opencode_db(env)), "storage")
+
+
+def storage_sessions(storage: str, problems: list[str] | None) -> list[str]:
+    """The session files of an opencode-shaped JSON store: ``session/<project>/<id>.json``."""
+    return _session_dirs(os.path.join(storage, "session"), problems, want=lambda n: n.endswith(".json"))
+
+
 def opencode_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    """The database; the JSON store only where no database is beside it (opencode
+    copies that store into a new database and leaves the files: read both and
+    every session would be there twice), or where DEJA_OPENCODE_STORAGE names it."""
     p = opencode_db(env)
-    return [p] if is_regular_file(p) else []
+    out = [p] if is_regular_file(p) else []
+    if env.get("DEJA_OPENCODE_STORAGE") or not out:
+        out.extend(storage_sessions(opencode_storage(env), problems))
+    return out
+
+
+# ---- VS Code Copilot Chat: <User>/workspaceStorage/<id>/chatSessions/<session>.json[l] ----
+
+
+def vscode_user_dirs(env: Mapping[str, str]) -> list[str]:
+    """The ``User`` folders of VS Code, Insiders and VSCodium (and the remote
+    server's); a portable install's (``VSCODE_PORTABLE``); or DEJA_VSCODE_ROOT
+    (a path list of User folders) alone."""
+    if env.get("DEJA_VSCODE_ROOT"):
+        return [os.path.expanduser(p) for p in env["DEJA_VSCODE_ROOT"].split(os.pathsep) if p.strip()]
+    from .task_folders import VSCODE_HOSTS, user_dirs
+
+    out = user_dirs(env, VSCODE_HOSTS)
+    if env.get("VSCODE_PORTABLE"):
+        out.insert(0, os.path.join(os.path.expanduser(env["VSCODE_PORTABLE"]), "user-data", "User"))
+    return out
+
+
+def _chat_folder(folder: str, problems: list[str] | None) -> list[str]:
+    """One chatSessions folder's sessions: ``<id>.jsonl``, else ``<id>.json``
+    (VS Code reads the log first; the flat file may outlive the move)."""
+    try:
+        with os.scandir(folder) as it:
+            names = {e.name for e in it if e.name.endswith((".json", ".jsonl")) and e.is_file()}
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        _problem(problems, folder, _why(exc))
+        return []
+    return [os.path.join(folder, n) for n in sorted(names) if not (n.endswith(".json") and n + "l" in names)]
+
+
+def vscode_chat_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    out: list[str] = []
+    for user in vscode_user_dirs(env):
+        ws = os.path.join(user, "workspaceStorage")
+        if os.path.isdir(ws):
+            try:
+                with os.scandir(ws) as it:
+                    ids = sorted(e.path for e in it if e.is_dir())
+            except OSError as exc:
+                _problem(problems, ws, _why(exc))
+                ids = []
+            for d in ids:
+                out.extend(_chat_folder(os.path.join(d, "chatSessions"), problems))
+        out.extend(_chat_folder(os.path.join(user, "globalStorage", "emptyWindowChatSessions"), problems))
+    return out
 
 
 # ---- the pi-format family (pi, omp, OpenClaw) -------------------------------------
@@ -837,10 +904,32 @@ def roo_files(env: Mapping[str, str], problems: list[str] | None = None) -> list
     return files(env, problems)
 
 
+def kilo_db(env: Mapping[str, str]) -> str:
+    """The newer Kilo CLI's opencode-shaped database: DEJA_KILO_DB, else
+    ``KILO_DB`` (absolute, or a name in the data folder), else
+    ``${XDG_DATA_HOME:-~/.local/share}/kilo/kilo.db`` (Kilo-Org/kilocode
+    ``storage/db.ts``; on every platform, as xdg-basedir resolves it)."""
+    if env.get("DEJA_KILO_DB"):
+        return os.path.expanduser(env["DEJA_KILO_DB"])
+    data = os.path.join(env.get("XDG_DATA_HOME") or os.path.join(_home(env), ".local", "share"), "kilo")
+    named = env.get("KILO_DB")
+    if named:
+        return named if os.path.isabs(named) else os.path.join(data, named)
+    return os.path.join(data, "kilo.db")
+
+
 def kilo_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    """The extension's and 0.x CLI's task folders, the newer CLI's database, and
+    its JSON store where no database is beside it (as opencode's)."""
     from .task_folders import kilo_files as files
 
-    return files(env, problems)
+    out = files(env, problems)
+    db = kilo_db(env)
+    if is_regular_file(db):
+        out.append(db)
+    else:
+        out.extend(storage_sessions(os.path.join(os.path.dirname(db), "storage"), problems))
+    return out
 
 
 # harness id → its transcripts (the readers' registry uses the same ids)
@@ -851,6 +940,7 @@ LOCATORS = {
     "cursor": cursor_files,
     "opencode": opencode_files,
     "copilot": copilot_files,
+    "copilot-vscode": vscode_chat_files,
     "gemini": gemini_files,
     "qwen": qwen_files,
     "pi": pi_files,

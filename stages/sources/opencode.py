@@ -12,20 +12,30 @@ command (exit code in ``state.metadata.exit``, output in ``state.output``),
 (opencode's task tool), kept only with DEJA_INCLUDE_SUBAGENTS=1.
 
 Read through ``sqlite_store``: a snapshot of the database, never the live
-file. The older split-JSON store (``storage/{session,message,part}``) is
-not read.
+file.
+
+Before the database, opencode kept the same records as one JSON file each
+(checked against the importer that moves them into the database,
+``json-migration.ts``): ``storage/session/<projectID>/<sessionID>.json``
+(``{id, directory, title, parentID, time}``), ``storage/message/<sessionID>/
+<messageID>.json`` (``message.data`` with its ids) and ``storage/part/
+<messageID>/<partID>.json``. Each session file is one source: read whole
+with its messages and parts, through the same ``build`` as the database's
+rows, so both generations give the same records. Kilo's CLI, an opencode
+fork, keeps both generations too (``kilo.py`` reads them through here).
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+import os
+from typing import Iterable, Mapping
 
 import orjson
 
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import clip, parse_ts
+from deja.stages.sources.jsonl import clip, parse_ts, read_whole_document
 from deja.stages.sources.locate import opencode_db, opencode_files
 
 HARNESS = "opencode"
@@ -40,30 +50,97 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
-    return sqlite_store.read_store(path, _read, "opencode")
+    return read_as(path, HARNESS)
 
 
-def _read(snap) -> ReadResult:
-    res = ReadResult()
+def read_as(path: str, harness: str) -> ReadResult:
+    """A database, or a session file of the JSON store, as ``harness``'s sessions."""
+    if path.endswith(".json"):
+        return read_whole_document(path, 0, lambda p, doc, _mtime: _read_json(p, doc, harness), harness)
+    return sqlite_store.read_store(path, lambda snap: _read_db(snap, harness), harness)
+
+
+def _read_db(snap, harness: str) -> ReadResult:
     tables = snap.tables()
     if not {"session", "message", "part"} <= tables:
-        return ReadResult(error="schema changed: no session/message/part tables (opencode store of another version)")
+        return ReadResult(error=f"schema changed: no session/message/part tables ({harness} store of another version)")
     cols = snap.columns("session")
     pick = ", ".join(c if c in cols else f"NULL AS {c}" for c in ("id", "directory", "title", "parent_id"))
+    sql = ("SELECT m.session_id, m.id, m.time_created, m.data, p.data FROM message m "
+           "LEFT JOIN part p ON p.message_id = m.id ORDER BY m.session_id, m.time_created, m.id, p.id")
+    return build(snap.rows(f"SELECT {pick} FROM session ORDER BY id"), snap.rows(sql), harness, snap.check)
+
+
+def _read_json(path: str, doc, harness: str) -> ReadResult:
+    """One session file of the JSON store, with its messages and parts beside it."""
+    if not isinstance(doc, dict):
+        return ReadResult(malformed=1, faults=[(0, f"session document is a {type(doc).__name__}, not an object")])
+    storage = os.path.dirname(os.path.dirname(os.path.dirname(path)))
+    sid = doc.get("id") if isinstance(doc.get("id"), str) else os.path.basename(path)[:-5]
+    bad = [0]
+    messages = []
+    for raw in _documents(os.path.join(storage, "message", sid), bad):
+        try:
+            info = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            bad[0] += 1
+            continue
+        if not isinstance(info, dict) or not isinstance(info.get("id"), str):
+            bad[0] += 1
+            continue
+        t = info.get("time")
+        created = t.get("created") if isinstance(t, dict) else None
+        messages.append((created if type(created) in (int, float) else 0, info["id"], info))
+    messages.sort(key=lambda m: (m[0], m[1]))
+
+    def rows():
+        for created, mid, info in messages:
+            parts = _documents(os.path.join(storage, "part", mid), bad)
+            for raw in parts or [None]:
+                yield sid, mid, created or None, info, raw
+
+    session = (sid, doc.get("directory"), doc.get("title"), doc.get("parentID"))
+    res = build([session], rows(), harness)
+    res.malformed += bad[0]
+    return res
+
+
+def _documents(folder: str, bad: list[int]) -> list[bytes]:
+    """The ``*.json`` files of one folder, in name order (opencode's ids sort by
+    time); a folder that is absent is none, a file that vanished is counted."""
+    try:
+        with os.scandir(folder) as it:
+            names = sorted(e.name for e in it if e.name.endswith(".json"))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        try:
+            with open(os.path.join(folder, name), "rb") as fh:
+                out.append(fh.read())
+        except OSError:
+            bad[0] += 1
+    return out
+
+
+def build(sessions: Iterable[tuple], rows: Iterable[tuple], harness: str, check=None) -> ReadResult:
+    """The sessions of an opencode-shaped store, from its session rows ``(id,
+    directory, title, parent_id)`` and its message rows joined to their parts
+    ``(session_id, message_id, created, message data, part data)``, ordered by
+    session, message time, message id, part id. Data is JSON text or decoded."""
+    res = ReadResult()
     parts: dict[str, SessionPart] = {}
-    for sid, directory, title, parent in snap.rows(f"SELECT {pick} FROM session ORDER BY id"):
+    for sid, directory, title, parent in sessions:
         if not isinstance(sid, str):
             res.malformed += 1
             continue
-        p = parts[sid] = SessionPart(harness=HARNESS, session_id=sid,
+        p = parts[sid] = SessionPart(harness=harness, session_id=sid,
                                      cwd=directory if isinstance(directory, str) else "")
         if isinstance(title, str) and title.strip():
             p.title, p.title_rank = title.strip(), 1
         if isinstance(parent, str) and parent:
             p.kind, p.parent, p.spawned = "subagent", parent, True
     flags = {f: work.enabled(f) for f in ("PATHS", "COMMANDS", "EDITS", "TOOL_OUTPUT")}
-    sql = ("SELECT m.session_id, m.id, m.time_created, m.data, p.data FROM message m "
-           "LEFT JOIN part p ON p.message_id = m.id ORDER BY m.session_id, m.time_created, m.id, p.id")
     current, role, msg_ts, paths, n = None, "", None, [], 0
     seq = 0
 
@@ -73,10 +150,10 @@ def _read(snap) -> ReadResult:
             if files:
                 parts[current[0]].messages.append(Message("files", files, msg_ts, byte_offset=seq))
 
-    for sid, mid, created, mdata, pdata in snap.rows(sql):
+    for sid, mid, created, mdata, pdata in rows:
         n += 1
-        if n % 256 == 0:
-            snap.check()
+        if check is not None and n % 256 == 0:
+            check()
         if current != (sid, mid):
             flush()
             current, paths, seq = (sid, mid), [], seq + 1
@@ -86,7 +163,7 @@ def _read(snap) -> ReadResult:
             msg_ts = parse_ts(t.get("created")) if isinstance(t, dict) else None
             msg_ts = msg_ts if msg_ts is not None else parse_ts(created)
             if sid not in parts:  # a message whose session row is gone
-                parts[sid] = SessionPart(harness=HARNESS, session_id=sid)
+                parts[sid] = SessionPart(harness=harness, session_id=sid)
         if role not in ("user", "assistant"):
             continue
         part = _json(pdata, res) if pdata is not None else None
@@ -144,6 +221,8 @@ def _tool(part: dict, cwd: str, ts, seq: int, flags: dict, paths: list[str]) -> 
 
 
 def _json(value, res: ReadResult):
+    if isinstance(value, dict):
+        return value
     try:
         return orjson.loads(value)
     except (orjson.JSONDecodeError, TypeError):

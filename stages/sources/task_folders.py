@@ -26,6 +26,7 @@ from .locate import _home, _problem, _why, is_regular_file
 
 # VS Code builds the extensions run in (their per-user folder names)
 HOSTS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+VSCODE_HOSTS = HOSTS[:3]  # the builds whose own chat (Copilot Chat) keeps chatSessions
 CLINE_EXT = "saoudrizwan.claude-dev"
 ROO_EXT = "rooveterinaryinc.roo-cline"
 KILO_EXT = "kilocode.kilo-code"
@@ -42,10 +43,10 @@ def _config_base(env: Mapping[str, str]) -> str:
     return env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
 
 
-def user_dirs(env: Mapping[str, str]) -> list[str]:
+def user_dirs(env: Mapping[str, str], hosts: tuple[str, ...] = HOSTS) -> list[str]:
     """Every VS Code build's ``User`` folder, and the remote server's."""
     base = _config_base(env)
-    out = [os.path.join(base, host, "User") for host in HOSTS]
+    out = [os.path.join(base, host, "User") for host in hosts]
     out.append(os.path.join(_home(env), ".vscode-server", "data", "User"))
     return out
 

@@ -82,6 +82,7 @@ class Result:
     changed: bool
     events: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    failed: str = ""  # why this agent's config was left untouched (the others still run)
 
 
 # --------------------------------------------------------------------------- where
@@ -526,6 +527,20 @@ def keep_history(days: int, home: Path, env: Mapping[str, str]) -> Result:
                                              "(`deja uninstall` leaves it; edit the file to change it back)"])
 
 
+def _install_one(t: str, path: Path, home: Path, env: Mapping[str, str], launcher: Path, offer: bool) -> Result:
+    if t == "claude":
+        changed, events = _wire(path, CLAUDE_HOOKS, launcher, {})
+        res = Result(t, path, changed, events)
+        line = history_offer(env) if offer else None
+        if line:
+            res.notes.append(line)
+    else:
+        changed, events = _wire(path, CODEX_HOOKS, launcher, {"timeout": 10})
+        res = Result(t, path, changed, events)
+        res.notes.extend(codex_notes(path, codex_config(home, env), changed))
+    return res
+
+
 def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str | None = None,
             offer: bool = True) -> list[Result]:
     """``offer``: add history_offer's line to Claude's notes (not when --keep-history answered it)."""
@@ -538,16 +553,10 @@ def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str 
             results.append(agents.install(t, home, env, launcher))
             continue
         path = _config(t, home, env)
-        if t == "claude":
-            changed, events = _wire(path, CLAUDE_HOOKS, launcher, {})
-            res = Result(t, path, changed, events)
-            line = history_offer(env) if offer else None
-            if line:
-                res.notes.append(line)
-        else:
-            changed, events = _wire(path, CODEX_HOOKS, launcher, {"timeout": 10})
-            res = Result(t, path, changed, events)
-            res.notes.extend(codex_notes(path, codex_config(home, env), changed))
+        try:
+            res = _install_one(t, path, home, env, launcher, offer)
+        except InstallError as exc:
+            res = Result(t, path, False, failed=str(exc))
         results.append(res)
     try:
         for p in install_skills(home, targets=[t for t in targets if t in TARGETS], env=env):
@@ -568,7 +577,11 @@ def uninstall(targets: list[str], home: Path, env: Mapping[str, str]) -> list[Re
             results.append(agents.uninstall(t, home, env))
             continue
         path = _config(t, home, env)
-        changed, events, notes = _unwire(path)
+        try:
+            changed, events, notes = _unwire(path)
+        except InstallError as exc:
+            results.append(Result(t, path, False, failed=str(exc)))
+            continue
         res = Result(t, path, changed, events, notes)
         res.notes.extend(remove_skills(home, [t], env))
         results.append(res)

@@ -138,7 +138,7 @@ def install(target: str, home: Path, env: Mapping[str, str], launcher: Path) -> 
             events = ["system prompt", "user message", "compaction"]
             notes = [f"opencode: restart opencode to load the plugin {path}"] if changed else []
     except base.InstallError as exc:
-        return base.Result(target, path, False, [], [f"{target}: {exc}"])
+        return base.Result(target, path, False, failed=str(exc))
     return base.Result(target, path, changed, events, notes)
 
 
@@ -162,7 +162,7 @@ def uninstall(target: str, home: Path, env: Mapping[str, str]) -> base.Result:
         elif target in ("opencode", "grok"):
             _prune(path.parent, stop=agent_home(target, home, env))
     except base.InstallError as exc:
-        return base.Result(target, path, False, [], [f"{target}: {exc}"])
+        return base.Result(target, path, False, failed=str(exc))
     return base.Result(target, path, changed, events, notes)
 
 
@@ -321,7 +321,10 @@ def _wire_kimi(path: Path, launcher: Path) -> tuple[bool, list[str]]:
 
 def _unwire_kimi(path: Path) -> tuple[bool, list[str], list[str]]:
     raw = _read_text(path)
-    m = _KIMI_BLOCK.search(raw or "")
+    if raw is None:
+        return False, [], []
+    _toml_ok(raw, path)  # one the user broke is theirs to fix: no edit guessed into it
+    m = _KIMI_BLOCK.search(raw)
     if not m:
         return False, [], []
     before = raw[:m.start()]

@@ -40,13 +40,19 @@ def _kept_json(r) -> dict:
 
 
 def _report(results, verb: str, as_json: bool, extra: dict | None = None) -> None:
+    failed = [r for r in results if r.failed]
     if as_json:
         out_json({"schema_version": 2, **(extra or {}), "targets": [
-            {"target": r.target, "path": str(r.path), "changed": r.changed, "events": r.events, "notes": r.notes}
+            {"target": r.target, "path": str(r.path), "changed": r.changed, "events": r.events, "notes": r.notes,
+             **({"error": r.failed} if r.failed else {})}
             for r in results]})
+        if failed:
+            raise SystemExit(1)  # each failure is already its one line
         return
     for r in results:
-        if r.changed:
+        if r.failed:  # left untouched; the other agents were still done
+            print(f"deja: {r.target}: {r.failed}", file=sys.stderr)
+        elif r.changed:
             print(f"{r.target}: {verb} {', '.join(r.events) or 'nothing'} in {r.path}")
         elif verb != "wired":
             print(f"{r.target}: no deja hooks in {r.path}")
@@ -54,6 +60,8 @@ def _report(results, verb: str, as_json: bool, extra: dict | None = None) -> Non
             print(f"{r.target}: {r.path} already up to date")
         for n in r.notes:
             print(n, file=sys.stderr)
+    if failed:
+        raise SystemExit(1)  # each failure is already its one line
 
 
 def register(app) -> None:

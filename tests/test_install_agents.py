@@ -164,20 +164,21 @@ def test_a_hand_merged_second_copy_and_a_moved_launcher_leave_one_entry(tmp_path
 
 def test_malformed_config_is_left_untouched_with_one_line(tmp_path):
     h = _home(tmp_path, "qwen", "kimi", "cursor", "grok")
+    (h.home / ".claude").mkdir()
     bad = {".qwen/settings.json": '{"model": "qwen3",,}\n', ".kimi-code/config.toml": 'default_model = "k2\n',
-           ".cursor/hooks.json": "{ not json"}
+           ".cursor/hooks.json": "{ not json", ".claude/settings.json": '{"model": "opus"'}
     for rel, text in bad.items():
         (h.home / rel).write_text(text)
-    proc = h.run("install", "--auto")
-    for rel, text in bad.items():
-        assert (h.home / rel).read_text() == text
-        assert not (h.home / (rel + ".deja-backup")).exists()
-        lines = [ln for ln in proc.stderr.splitlines() if str(h.home / rel) in ln]
-        assert len(lines) == 1 and ("left untouched" in lines[0] or "fix it or move it aside" in lines[0])
-    assert "grok: wired" in proc.stdout  # the others are still wired
-    h.run("uninstall", "--auto")
-    for rel, text in bad.items():
-        assert (h.home / rel).read_text() == text
+    for verb in ("install", "uninstall"):
+        proc = h.run(verb, "--auto", check=False)
+        assert proc.returncode == 1
+        for rel, text in bad.items():
+            assert (h.home / rel).read_text() == text
+            assert not (h.home / (rel + ".deja-backup")).exists()
+            lines = [ln for ln in proc.stderr.splitlines() if str(h.home / rel) in ln]
+            assert len(lines) == 1 and lines[0].startswith("deja: ")
+        # the others are done all the same
+        assert f"grok: {'wired' if verb == 'install' else 'removed'}" in proc.stdout
 
 
 def test_only_agents_set_up_here_are_wired(tmp_path):

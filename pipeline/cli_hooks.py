@@ -101,7 +101,7 @@ def register(app) -> None:
     def install_cmd(
         target: Optional[str] = typer.Argument(None, help="claude, codex, gemini, qwen, kimi, cursor, opencode or grok (or use --auto / --all)."),
         auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
-        all_: bool = typer.Option(False, "--all", help="Every agent deja can wire."),
+        all_: bool = typer.Option(False, "--all", help="Claude Code, Codex and every other agent set up here."),
         keep_history: Optional[int] = typer.Option(
             None, "--keep-history", metavar="DAYS",
             help="Raise Claude Code's cleanupPeriodDays to DAYS so it deletes transcripts later "
@@ -140,7 +140,7 @@ def register(app) -> None:
     def uninstall_cmd(
         target: Optional[str] = typer.Argument(None, help="claude, codex, gemini, qwen, kimi, cursor, opencode or grok (or use --auto / --all)."),
         auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
-        all_: bool = typer.Option(False, "--all", help="Every agent deja can wire."),
+        all_: bool = typer.Option(False, "--all", help="Claude Code, Codex and every other agent set up here."),
         as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
     ) -> None:
         """Remove deja's hooks and /recover skills from your agents.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import tomllib
 
@@ -302,3 +303,33 @@ def test_grok_is_answered_like_claude(store):
 def test_garbage_in_is_silence_out(store, agent, garbage):
     for name in ("hook-context", "hook-prompt"):
         assert hook(store, name, garbage, "--harness", agent) == ""
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="needs node to load the plugin")
+def test_opencode_plugin_folds_context_and_recall_in(store, tmp_path):
+    """The generated plugin, loaded by node the way opencode loads it, running the real hooks."""
+    (store.home / ".config" / "opencode").mkdir(parents=True, exist_ok=True)
+    store.run("install", "opencode")
+    plugin = tmp_path / "deja.mjs"  # ESM, whatever package.json is around
+    plugin.write_bytes((store.home / HOMES["opencode"][1]).read_bytes())
+    script = """
+const { DejaPlugin } = await import(process.argv[1]);
+const p = await DejaPlugin({ directory: %s });
+const out = { system: ["You are opencode."] };
+await p["experimental.chat.system.transform"]({ sessionID: "ses_1" }, out);
+await p["experimental.chat.system.transform"]({ sessionID: "ses_1" }, out);
+const msgs = { messages: [{ info: { id: "msg_1", sessionID: "ses_1", role: "user" },
+                            parts: [{ type: "text", text: %s }] }] };
+await p["experimental.chat.messages.transform"]({}, msgs);
+await p["experimental.chat.messages.transform"]({}, msgs);
+await p["experimental.session.compacting"]({ sessionID: "ses_1" }, { context: [] });
+console.log(JSON.stringify({ system: out.system, text: msgs.messages[0].parts[0].text }));
+""" % (json.dumps(CWD), json.dumps(POOL_Q))
+    proc = subprocess.run(["node", "--input-type=module", "-e", script, str(plugin)], env=store.env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert len(got["system"]) == 1 and got["system"][0].startswith("You are opencode.\n\n<deja-recall>\n")
+    assert got["system"][0].count("<deja-recall>") == 1  # folded in once, not once per call
+    assert got["text"].startswith(POOL_Q + "\n\n<deja-recall>\n") and got["text"].count("<deja-recall>") == 1
+    assert "pool_size" in got["text"]

@@ -251,24 +251,20 @@ def fit_lines(lines: list[str], budget: int) -> str:
     return "\n".join(out)
 
 
-def envelope(event: str, context: str, system_message: str | None = None) -> str:
-    out: dict = {}
-    if system_message:
-        out["systemMessage"] = system_message
-    out["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": context}
-    return json.dumps(out, ensure_ascii=False)
-
-
 class Output:
     """Where one hook run prints: plain text, or the host's JSON envelope.
 
     ``packet``: a recovery packet the run claimed (hooks/packet/deliver.py); it
     rides in front of whatever the hook prints, or alone if the hook is silent.
+    ``harness`` and ``sent`` (the event name the agent sent): whose envelope
+    (hooks/harness.py).
     """
 
-    def __init__(self, plain: bool = False, packet: str = ""):
+    def __init__(self, plain: bool = False, packet: str = "", harness: str = "claude", sent: object = None):
         self.plain = plain
         self.packet = packet
+        self.harness = harness
+        self.sent = sent
 
     def emit(self, event: str, body: str, system_message: str | None = None, keys: list[str] | None = None) -> None:
         """Print the framed body (after a claimed packet) and log what was served:
@@ -283,10 +279,13 @@ class Output:
         # the last way out: a packet stored under older rules, and any line
         # that did not come through clean()
         text = shown(text)
-        if self.plain:
-            sys.stdout.write(text + "\n")
-        else:
-            sys.stdout.write(envelope(event, text, system_message) + "\n")
+        if not self.plain:
+            from deja.hooks.harness import render
+
+            text = render(self.harness, event, self.sent, text, system_message)
+            if not text:  # this agent takes no context from this event
+                return
+        sys.stdout.write(text + "\n")
         sys.stdout.flush()
         if recalled:
             log_usage("inject" if event == "SessionStart" else "recall", len(recalled.encode("utf-8")), keys or [])

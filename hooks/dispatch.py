@@ -36,6 +36,12 @@ def run_hook(name: str, args: list[str], stream=None) -> int:
 
         mod_name, fn = HOOKS[name]
         payload = c.read_payload(stream)
+        from deja.hooks import harness
+
+        out.harness = harness.named(args, payload)
+        out.sent = payload.get("hook_event_name")
+        out.plain = out.plain or out.harness in harness.PLAIN
+        payload = harness.canonical(out.harness, payload)
         if name in DELIVERS:
             out.packet = claim_packet(payload)
         if name in ("hook-tool", "hook-tool-after") and payload.get("tool_name") in c.EDIT_TOOLS:

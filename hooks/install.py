@@ -1,5 +1,5 @@
-"""`deja install` / `deja uninstall`: wire the hooks into Claude Code and Codex,
-and install the /recover skill (``skills/recover/SKILL.md``) where each agent reads it.
+"""`deja install` / `deja uninstall`: wire the hooks into Claude Code and Codex
+(the other agents: hooks/install_agents.py), and install the /recover skill (``skills/recover/SKILL.md``) where each agent reads it.
 
 hooks-contract §4.2, §4.3; seed "Claude SessionStart hook". Every entry runs a
 small launcher, ``~/.config/deja/bin/deja-hook``: three lines of shell that find
@@ -82,6 +82,7 @@ class Result:
     changed: bool
     events: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    failed: str = ""  # why this agent's config was left untouched (the others still run)
 
 
 # --------------------------------------------------------------------------- where
@@ -366,21 +367,27 @@ def _wire(path: Path, spec, launcher: Path, extra: dict) -> tuple[bool, list[str
     new = dict(hooks)
     for event, matcher, sub, status in spec:
         new[event] = merge_event(hooks.get(event), matcher, f"{launcher} {sub}", sub,
-                                 {**extra, "statusMessage": status})
+                                 {**extra, **({"statusMessage": status} if status else {})})
     events = [e for e, *_ in spec]
-    want = dict(data, hooks=new)
+    return save(path, blob, raw, data, dict(data, hooks=new), new, bool(_deja_events(data))), events
+
+
+def save(path: Path, blob: bytes | None, raw: str | None, data: dict, want: dict, new_hooks: dict,
+         had_deja: bool) -> bool:
+    """Write ``want`` over ``path`` (splicing only its hook arrays) unless nothing
+    changed; before the first change (``had_deja`` false), keep what uninstall
+    must put back."""
     if blob is not None and want == data:
-        return False, events
-    if not _deja_events(data):
-        # the first change: keep what uninstall must put back (a newer state
-        # than an old backup's, or nothing when there is no file yet)
+        return False
+    if not had_deja:
+        # a newer state than an old backup's, or nothing when there is no file yet
         backup = backup_path(path)
         if blob is not None:
             _write(backup, blob)
         elif backup.exists():
             backup.unlink()
-    _write(path, _text(raw, want, new).encode("utf-8"))
-    return True, events
+    _write(path, _text(raw, want, new_hooks).encode("utf-8"))
+    return True
 
 
 def _unwire(path: Path) -> tuple[bool, list[str], list[str]]:
@@ -400,6 +407,13 @@ def _unwire(path: Path) -> tuple[bool, list[str], list[str]]:
         left["hooks"] = new
     else:
         left.pop("hooks")
+    return True, events, settle(path, raw, left, new or None)
+
+
+def settle(path: Path, raw: str | None, left: dict, hooks_left: dict | None) -> list[str]:
+    """Leave ``path`` holding ``left`` (what is not deja's): the backup byte for
+    byte when it holds exactly that, nothing when deja created the file, else
+    ``left`` spliced into the text. Returns what was done."""
     backup = backup_path(path)
     if backup.exists():
         before = backup.read_bytes()
@@ -410,15 +424,15 @@ def _unwire(path: Path) -> tuple[bool, list[str], list[str]]:
         if same:
             _write(path, before)
             backup.unlink()
-            return True, events, [f"{path} restored byte for byte as it was before install"]
-        _write(path, _text(raw, left, new or None).encode("utf-8"))
-        return True, events, [f"{path} changed since install: removed deja's entries only and kept your other "
-                              f"changes (the file as it was before install: {backup})"]
+            return [f"{path} restored byte for byte as it was before install"]
+        _write(path, _text(raw, left, hooks_left).encode("utf-8"))
+        return [f"{path} changed since install: removed deja's entries only and kept your other "
+                f"changes (the file as it was before install: {backup})"]
     if not left:
         path.unlink()
-        return True, events, [f"{path} removed (deja created it)"]
-    _write(path, _text(raw, left, new or None).encode("utf-8"))
-    return True, events, [f"{path}: removed deja's entries only and kept your other changes"]
+        return [f"{path} removed (deja created it)"]
+    _write(path, _text(raw, left, hooks_left).encode("utf-8"))
+    return [f"{path}: removed deja's entries only and kept your other changes"]
 
 
 def wired(path: Path) -> list[str]:
@@ -458,16 +472,21 @@ def codex_notes(hooks_path: Path, config_path: Path, changed: bool) -> list[str]
 
 
 def resolve_targets(target: str | None, auto: bool, all_: bool, home: Path, env: Mapping[str, str]) -> list[str]:
+    """``--all``: Claude Code, Codex and every other agent set up here; ``--auto``:
+    the agents set up here (Claude Code when none is)."""
+    from deja.hooks import install_agents as agents
+
+    known = TARGETS + agents.TARGETS
     if sum(bool(x) for x in (target, auto, all_)) != 1:
-        raise InstallError("give one of --auto, --all or a target (claude, codex)")
+        raise InstallError(f"give one of --auto, --all or a target ({', '.join(known)})")
     if all_:
-        return list(TARGETS)
+        return list(TARGETS) + agents.found(home, env)
     if auto:
         found = [t for t in TARGETS if (claude_settings(home, env) if t == "claude" else codex_hooks(home, env)).parent.is_dir()]
-        return found or ["claude"]
-    name = _ALIASES.get(target, target)
-    if name not in TARGETS:
-        raise InstallError(f"unknown target {target!r} (known: {', '.join(TARGETS)})")
+        return (found + agents.found(home, env)) or ["claude"]
+    name = _ALIASES.get(target) or agents.ALIASES.get(target) or target
+    if name not in known:
+        raise InstallError(f"unknown target {target!r} (known: {', '.join(known)})")
     return [name]
 
 
@@ -508,26 +527,39 @@ def keep_history(days: int, home: Path, env: Mapping[str, str]) -> Result:
                                              "(`deja uninstall` leaves it; edit the file to change it back)"])
 
 
+def _install_one(t: str, path: Path, home: Path, env: Mapping[str, str], launcher: Path, offer: bool) -> Result:
+    if t == "claude":
+        changed, events = _wire(path, CLAUDE_HOOKS, launcher, {})
+        res = Result(t, path, changed, events)
+        line = history_offer(env) if offer else None
+        if line:
+            res.notes.append(line)
+    else:
+        changed, events = _wire(path, CODEX_HOOKS, launcher, {"timeout": 10})
+        res = Result(t, path, changed, events)
+        res.notes.extend(codex_notes(path, codex_config(home, env), changed))
+    return res
+
+
 def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str | None = None,
             offer: bool = True) -> list[Result]:
     """``offer``: add history_offer's line to Claude's notes (not when --keep-history answered it)."""
+    from deja.hooks import install_agents as agents
+
     launcher, lchanged = write_launcher(home, env, binary)
     results = []
     for t in targets:
+        if t in agents.TARGETS:
+            results.append(agents.install(t, home, env, launcher))
+            continue
         path = _config(t, home, env)
-        if t == "claude":
-            changed, events = _wire(path, CLAUDE_HOOKS, launcher, {})
-            res = Result(t, path, changed, events)
-            line = history_offer(env) if offer else None
-            if line:
-                res.notes.append(line)
-        else:
-            changed, events = _wire(path, CODEX_HOOKS, launcher, {"timeout": 10})
-            res = Result(t, path, changed, events)
-            res.notes.extend(codex_notes(path, codex_config(home, env), changed))
+        try:
+            res = _install_one(t, path, home, env, launcher, offer)
+        except InstallError as exc:
+            res = Result(t, path, False, failed=str(exc))
         results.append(res)
     try:
-        for p in install_skills(home, targets=list(targets), env=env):
+        for p in install_skills(home, targets=[t for t in targets if t in TARGETS], env=env):
             results[0].notes.append(f"installed the /recover skill at {p}")
     except RecoverError as exc:
         results[0].notes.append(str(exc))
@@ -537,14 +569,24 @@ def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str 
 
 
 def uninstall(targets: list[str], home: Path, env: Mapping[str, str]) -> list[Result]:
+    from deja.hooks import install_agents as agents
+
     results = []
     for t in targets:
+        if t in agents.TARGETS:
+            results.append(agents.uninstall(t, home, env))
+            continue
         path = _config(t, home, env)
-        changed, events, notes = _unwire(path)
+        try:
+            changed, events, notes = _unwire(path)
+        except InstallError as exc:
+            results.append(Result(t, path, False, failed=str(exc)))
+            continue
         res = Result(t, path, changed, events, notes)
         res.notes.extend(remove_skills(home, [t], env))
         results.append(res)
-    remaining = [p for p in (claude_settings(home, env), codex_hooks(home, env)) if wired(p)]
+    remaining = [p for p in (claude_settings(home, env), codex_hooks(home, env)) if wired(p)] + [
+        t for t in agents.TARGETS if agents.wired(t, home, env)]
     launcher = launcher_path(home, env)
     if not remaining and launcher.exists():
         launcher.unlink()
@@ -563,4 +605,10 @@ def wiring(home: Path, env: Mapping[str, str]) -> dict:
     out = {"launcher": str(launcher) if launcher.exists() else None}
     for name, path in (("claude", claude_settings(home, env)), ("codex", codex_hooks(home, env))):
         out[name] = {"path": str(path), "events": wired(path)}
+    from deja.hooks import install_agents as agents
+
+    for name in agents.TARGETS:  # the others where they are set up or wired
+        events = agents.wired(name, home, env)
+        if events or agents.agent_home(name, home, env).is_dir():
+            out[name] = {"path": str(agents.config_path(name, home, env)), "events": events}
     return out

@@ -16,12 +16,12 @@ from deja.pipeline.cli_common import HELP_JSON, Fail, out_json
 from deja.stages.store import config
 
 
-def _hook(name: str, plain: bool = False, once: bool = False) -> None:
+def _hook(name: str, plain: bool = False, once: bool = False, harness: str | None = None) -> None:
     import typer
 
     from deja.hooks.dispatch import run_hook
 
-    args = (["--plain"] if plain else []) + (["--once"] if once else [])
+    args = (["--plain"] if plain else []) + (["--once"] if once else []) + (["--harness", harness] if harness else [])
     raise typer.Exit(run_hook(name, args))
 
 
@@ -40,57 +40,68 @@ def _kept_json(r) -> dict:
 
 
 def _report(results, verb: str, as_json: bool, extra: dict | None = None) -> None:
+    failed = [r for r in results if r.failed]
     if as_json:
         out_json({"schema_version": 2, **(extra or {}), "targets": [
-            {"target": r.target, "path": str(r.path), "changed": r.changed, "events": r.events, "notes": r.notes}
+            {"target": r.target, "path": str(r.path), "changed": r.changed, "events": r.events, "notes": r.notes,
+             **({"error": r.failed} if r.failed else {})}
             for r in results]})
+        if failed:
+            raise SystemExit(1)  # each failure is already its one line
         return
     for r in results:
-        if r.changed:
+        if r.failed:  # left untouched; the other agents were still done
+            print(f"deja: {r.target}: {r.failed}", file=sys.stderr)
+        elif r.changed:
             print(f"{r.target}: {verb} {', '.join(r.events) or 'nothing'} in {r.path}")
-        else:
-            print(f"{r.target}: {r.path} already up to date" if verb == "wired" else f"{r.target}: no deja hooks in {r.path}")
+        elif verb != "wired":
+            print(f"{r.target}: no deja hooks in {r.path}")
+        elif r.events:  # none: the notes say why nothing was wired
+            print(f"{r.target}: {r.path} already up to date")
         for n in r.notes:
             print(n, file=sys.stderr)
+    if failed:
+        raise SystemExit(1)  # each failure is already its one line
 
 
 def register(app) -> None:
     import typer
 
     @app.command("hook-context", hidden=True)
-    def hook_context(plain: bool = typer.Option(False, "--plain"), once: bool = typer.Option(False, "--once")) -> None:
+    def hook_context(plain: bool = typer.Option(False, "--plain"), once: bool = typer.Option(False, "--once"),
+                     harness: Optional[str] = typer.Option(None, "--harness")) -> None:
         """SessionStart: the project's digest."""
-        _hook("hook-context", plain, once)
+        _hook("hook-context", plain, once, harness)
 
 
     @app.command("hook-prompt", hidden=True)
-    def hook_prompt(plain: bool = typer.Option(False, "--plain")) -> None:
+    def hook_prompt(plain: bool = typer.Option(False, "--plain"), harness: Optional[str] = typer.Option(None, "--harness")) -> None:
         """UserPromptSubmit: recall for the prompt's ask."""
-        _hook("hook-prompt", plain)
+        _hook("hook-prompt", plain, harness=harness)
 
 
     @app.command("hook-tool", hidden=True)
-    def hook_tool(plain: bool = typer.Option(False, "--plain")) -> None:
+    def hook_tool(plain: bool = typer.Option(False, "--plain"), harness: Optional[str] = typer.Option(None, "--harness")) -> None:
         """PreToolUse: one line about the file's or command's history."""
-        _hook("hook-tool", plain)
+        _hook("hook-tool", plain, harness=harness)
 
 
     @app.command("hook-tool-after", hidden=True)
-    def hook_tool_after(plain: bool = typer.Option(False, "--plain")) -> None:
+    def hook_tool_after(plain: bool = typer.Option(False, "--plain"), harness: Optional[str] = typer.Option(None, "--harness")) -> None:
         """PostToolUse: the error→fix pair on file for a failed command."""
-        _hook("hook-tool-after", plain)
+        _hook("hook-tool-after", plain, harness=harness)
 
 
     @app.command("hook-precompact", hidden=True)
-    def hook_precompact() -> None:
+    def hook_precompact(harness: Optional[str] = typer.Option(None, "--harness")) -> None:
         """PreCompact: forget what this session was shown."""
-        _hook("hook-precompact")
+        _hook("hook-precompact", harness=harness)
 
     @app.command("install")
     def install_cmd(
-        target: Optional[str] = typer.Argument(None, help="claude or codex (or use --auto / --all)."),
+        target: Optional[str] = typer.Argument(None, help="claude, codex, gemini, qwen, kimi, cursor, opencode or grok (or use --auto / --all)."),
         auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
-        all_: bool = typer.Option(False, "--all", help="Every agent deja can wire."),
+        all_: bool = typer.Option(False, "--all", help="Claude Code, Codex and every other agent set up here."),
         keep_history: Optional[int] = typer.Option(
             None, "--keep-history", metavar="DAYS",
             help="Raise Claude Code's cleanupPeriodDays to DAYS so it deletes transcripts later "
@@ -127,9 +138,9 @@ def register(app) -> None:
 
     @app.command("uninstall")
     def uninstall_cmd(
-        target: Optional[str] = typer.Argument(None, help="claude or codex (or use --auto / --all)."),
+        target: Optional[str] = typer.Argument(None, help="claude, codex, gemini, qwen, kimi, cursor, opencode or grok (or use --auto / --all)."),
         auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
-        all_: bool = typer.Option(False, "--all", help="Every agent deja can wire."),
+        all_: bool = typer.Option(False, "--all", help="Claude Code, Codex and every other agent set up here."),
         as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
     ) -> None:
         """Remove deja's hooks and /recover skills from your agents.

@@ -167,7 +167,7 @@ def render(rep: dict) -> str:
     if "wiring" in rep:
         w = rep["wiring"]
         lines.append("wiring:")
-        for name in ("claude", "codex"):
+        for name in [k for k in w if k != "launcher"]:
             events = ", ".join(w[name]["events"]) or "no deja hooks"
             lines.append(f"  {name:<8} {events}  {w[name]['path']}")
         lines.append(f"  launcher {w['launcher'] or 'not installed (run `deja install --auto`)'}")

@@ -15,15 +15,18 @@ person made, not sessions that can be lost: never candidates.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections import deque
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Mapping
 
 from deja.stages.display import one_line
 from deja.stages.normalize import strip_plumbing
 from deja.stages.recover.base import (
     Action,
     Candidate,
+    FolderScan,
     WorkingState,
     cwd_forms,
     incomplete_note,
@@ -36,6 +39,30 @@ from deja.stages.sources.jsonl import read_head
 
 _RECENT_ASKS = 8
 _RECENT_ACTIONS = 16
+
+
+@dataclass(frozen=True)
+class ChatRecovery:
+    """The recovery interface over one fork's store: what differs between
+    Gemini CLI and Qwen Code is only the names below."""
+
+    harness: str
+    name: str  # as "looked in" names the harness
+    home: Callable[[Mapping[str, str]], str]  # the store's home folder
+    subdirs: tuple[str, ...]  # where under it chats are filed, for "looked in"
+    files: Callable[[Mapping[str, str]], list[str]]  # every chat file of the store
+
+    def recover_candidates(self, cwd: str, env: Mapping[str, str]) -> FolderScan:
+        home = self.home(env)
+        out = FolderScan(looked=[f"{self.name}: " + ", ".join(os.path.join(home, d) for d in self.subdirs)])
+        out.candidates = candidates(self.harness, cwd, self.files(env), self._read)
+        return out
+
+    def recover_state(self, path: str, session_id: str) -> WorkingState:
+        return state_of(self.harness, path, session_id, self._read)
+
+    def _read(self, path: str):
+        return importlib.import_module(f"deja.stages.sources.{self.harness}").read(path)
 
 
 def candidates(harness: str, cwd: str, paths: list[str], read: Callable) -> list[Candidate]:

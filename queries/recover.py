@@ -39,7 +39,10 @@ MIN_BUDGET = 800
 # Codex exports to every shell it spawns.
 LIVE_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CODEX_THREAD_ID")
 
-HARNESS_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "qwen": "Qwen Code"}
+HARNESS_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "qwen": "Qwen Code",
+                 "copilot": "Copilot CLI", "cursor": "Cursor CLI agent", "opencode": "opencode", "pi": "pi",
+                 "omp": "omp", "hermes": "Hermes", "crush": "Crush", "goose": "Goose", "amp": "Amp",
+                 "cline": "Cline CLI"}
 
 # Native resume commands (cli-contract 2.2). None: the harness has no terminal resume.
 RESUME = {
@@ -58,6 +61,8 @@ RESUME = {
     "antigravity": "agy --conversation {id}",
     "openclaw": "openclaw chat --session {id}",
     "cline": "cline --id {id}",
+    "crush": "crush --session {id}",
+    "amp": "amp threads continue {id}",
     "aider": None,
     "grok": None,
     "roo": None,

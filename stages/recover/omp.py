@@ -1,0 +1,10 @@
+"""Crash recovery for omp (Oh My Pi): the generic recovery of ``turns.py`` over the
+sessions its reader parses. Resume: ``omp --resume <id>`` (can1357/oh-my-pi
+``cli/flag-tables.ts``: ``--resume``, ``-r``, ``--session`` take an id prefix)."""
+
+from __future__ import annotations
+
+from deja.stages.recover.turns import Recovery, export
+
+HARNESS = "omp"
+export(Recovery(HARNESS, "omp (Oh My Pi)"), globals())

@@ -26,7 +26,7 @@ from typing import Mapping
 
 from deja.stages.display import sanitize_display
 from deja.stages.display import one_line
-from deja.stages.recover import recoverers
+from deja.stages.recover import recoverers, store_resume
 from deja.stages.recover.base import TAIL_BYTES, Action, Candidate, FolderScan, RecoverError, WorkingState
 from deja.stages.redact import redact
 
@@ -218,7 +218,7 @@ def _entry_json(entry: Entry, now_ms: int) -> dict:
         "messages": s.messages,
         "messages_partial": s.partial,
         "incomplete": clean(s.incomplete),
-        "resume": resume_command(c.harness, c.session_id),
+        "resume": resume_command(c.harness, c.session_id, c.path),
         "path": c.path,
     }
 
@@ -347,7 +347,7 @@ def _intro(state: WorkingState, now_ms: int) -> str:
 
 
 def _resume_line(state: WorkingState) -> str:
-    cmd = resume_command(state.harness, state.session_id)
+    cmd = resume_command(state.harness, state.session_id, state.path)
     if not cmd:
         return f"{HARNESS_NAMES.get(state.harness, state.harness)} has no terminal resume for this session."
     where = f" in {state.cwd}" if state.cwd else ""
@@ -505,20 +505,22 @@ def digest_json(cand: Candidate, digest: Digest, budget: int) -> dict:
         "digest": digest.text,
         "dropped": digest.dropped,
         "shortened": digest.shortened,
-        "resume": resume_command(cand.harness, cand.session_id),
+        "resume": resume_command(cand.harness, cand.session_id, cand.path),
     }
 
 
 # ----------------------------------------------------------------- helpers
 
 
-def resume_command(harness: str, session_id: str) -> str:
-    """The native command that reopens a session; "" when there is none or the id
-    is not safe to paste into a shell."""
+def resume_command(harness: str, session_id: str, path: str = "") -> str:
+    """The native command that reopens a session (``path``: its store file, where
+    the command depends on it); "" when there is none or what it names is not
+    safe to paste into a shell."""
     tmpl = RESUME.get(harness)
     if not tmpl or not session_id or not _SAFE_ID.fullmatch(session_id):
         return ""
-    return tmpl.format(id=session_id)
+    cmd = store_resume(harness, session_id, path)
+    return tmpl.format(id=session_id) if cmd is None else cmd
 
 
 def clean(text: str) -> str:

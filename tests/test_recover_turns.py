@@ -213,3 +213,18 @@ def test_a_session_written_this_minute_and_mid_turn_is_left_out_as_the_live_one(
     p.write_text(json.dumps(begin) + "\n" + json.dumps(ask) + "\n")
     doc = listing(home, cwd="/home/dev/src/orders-api")
     assert ids(doc) == [] and [x["id"] for x in doc["excluded"]] == [COPILOT_SID]
+
+
+def test_a_profiles_session_resumes_with_the_profile_named(home):
+    d = hermes_home(home)
+    con = sqlite3.connect(d / "profiles" / "research" / "state.db")
+    con.execute("ALTER TABLE sessions ADD COLUMN cwd TEXT")  # a newer Hermes records the folder
+    con.execute("UPDATE sessions SET cwd = '/home/dev/src/papers'")
+    con.commit()
+    con.close()
+    (cand,) = listing(home, cwd="/home/dev/src/papers")["candidates"]
+    assert cand["resume"] == f"hermes -p research --resume {cand['id']}"
+    assert digest(home, cand["id"], cwd="/home/dev/src/papers").splitlines()[-1].endswith(cand["resume"])
+    shutil.copytree(SAMPLES / "omp" / "agent", home.home / ".omp" / "profiles" / "work" / "agent")
+    (cand,) = listing(home, cwd="/home/dev/src/ledger")["candidates"]
+    assert cand["resume"] == f"omp --profile work --resume {cand['id']}"

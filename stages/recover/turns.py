@@ -19,6 +19,7 @@ when the session stopped.
 from __future__ import annotations
 
 import os
+import re
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -52,6 +53,8 @@ class Recovery:
     harness: str
     name: str  # as "looked in" names the harness
     keep: Callable[[str], bool] = _every  # store files whose sessions the resume command opens
+    # the resume command when it depends on the store file (a profile's), else None: the table's
+    resume: Callable[[str, str], str | None] | None = None
 
     def reader(self):
         from deja.stages.sources import reader
@@ -91,6 +94,17 @@ def export(rec: Recovery, namespace: dict) -> None:
     namespace["recover_candidates"] = rec.recover_candidates
     namespace["recover_state"] = rec.recover_state
     namespace["recover_check"] = rec.recover_check
+    if rec.resume is not None:
+        namespace["resume_command"] = rec.resume
+
+
+def profile_of(path: str) -> str | None:
+    """The profile a store file lies in (``…/profiles/<name>/…``), "" for the
+    default one, None when its name is not safe to paste into a shell."""
+    parts = path.replace("\\", "/").split("/")
+    i = max((n for n, p in enumerate(parts) if p == "profiles"), default=-1)
+    name = parts[i + 1] if 0 <= i < len(parts) - 2 else ""
+    return name if not name or re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", name) else None
 
 
 _cache: OrderedDict = OrderedDict()

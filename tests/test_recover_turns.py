@@ -228,3 +228,23 @@ def test_a_profiles_session_resumes_with_the_profile_named(home):
     shutil.copytree(SAMPLES / "omp" / "agent", home.home / ".omp" / "profiles" / "work" / "agent")
     (cand,) = listing(home, cwd="/home/dev/src/ledger")["candidates"]
     assert cand["resume"] == f"omp --profile work --resume {cand['id']}"
+
+
+def test_real_copilot_and_cursor_sessions_are_offered_for_their_folders(home):
+    """Published transcripts from other people's machines, laid out at their
+    home paths (tests/test_real_corpus.py): each is offered for the folder it
+    records, with its harness's resume command."""
+    import test_real_corpus as real
+
+    if not (real.CORPUS / "MANIFEST.tsv").exists():
+        pytest.skip("../shared/corpus/real is not here")
+    real.lay_out(home.home, [r for r in real.manifest_rows() if r["harness"] in ("copilot", "cursor")])
+    doc = listing(home, "--limit", "20", cwd="c:\\Users\\loganf\\Documents\\IDAHO-VAULT")
+    assert {(c["harness"], c["resume"]) for c in doc["candidates"]} == {
+        ("copilot", "copilot --resume=252d6b6b-aaad-4790-8254-7ada091ee9fc"),
+        ("copilot", "copilot --resume=3fc55392-3e98-4470-8d46-86557601b171")}
+    doc = listing(home, "--limit", "20", cwd="/Users/anuragabhay")
+    assert sorted(c["resume"] for c in doc["candidates"]) == [
+        f"cursor-agent --resume {i}" for i in ("1f171712-43ae-409d-89bf-1d35e602c31b",
+                                               "8125e88e-3122-425a-acfb-df1080750109",
+                                               "92995525-a7b9-4c55-8419-af1f34879148")]

@@ -42,7 +42,7 @@ LIVE_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CODEX_THREAD_ID")
 HARNESS_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "qwen": "Qwen Code",
                  "copilot": "Copilot CLI", "cursor": "Cursor CLI agent", "opencode": "opencode", "pi": "pi",
                  "omp": "omp", "hermes": "Hermes", "crush": "Crush", "goose": "Goose", "amp": "Amp",
-                 "cline": "Cline CLI"}
+                 "cline": "Cline CLI", "kimi": "Kimi Code"}
 
 # Native resume commands (cli-contract 2.2). None: the harness has no terminal resume.
 RESUME = {

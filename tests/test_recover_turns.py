@@ -155,7 +155,22 @@ def cline(home) -> Crash:
                  "Last turn may be incomplete: work was in progress on: editor")
 
 
-CRASHES = [copilot, cursor, opencode, pi, omp, hermes, crush, goose, amp, cline]
+def kimi(home) -> Crash:
+    shutil.copytree(SAMPLES / "kimi", home.home / ".kimi-code")
+    wire = next((home.home / ".kimi-code").rglob("wire.jsonl"))
+    _append(wire,
+            {"type": "context.append_message", "time": "2026-03-05T09:03:00Z",
+             "message": {"role": "user", "content": "run it twenty times to be sure"}},
+            {"type": "context.append_loop_event", "time": "2026-03-05T09:03:02Z",
+             "event": {"type": "tool.call", "id": "tc_3", "name": "Bash",
+                       "args": {"command": "npx playwright test login.spec.ts --repeat-each 20"}}})
+    return Crash("/home/dev/src/portal", "5d1e-kimi-demo", "run it twenty times to be sure",
+                 "kimi --session 5d1e-kimi-demo",
+                 ["- Bash: npx playwright test login.spec.ts --repeat-each 20 → no result"], ["- tests/login.spec.ts"],
+                 "Last turn may be incomplete: work was in progress on: Bash npx playwright test")
+
+
+CRASHES = [copilot, cursor, opencode, pi, omp, hermes, crush, goose, amp, cline, kimi]
 
 
 @pytest.mark.parametrize("crash", CRASHES, ids=[c.__name__ for c in CRASHES])

@@ -35,9 +35,9 @@ DEFAULT_LIMIT = 5
 DEFAULT_BUDGET = 8000  # characters of digest: about 2k tokens, orientation rather than a replay
 MIN_BUDGET = 800
 
-# Where the live session's id may be found after --exclude; the last is what
-# Codex exports to every shell it spawns.
-LIVE_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CODEX_THREAD_ID")
+# Where the live session's id may be found after --exclude: what Codex and
+# Copilot CLI (github/copilot-cli changelog) export to every shell they spawn.
+LIVE_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CODEX_THREAD_ID", "COPILOT_AGENT_SESSION_ID")
 
 HARNESS_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "qwen": "Qwen Code",
                  "copilot": "Copilot CLI", "cursor": "Cursor CLI agent", "opencode": "opencode", "pi": "pi",

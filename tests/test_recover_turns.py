@@ -263,3 +263,10 @@ def test_real_copilot_and_cursor_sessions_are_offered_for_their_folders(home):
         f"cursor-agent --resume {i}" for i in ("1f171712-43ae-409d-89bf-1d35e602c31b",
                                                "8125e88e-3122-425a-acfb-df1080750109",
                                                "92995525-a7b9-4c55-8419-af1f34879148")]
+
+
+def test_the_session_a_copilot_shell_names_is_left_out_as_the_live_one(home):
+    c = copilot(home)
+    doc = listing(home, cwd=c.cwd, extra_env={"COPILOT_AGENT_SESSION_ID": c.sid})
+    assert ids(doc) == [] and doc["excluded"] == [
+        {"harness": "copilot", "id": c.sid, "reason": "the live session (COPILOT_AGENT_SESSION_ID)"}]

@@ -125,7 +125,10 @@ def read_store(harness: str, path: str):
         return hit[1]
     from deja.stages.sources import reader
 
-    res = reader(harness).read(path)
+    try:
+        res = reader(harness).read(path)
+    except Exception:  # readers count bad content; anything past that costs this store only
+        return None
     _cache[key] = (stamp, res)
     while len(_cache) > _CACHED:
         _cache.popitem(last=False)

@@ -26,7 +26,7 @@ from typing import Mapping
 
 from deja.stages.display import sanitize_display
 from deja.stages.display import one_line
-from deja.stages.recover import recoverers
+from deja.stages.recover import recoverers, store_resume
 from deja.stages.recover.base import TAIL_BYTES, Action, Candidate, FolderScan, RecoverError, WorkingState
 from deja.stages.redact import redact
 
@@ -35,11 +35,14 @@ DEFAULT_LIMIT = 5
 DEFAULT_BUDGET = 8000  # characters of digest: about 2k tokens, orientation rather than a replay
 MIN_BUDGET = 800
 
-# Where the live session's id may be found after --exclude; the last is what
-# Codex exports to every shell it spawns.
-LIVE_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CODEX_THREAD_ID")
+# Where the live session's id may be found after --exclude: what Codex and
+# Copilot CLI (github/copilot-cli changelog) export to every shell they spawn.
+LIVE_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CODEX_THREAD_ID", "COPILOT_AGENT_SESSION_ID")
 
-HARNESS_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "qwen": "Qwen Code"}
+HARNESS_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "qwen": "Qwen Code",
+                 "copilot": "Copilot CLI", "cursor": "Cursor CLI agent", "opencode": "opencode", "pi": "pi",
+                 "omp": "omp", "hermes": "Hermes", "crush": "Crush", "goose": "Goose", "amp": "Amp",
+                 "cline": "Cline CLI", "kimi": "Kimi Code"}
 
 # Native resume commands (cli-contract 2.2). None: the harness has no terminal resume.
 RESUME = {
@@ -58,6 +61,8 @@ RESUME = {
     "antigravity": "agy --conversation {id}",
     "openclaw": "openclaw chat --session {id}",
     "cline": "cline --id {id}",
+    "crush": "crush --session {id}",
+    "amp": "amp threads continue {id}",
     "aider": None,
     "grok": None,
     "roo": None,
@@ -213,7 +218,7 @@ def _entry_json(entry: Entry, now_ms: int) -> dict:
         "messages": s.messages,
         "messages_partial": s.partial,
         "incomplete": clean(s.incomplete),
-        "resume": resume_command(c.harness, c.session_id),
+        "resume": resume_command(c.harness, c.session_id, c.path),
         "path": c.path,
     }
 
@@ -342,7 +347,7 @@ def _intro(state: WorkingState, now_ms: int) -> str:
 
 
 def _resume_line(state: WorkingState) -> str:
-    cmd = resume_command(state.harness, state.session_id)
+    cmd = resume_command(state.harness, state.session_id, state.path)
     if not cmd:
         return f"{HARNESS_NAMES.get(state.harness, state.harness)} has no terminal resume for this session."
     where = f" in {state.cwd}" if state.cwd else ""
@@ -500,20 +505,22 @@ def digest_json(cand: Candidate, digest: Digest, budget: int) -> dict:
         "digest": digest.text,
         "dropped": digest.dropped,
         "shortened": digest.shortened,
-        "resume": resume_command(cand.harness, cand.session_id),
+        "resume": resume_command(cand.harness, cand.session_id, cand.path),
     }
 
 
 # ----------------------------------------------------------------- helpers
 
 
-def resume_command(harness: str, session_id: str) -> str:
-    """The native command that reopens a session; "" when there is none or the id
-    is not safe to paste into a shell."""
+def resume_command(harness: str, session_id: str, path: str = "") -> str:
+    """The native command that reopens a session (``path``: its store file, where
+    the command depends on it); "" when there is none or what it names is not
+    safe to paste into a shell."""
     tmpl = RESUME.get(harness)
     if not tmpl or not session_id or not _SAFE_ID.fullmatch(session_id):
         return ""
-    return tmpl.format(id=session_id)
+    cmd = store_resume(harness, session_id, path)
+    return tmpl.format(id=session_id) if cmd is None else cmd
 
 
 def clean(text: str) -> str:

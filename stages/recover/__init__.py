@@ -2,8 +2,11 @@
 
 Every harness in ``deja.stages.sources.READERS`` whose recovery module provides
 ``recover_candidates`` and ``recover_state`` takes part: Claude Code and Codex
-here, and a harness added later through ``deja.stages.recover.<harness>`` (or
-its reader module itself), with no change to the command or the queries.
+here, every harness with a module ``deja.stages.recover.<harness>`` (most
+built on ``turns.py``), or a reader module that brings them itself, with no
+change to the command or the queries. A module may add
+``resume_command(session_id, path)`` where the resume command depends on the
+store (a profile's).
 """
 
 from __future__ import annotations
@@ -30,6 +33,17 @@ def recoverers(harness: str | None = None) -> list[tuple[str, ModuleType]]:
     if harness and not found:
         raise RecoverError(f"recovery is not available for {harness} yet")
     return found
+
+
+def store_resume(harness: str, session_id: str, path: str) -> str | None:
+    """The resume command a harness's recovery module gives for a session in
+    the store file ``path`` (a profile's store needs the profile named), None
+    when the harness's one command serves every store."""
+    if not path or harness not in READERS:
+        return None
+    mod = _recovery_module(harness)
+    fn = getattr(mod, "resume_command", None) if mod is not None else None
+    return fn(session_id, path) if callable(fn) else None
 
 
 def _recovery_module(harness: str) -> ModuleType | None:

@@ -1,6 +1,6 @@
 """Crash recovery shared by Gemini CLI and its fork Qwen Code
 (``recover/gemini.py``, ``recover/qwen.py``): the interface of ``base.py``
-over the messages their readers find.
+over the messages their readers find (the state as ``turns.py`` builds it).
 
 A chat belongs to the folder its project directory stands for
 (``tmp/<sha256 of the folder>``, or the slug ``projects.json`` and
@@ -15,27 +15,46 @@ person made, not sessions that can be lost: never candidates.
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections import deque
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Mapping
 
-from deja.stages.display import one_line
-from deja.stages.normalize import strip_plumbing
 from deja.stages.recover.base import (
-    Action,
     Candidate,
+    FolderScan,
     WorkingState,
     cwd_forms,
-    incomplete_note,
     line_problems,
     read_window,
     same_dir,
 )
+from deja.stages.recover.turns import state_of_part
 from deja.stages.sources import gemini_chat as chat
 from deja.stages.sources.jsonl import read_head
 
-_RECENT_ASKS = 8
-_RECENT_ACTIONS = 16
+@dataclass(frozen=True)
+class ChatRecovery:
+    """The recovery interface over one fork's store: what differs between
+    Gemini CLI and Qwen Code is only the names below."""
+
+    harness: str
+    name: str  # as "looked in" names the harness
+    home: Callable[[Mapping[str, str]], str]  # the store's home folder
+    subdirs: tuple[str, ...]  # where under it chats are filed, for "looked in"
+    files: Callable[[Mapping[str, str]], list[str]]  # every chat file of the store
+
+    def recover_candidates(self, cwd: str, env: Mapping[str, str]) -> FolderScan:
+        home = self.home(env)
+        out = FolderScan(looked=[f"{self.name}: " + ", ".join(os.path.join(home, d) for d in self.subdirs)])
+        out.candidates = candidates(self.harness, cwd, self.files(env), self._read)
+        return out
+
+    def recover_state(self, path: str, session_id: str) -> WorkingState:
+        return state_of(self.harness, path, session_id, self._read)
+
+    def _read(self, path: str):
+        return importlib.import_module(f"deja.stages.sources.{self.harness}").read(path)
 
 
 def candidates(harness: str, cwd: str, paths: list[str], read: Callable) -> list[Candidate]:
@@ -91,65 +110,13 @@ def _session_id(path: str, read: Callable) -> str:
 
 def state_of(harness: str, path: str, session_id: str, read: Callable) -> WorkingState:
     """The working state from the messages the reader finds in one chat."""
-    size = os.path.getsize(path)
-    s = WorkingState(harness, session_id, path, size=size)
     res = read(path)
     part = next((p for p in res.sessions if p.session_id == session_id), res.sessions[0] if res.sessions else None)
     if part is None:
-        return s
-    s.cwd = part.cwd
-    asks: deque = deque(maxlen=_RECENT_ASKS)
-    actions: deque = deque(maxlen=_RECENT_ACTIONS)
-    files: dict[str, None] = {}
-    first_ask = ""
-    n = 0
-    event = ""
-    said_at = -1  # the line of the last answer: Gemini keeps a turn's calls and results on it
-    for m in part.messages:
-        if m.ts is not None:
-            s.updated = max(s.updated or 0, m.ts)
-        if m.role == "user" and not m.tool:
-            ask = strip_plumbing(m.text)
-            if ask:
-                first_ask = first_ask or ask
-                asks.append(ask)
-                n += 1
-                event = "ask"
-        elif m.role == "assistant":
-            s.answer = m.text
-            n += 1
-            event, said_at = "answer", m.byte_offset
-        elif m.role == "command":
-            detail = m.text[2:].split("  → exit", 1)[0]
-            actions.append(Action(m.tool or "run_shell_command", detail,
-                                  f"exit {m.exit_code}" if m.exit_code else ""))
-            event = event if m.byte_offset == said_at else "tool"
-        elif m.role == "edit":
-            actions.append(Action(m.tool or "replace", m.text.split("\n", 1)[0]))
-            event = event if m.byte_offset == said_at else "tool"
-        elif m.role == "files":
-            for p in m.text.split("\n"):
-                files.pop(p, None)
-                files[p] = None
-        elif m.role == "tool-output":
-            if m.is_error:
-                act = next((a for a in reversed(actions) if a.tool == m.tool), None)
-                if act is not None and not act.status:
-                    act.status = "failed"
-            event = event if m.byte_offset == said_at else "result"
-    if part.title:
-        s.title = part.title
-    elif first_ask:
-        s.title, s.title_from_ask = one_line(first_ask, 200), True
-    s.asks = list(asks)
-    s.last_prompt = s.asks[-1] if s.asks else ""
-    s.actions = list(actions)
-    s.files = list(files)
-    s.messages = n
-    torn = path.endswith(".jsonl") and read_window(path, 16 << 10, head=False).torn
-    s.incomplete = incomplete_note(event, [], s.actions, torn, "", noun="chat", output="result",
-                                   unanswered="the last tool result got no reply")
-    return s
+        return WorkingState(harness, session_id, path, size=os.path.getsize(path))
+    state = state_of_part(harness, path, part, same_line_turns=True)
+    state.session_id = session_id
+    return state
 
 
 def recover_check(path: str):

@@ -98,6 +98,11 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_ROO_ROOTS": str(samples / "roo"),
             "DEJA_KILO_ROOTS": str(samples / "kilo"),
             "DEJA_KILO_DB": str(samples / "kilo" / "kilo.db"),
+            "DEJA_SENPI_ROOT": str(samples / "senpi" / "agent" / "sessions"),
+            "DEJA_GJC_ROOT": str(samples / "gjc" / "agent" / "sessions"),
+            "DEJA_KIMCHI_ROOT": str(samples / "kimchi" / "harness" / "sessions"),
+            "DEJA_PRIME_ROOT": str(samples / "prime" / "agent" / "sessions"),
+            "DEJA_CHERRYSTUDIO_ROOTS": str(samples / "cherrystudio" / "projects"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -35,6 +35,11 @@ READERS = {
     "cline": "deja.stages.sources.cline",
     "roo": "deja.stages.sources.roo",
     "kilo": "deja.stages.sources.kilo",
+    "senpi": "deja.stages.sources.senpi",
+    "gjc": "deja.stages.sources.gjc",
+    "kimchi": "deja.stages.sources.kimchi",
+    "prime": "deja.stages.sources.prime",
+    "cherrystudio": "deja.stages.sources.cherrystudio",
 }
 
 

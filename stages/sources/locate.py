@@ -569,6 +569,120 @@ def _flat(folder: str, problems: list[str] | None, want) -> list[str]:
         return []
 
 
+# ---- pi descendants: Senpi, gajae-code, Kimchi Coding, prime-agent ---------------
+# Each keeps pi's session files under its own agent dir (checked in each one's source:
+# code-yeongyu/senpi config.ts + brand.ts, gajae-code packages/utils/src/dirs.ts,
+# castai/kimchi-dev src/entry.ts, PrimeIntellect-ai/prime-agent config.ts).
+
+
+def _pi_sessions(root: str, problems: list[str] | None) -> list[str]:
+    """``<root>/<file>.jsonl`` and ``<root>/<folder>/<file>.jsonl``: a session-dir
+    override (or prime-agent's flat root) puts files at the root, the default
+    layout one encoded-cwd folder down; deeper files are sub-agent passes."""
+    out: list[str] = []
+    if not os.path.isdir(root):
+        return out
+    for folder, names in walk(root, problems, want=lambda n: n.endswith(".jsonl")):
+        if folder == root or os.path.dirname(folder) == root:
+            out.extend(os.path.join(folder, n) for n in names)
+    return sorted(out)
+
+
+def senpi_root(env: Mapping[str, str]) -> str:
+    """Senpi: ``${SENPI_CODING_AGENT_DIR:-~/.senpi/agent}/sessions``, or
+    ``SENPI_CODING_AGENT_SESSION_DIR`` when set (pi's own ``PI_*`` fallbacks
+    are left to pi, so one variable never makes two harnesses of one store)."""
+    if env.get("DEJA_SENPI_ROOT"):
+        return env["DEJA_SENPI_ROOT"]
+    if env.get("SENPI_CODING_AGENT_SESSION_DIR"):
+        return os.path.expanduser(env["SENPI_CODING_AGENT_SESSION_DIR"])
+    agent = env.get("SENPI_CODING_AGENT_DIR") or os.path.join(_home(env), ".senpi", "agent")
+    return os.path.join(os.path.expanduser(agent), "sessions")
+
+
+def senpi_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    return _pi_sessions(senpi_root(env), problems)
+
+
+def kimchi_root(env: Mapping[str, str]) -> str:
+    """Kimchi Coding: ``~/.config/kimchi/harness/sessions`` (its entry point sets
+    ``KIMCHI_CODING_AGENT_DIR`` to that folder under the home, not under XDG)."""
+    if env.get("DEJA_KIMCHI_ROOT"):
+        return env["DEJA_KIMCHI_ROOT"]
+    agent = env.get("KIMCHI_CODING_AGENT_DIR") or os.path.join(_home(env), ".config", "kimchi", "harness")
+    return os.path.join(os.path.expanduser(agent), "sessions")
+
+
+def kimchi_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    return _pi_sessions(kimchi_root(env), problems)
+
+
+def gjc_roots(env: Mapping[str, str]) -> list[str]:
+    """gajae-code (an omp descendant): ``~/${GJC_CONFIG_DIR:-.gjc}/agent/sessions``
+    or ``$GJC_CODING_AGENT_DIR/sessions``; with the default agent dir and an
+    existing ``$XDG_DATA_HOME/gjc`` the sessions move to ``$XDG_DATA_HOME/gjc/sessions``
+    (both are read: a store from before ``gjc config migrate`` stays where it was)."""
+    if env.get("DEJA_GJC_ROOT"):
+        return [env["DEJA_GJC_ROOT"]]
+    if env.get("GJC_CODING_AGENT_DIR"):
+        return [os.path.join(os.path.expanduser(env["GJC_CODING_AGENT_DIR"]), "sessions")]
+    name = env.get("GJC_CONFIG_DIR") or ".gjc"
+    out = [os.path.join(_home(env), name, "agent", "sessions")]
+    xdg = env.get("XDG_DATA_HOME")
+    if xdg and os.path.isdir(os.path.join(xdg, "gjc")):
+        out.append(os.path.join(xdg, "gjc", "sessions"))
+    return out
+
+
+def gjc_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    return sorted(p for root in gjc_roots(env) for p in _pi_sessions(root, problems))
+
+
+def prime_root(env: Mapping[str, str]) -> str:
+    """prime-agent: one ``<uuid7>.jsonl`` per session directly under
+    ``~/.prime/agent/sessions`` (older installs: ``--<cwd>--/`` folders below it)."""
+    for var in ("DEJA_PRIME_ROOT", "PRIME_AGENT_SESSION_DIR", "PRIME_AGENT_CODING_AGENT_SESSION_DIR"):
+        if env.get(var):
+            return os.path.expanduser(env[var])
+    agent = env.get("PRIME_AGENT_CODING_AGENT_DIR") or os.path.join(_home(env), ".prime", "agent")
+    return os.path.join(os.path.expanduser(agent), "sessions")
+
+
+def prime_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    return _pi_sessions(prime_root(env), problems)
+
+
+# ---- Cherry Studio: Claude Code transcripts under the app's own profile -------------
+
+
+def cherrystudio_roots(env: Mapping[str, str]) -> list[str]:
+    """The ``projects`` folders of the Claude config dir Cherry Studio hands its
+    agent (``CLAUDE_CONFIG_DIR``): ``<userData>/Data/Agents/.claude`` in 2.x,
+    ``<userData>/.claude`` before; userData is ``$XDG_CONFIG_HOME/CherryStudio``,
+    macOS ``~/Library/Application Support/CherryStudio``, Windows ``%APPDATA%``."""
+    if env.get("DEJA_CHERRYSTUDIO_ROOTS"):
+        return [p for p in env["DEJA_CHERRYSTUDIO_ROOTS"].split(os.pathsep) if p]
+    home = _home(env)
+    bases = [os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "CherryStudio"),
+             os.path.join(home, "Library", "Application Support", "CherryStudio")]
+    if env.get("APPDATA"):
+        bases.append(os.path.join(env["APPDATA"], "CherryStudio"))
+    out: list[str] = []
+    for base in bases:
+        if os.path.isdir(base):  # one stat when the app is absent
+            out.append(os.path.join(base, "Data", "Agents", ".claude", "projects"))
+            out.append(os.path.join(base, ".claude", "projects"))
+    return out
+
+
+def cherrystudio_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    """Laid out as Claude Code's own store, so Claude's locator walks each root."""
+    out: list[str] = []
+    for root in cherrystudio_roots(env):
+        out.extend(claude_files({**env, "DEJA_CLAUDE_ROOT": root}, problems))
+    return sorted(out)
+
+
 # ---- Amp: ${XDG_DATA_HOME:-~/.local/share}/amp/threads/<T-id>.json ---------------------
 
 
@@ -962,6 +1076,11 @@ LOCATORS = {
     "cline": cline_files,
     "roo": roo_files,
     "kilo": kilo_files,
+    "senpi": senpi_files,
+    "gjc": gjc_files,
+    "kimchi": kimchi_files,
+    "prime": prime_files,
+    "cherrystudio": cherrystudio_files,
 }
 
 

@@ -32,3 +32,11 @@ def folder_project(path: str) -> str:
 
     name = os.path.basename(os.path.dirname(os.path.abspath(path)))
     return decode_project_dir(name) if name.strip("-") else ""
+
+
+def encoded_folder_project(path: str) -> str:
+    """``folder_project`` for stores whose folders are not all encoded cwds
+    (prime-agent's flat root, gajae-code's ``v2-<digest>`` folders): only a
+    ``-``-led folder name is decoded; the header's cwd names the rest."""
+    name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return folder_project(path) if name.startswith("-") else ""

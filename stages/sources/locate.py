@@ -88,6 +88,17 @@ def walk(top: str, problems: list[str] | None, skip_dir=None, want=None):
         stack.extend(reversed(subdirs))
 
 
+def _folders(folder: str, problems: list[str] | None = None, want=None) -> list[str]:
+    """The subfolders of ``folder`` (whose names ``want`` accepts), sorted; one that
+    cannot be listed is a problem named in ``problems`` and has none."""
+    try:
+        with os.scandir(folder) as it:
+            return sorted(e.path for e in it if (want is None or want(e.name)) and e.is_dir())
+    except OSError as exc:
+        _problem(problems, folder, _why(exc))
+        return []
+
+
 def _problem(problems: list[str] | None, path: str, why: str) -> None:
     if problems is not None:
         problems.append(f"{path}: {why}")
@@ -222,13 +233,7 @@ def project_chats(top: str, problems: list[str] | None, subagents: bool, checkpo
         if os.path.lexists(top) and not os.path.exists(top):
             _problem(problems, top, "dangling symlink: skipped")
         return out
-    try:
-        with os.scandir(top) as it:
-            projects = sorted(e.path for e in it if e.is_dir())
-    except OSError as exc:
-        _problem(problems, top, _why(exc))
-        return out
-    for project in projects:
+    for project in _folders(top, problems):
         if checkpoints:
             try:
                 with os.scandir(project) as it:
@@ -319,13 +324,7 @@ def cursor_files(env: Mapping[str, str], problems: list[str] | None = None) -> l
             out.append(g)
         ws = os.path.join(user, "workspaceStorage")
         if os.path.isdir(ws):
-            try:
-                with os.scandir(ws) as it:
-                    hashes = sorted(e.path for e in it if e.is_dir())
-            except OSError as exc:
-                _problem(problems, ws, _why(exc))
-                hashes = []
-            out.extend(p for h in hashes if is_regular_file(p := os.path.join(h, "state.vscdb")))
+            out.extend(p for h in _folders(ws, problems) if is_regular_file(p := os.path.join(h, "state.vscdb")))
     projects_dir = os.path.join(cursor_cli_home(env), "projects")
     if os.path.isdir(projects_dir):
         include_sub = include_subagents(env)
@@ -408,13 +407,7 @@ def vscode_chat_files(env: Mapping[str, str], problems: list[str] | None = None)
     for user in vscode_user_dirs(env):
         ws = os.path.join(user, "workspaceStorage")
         if os.path.isdir(ws):
-            try:
-                with os.scandir(ws) as it:
-                    ids = sorted(e.path for e in it if e.is_dir())
-            except OSError as exc:
-                _problem(problems, ws, _why(exc))
-                ids = []
-            for d in ids:
+            for d in _folders(ws, problems):
                 out.extend(_chat_folder(os.path.join(d, "chatSessions"), problems))
         out.extend(_chat_folder(os.path.join(user, "globalStorage", "emptyWindowChatSessions"), problems))
     return out
@@ -456,20 +449,13 @@ def omp_roots(env: Mapping[str, str]) -> list[str]:
     home = os.path.join(_home(env), ".omp")
     if os.path.isdir(home):
         out.append(os.path.join(home, "agent", "sessions"))
-        out.extend(os.path.join(home, "profiles", p, "agent", "sessions") for p in _subdirs(os.path.join(home, "profiles")))
+        out.extend(os.path.join(p, "agent", "sessions") for p in _folders(os.path.join(home, "profiles")))
     xdg = env.get("XDG_DATA_HOME")
     if xdg and os.path.isdir(os.path.join(xdg, "omp")):
         base = os.path.join(xdg, "omp")
         out.append(os.path.join(base, "sessions"))
-        out.extend(os.path.join(base, "profiles", p, "sessions") for p in _subdirs(os.path.join(base, "profiles")))
+        out.extend(os.path.join(p, "sessions") for p in _folders(os.path.join(base, "profiles")))
     return out
-
-
-def _subdirs(folder: str) -> list[str]:
-    try:
-        return sorted(e.name for e in os.scandir(folder) if e.is_dir())
-    except OSError:
-        return []
 
 
 def omp_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
@@ -493,8 +479,8 @@ def _openclaw_session(name: str) -> bool:
 def openclaw_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
     root = openclaw_root(env)
     out: list[str] = []
-    for agent in _subdirs(root) if os.path.isdir(root) else []:
-        folder = os.path.join(root, agent, "sessions")
+    for agent in _folders(root) if os.path.isdir(root) else []:
+        folder = os.path.join(agent, "sessions")
         if not os.path.isdir(folder):
             continue
         for f, names in walk(folder, problems, want=_openclaw_session):
@@ -821,13 +807,7 @@ def goose_db(env: Mapping[str, str]) -> str:
 
 def goose_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
     out: list[str] = []
-    folder = os.path.join(goose_data_dir(env), "sessions")
-    if os.path.isdir(folder):
-        try:
-            with os.scandir(folder) as it:
-                out.extend(e.path for e in it if e.name.endswith(".jsonl") and e.is_file())
-        except OSError as exc:
-            _problem(problems, folder, _why(exc))
+    out.extend(_flat(os.path.join(goose_data_dir(env), "sessions"), problems, lambda n: n.endswith(".jsonl")))
     db = goose_db(env)
     if is_regular_file(db):
         out.append(db)
@@ -930,13 +910,7 @@ def hermes_files(env: Mapping[str, str], problems: list[str] | None = None) -> l
         out.append(root)
     profiles = hermes_profiles_root(env)
     if os.path.isdir(profiles):
-        try:
-            with os.scandir(profiles) as it:
-                names = sorted(e.path for e in it if e.is_dir())
-        except OSError as exc:
-            _problem(problems, profiles, _why(exc))
-            names = []
-        out.extend(p for d in names if is_regular_file(p := os.path.join(d, "state.db")))
+        out.extend(p for d in _folders(profiles, problems) if is_regular_file(p := os.path.join(d, "state.db")))
     return out + _hermes_pg(env)
 
 
@@ -957,12 +931,7 @@ def antigravity_roots(env: Mapping[str, str]) -> list[str]:
     """The versioned Antigravity folders (``antigravity``, ``antigravity-…``), or the override."""
     if env.get("DEJA_ANTIGRAVITY_ROOT"):
         return [os.path.expanduser(env["DEJA_ANTIGRAVITY_ROOT"])]
-    gemini = os.path.join(_home(env), ".gemini")
-    try:
-        with os.scandir(gemini) as it:
-            return sorted(e.path for e in it if e.name.startswith("antigravity") and e.is_dir())
-    except OSError:
-        return []
+    return _folders(os.path.join(_home(env), ".gemini"), want=lambda n: n.startswith("antigravity"))
 
 
 def antigravity_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
@@ -971,13 +940,7 @@ def antigravity_files(env: Mapping[str, str], problems: list[str] | None = None)
         brain = os.path.join(root, "brain")
         if not os.path.isdir(brain):
             continue
-        try:
-            with os.scandir(brain) as it:
-                convs = sorted(e.path for e in it if e.is_dir())
-        except OSError as exc:
-            _problem(problems, brain, _why(exc))
-            continue
-        for conv in convs:
+        for conv in _folders(brain, problems):
             p = os.path.join(conv, ".system_generated", "logs", "transcript.jsonl")
             if is_regular_file(p):
                 out.append(p)

@@ -392,14 +392,21 @@ def save(path: Path, blob: bytes | None, raw: str | None, data: dict, want: dict
 
 def _unwire(path: Path) -> tuple[bool, list[str], list[str]]:
     """Take deja's entries out of ``path``: (changed, events, notes)."""
+    return unwire_hooks(path, _deja_events, strip_event)
+
+
+def unwire_hooks(path: Path, events_of, strip, bare_keys=frozenset()) -> tuple[bool, list[str], list[str]]:
+    """Take deja's entries out of a JSON config's ``hooks`` object: (changed, events, notes).
+    ``events_of``: the events holding deja's entries; ``strip``: an event's
+    entries without deja's. With no backup (deja created the file), a file left
+    holding only ``bare_keys`` (a version line deja wrote with its entries) goes."""
     blob, raw, data = _load(path)
-    events = _deja_events(data)
+    events = events_of(data)
     if not events:
         return False, [], []
-    hooks = data["hooks"]
     new = {}
-    for event, entries in hooks.items():
-        kept = strip_event(entries) if isinstance(entries, list) else entries
+    for event, entries in data["hooks"].items():
+        kept = strip(entries) if isinstance(entries, list) else entries
         if kept or not isinstance(entries, list):
             new[event] = kept
     left = dict(data)
@@ -407,6 +414,8 @@ def _unwire(path: Path) -> tuple[bool, list[str], list[str]]:
         left["hooks"] = new
     else:
         left.pop("hooks")
+    if bare_keys and not backup_path(path).exists() and set(left) <= bare_keys:
+        left = {}
     return True, events, settle(path, raw, left, new or None)
 
 

@@ -252,24 +252,8 @@ def _wire_flat(path: Path, launcher: Path) -> tuple[bool, list[str]]:
 
 
 def _unwire_flat(path: Path) -> tuple[bool, list[str], list[str]]:
-    blob, raw, data = base._load(path)
-    events = _flat_events(data)
-    if not events:
-        return False, [], []
-    new = {}
-    for event, entries in data["hooks"].items():
-        kept = [e for e in entries if not base._any_deja(e)] if isinstance(entries, list) else entries
-        if kept or not isinstance(entries, list):
-            new[event] = kept
-    left = dict(data)
-    if new:
-        left["hooks"] = new
-    else:
-        left.pop("hooks")
-    backup = base.backup_path(path)
-    if not backup.exists() and set(left) <= {"version"}:
-        left = {}  # only the version line deja wrote with its entries
-    return True, events, base.settle(path, raw, left, new or None)
+    return base.unwire_hooks(path, _flat_events, lambda entries: [e for e in entries if not base._any_deja(e)],
+                             frozenset({"version"}))
 
 
 # --------------------------------------------------------------------------- Kimi: a marked TOML table

@@ -6,16 +6,9 @@ profile named first for a profile's session: ``hermes -p <profile> --resume
 
 from __future__ import annotations
 
-from deja.stages.recover.turns import Recovery, export, profile_of
+from deja.stages.recover.turns import Recovery, export, profile_resume
 
 HARNESS = "hermes"
 
 
-def _resume(session_id: str, path: str) -> str | None:
-    profile = profile_of(path)
-    if profile is None:
-        return ""  # a profile name a shell would misread: no command rather than a wrong one
-    return f"hermes -p {profile} --resume {session_id}" if profile else None
-
-
-export(Recovery(HARNESS, "Hermes", resume=_resume), globals())
+export(Recovery(HARNESS, "Hermes", resume=profile_resume("hermes -p {profile} --resume {id}")), globals())

@@ -6,16 +6,9 @@ profile's store (``profiles/<name>/``), which the same parser reads."""
 
 from __future__ import annotations
 
-from deja.stages.recover.turns import Recovery, export, profile_of
+from deja.stages.recover.turns import Recovery, export, profile_resume
 
 HARNESS = "omp"
 
 
-def _resume(session_id: str, path: str) -> str | None:
-    profile = profile_of(path)
-    if profile is None:
-        return ""  # a profile name a shell would misread: no command rather than a wrong one
-    return f"omp --profile {profile} --resume {session_id}" if profile else None
-
-
-export(Recovery(HARNESS, "omp (Oh My Pi)", resume=_resume), globals())
+export(Recovery(HARNESS, "omp (Oh My Pi)", resume=profile_resume("omp --profile {profile} --resume {id}")), globals())

@@ -107,6 +107,20 @@ def profile_of(path: str) -> str | None:
     return name if not name or re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", name) else None
 
 
+def profile_resume(template: str):
+    """The resume of a harness whose profiles are homes of their own: the
+    default store's sessions take the plain command (None here), a profile's
+    ``template`` (``{profile}``, ``{id}``), and a profile name a shell would
+    misread no command rather than a wrong one ("")."""
+    def resume(session_id: str, path: str) -> str | None:
+        profile = profile_of(path)
+        if profile is None:
+            return ""
+        return template.format(profile=profile, id=session_id) if profile else None
+
+    return resume
+
+
 _cache: OrderedDict = OrderedDict()
 
 

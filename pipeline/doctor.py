@@ -8,7 +8,7 @@ from typing import Mapping
 from deja.stages.display import counted, plural
 from deja.stages.sources import harnesses, reader
 
-from deja.stages.store import config
+from deja.stages.store import config, duck
 from deja.stages.store.catalog import Busy, CatalogUnreadable, Store
 
 
@@ -42,9 +42,7 @@ def report(env: Mapping[str, str]) -> dict:
                 kept, waiting = con.execute("SELECT count(*), count(*) FILTER (WHERE NOT delivered) FROM packets").fetchone()
             finally:
                 con.close()
-            import duckdb
-
-            q = duckdb.connect()
+            q = duck.connect()
             # every live part against the catalog: it exists, its footer reads, its rows are
             # the rows written (footers only: cheap on any store)
             damaged, _ = store.damaged_parts(q, parts, footers=True)

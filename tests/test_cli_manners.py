@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -220,3 +221,22 @@ def test_stats_charts_say_what_they_show(home, tmp_path):
         assert 'class="month"' in page and ">M</text>" in page  # under the bars
         assert ">Jan</text>" in page  # above the heatmap
         assert page.count('class="legend"') >= 3 and "messages a day" in page
+
+
+def test_duckdb_never_draws_its_progress_bar_on_stdout():
+    """DuckDB draws a progress bar on stdout, tty or not, once a query runs past
+    two seconds: on a loaded machine it would land inside --json output, a hook
+    envelope or the MCP stream. Every connection deja opens has it off."""
+    code = (
+        "from deja.stages.store import duck\n"
+        "duck.warm_up()\n"
+        "for con in (duck.connect(), duck.connect(), duck.shared()):\n"
+        "    assert con.execute(\"SELECT current_setting('enable_progress_bar')\").fetchone()[0] is False\n"
+        "con = duck.connect()\n"
+        "con.execute('SET threads = 1')\n"
+        "# past the bar's two seconds (SET progress_bar_time would turn the bar back on)\n"
+        "con.execute('SELECT count(*) FROM range(500000000) t(x) WHERE x % 7 = 3').fetchall()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""

@@ -50,7 +50,7 @@ def warm_up() -> None:
 
     def run():
         try:
-            _warm["con"] = _load().connect()
+            _warm["con"] = _open()
         except Exception:  # the caller's own connect() will say what is wrong
             pass
 
@@ -102,7 +102,17 @@ def connect(*args, **kwargs):
         con = _warm.pop("con", None)
         if con is not None:
             return con
-    return _load().connect(*args, **kwargs)
+    return _open(*args, **kwargs)
+
+
+def _open(*args, **kwargs):
+    # DuckDB draws its progress bar on stdout, tty or not, once a query runs
+    # past two seconds (a loaded machine, a big merge): it would land inside
+    # `--json` output, a hook's envelope and the MCP protocol stream. (A
+    # session setting: the connect config refuses it.)
+    con = _load().connect(*args, **kwargs)
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def inline(sql: str, **lists) -> str:

@@ -811,9 +811,19 @@ def grok_home(env: Mapping[str, str]) -> str:
     return os.path.expanduser(root) if root else os.path.join(_home(env), ".grok")
 
 
+def grok_db(env: Mapping[str, str]) -> str:
+    """The grok CLI's ``grok.db``: always under the home's ``.grok`` (it reads no
+    GROK_HOME, which is Grok Build's); DEJA_GROK_DB, else beside DEJA_GROK_ROOT."""
+    if env.get("DEJA_GROK_DB"):
+        return os.path.expanduser(env["DEJA_GROK_DB"])
+    root = env.get("DEJA_GROK_ROOT")
+    return os.path.join(os.path.expanduser(root) if root else os.path.join(_home(env), ".grok"), "grok.db")
+
+
 def grok_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
     sessions = os.path.join(grok_home(env), "sessions")
-    out: list[str] = []
+    db = grok_db(env)
+    out: list[str] = [db] if is_regular_file(db) else []
     if not os.path.isdir(sessions):
         return out
     for folder, names in walk(sessions, problems, want=lambda n: n == "updates.jsonl"):

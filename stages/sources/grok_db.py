@@ -31,10 +31,12 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart
+from deja.stages.sources.dialect import Dialect, Turn, flags as work_flags
 from deja.stages.sources.jsonl import clip, parse_ts
 
 HARNESS = "grok"
-_FILE_TOOLS = frozenset(("read_file", "write_file", "edit_file"))
+DIALECT = Dialect(file_tools=frozenset(("read_file", "write_file", "edit_file")), shell_tools=frozenset(("bash",)),
+                  path_keys=("path",), old_keys=("old_string",), command_keys=("command",))
 
 
 def read(path: str) -> ReadResult:
@@ -61,7 +63,7 @@ def _read(snap) -> ReadResult:
         return ReadResult(error="schema changed: messages has no session_id/message_json (grok.db of another version)")
     created = "created_at" if "created_at" in mcols else "NULL"
     seq = "seq" if "seq" in mcols else "rowid"
-    flags = {f: work.enabled(f) for f in ("PATHS", "COMMANDS", "EDITS", "TOOL_OUTPUT")}
+    flags = work_flags()
     sql = f"SELECT session_id, message_json, {created} FROM messages ORDER BY session_id, {seq}, rowid"
     for n, (sid, raw, ts) in enumerate(snap.rows(sql)):
         if n % 256 == 0:
@@ -91,16 +93,20 @@ def _message(msg: dict, ts, at: int, cwd: str, flags: dict, res: ReadResult) -> 
     if not isinstance(items, list):
         return []
     texts: list[str] = []
-    paths: list[str] = []
     out: list[Message] = []
+    turn = Turn(DIALECT, flags)
     for item in items:
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
         if kind == "text" and isinstance(item.get("text"), str):
             texts.append(item["text"])
-        elif kind == "tool-call" and role == "assistant":
-            out.extend(_call(item, ts, at, cwd, flags, paths))
+        elif kind == "tool-call" and role == "assistant" and isinstance(item.get("input"), dict):
+            args = item["input"]
+            path = args.get("path")
+            if cwd and isinstance(path, str) and path.strip() and not work.is_absolute(path):
+                args = dict(args, path=os.path.join(cwd, path))  # (the CLI resolves them against its cwd)
+            turn.call(item.get("toolName"), args)
         elif kind == "tool-result" and role == "tool" and flags["TOOL_OUTPUT"]:
             text, failed = _result(item.get("output"))
             if text.strip():
@@ -114,27 +120,7 @@ def _message(msg: dict, ts, at: int, cwd: str, flags: dict, res: ReadResult) -> 
         res.clipped += cut
         if text.strip():
             speech.append(Message(role, text, ts, byte_offset=at))
-    files = work.files_record(paths) if flags["PATHS"] else None
-    if files:
-        out.append(Message("files", files, ts, byte_offset=at))
-    return speech + out
-
-
-def _call(item: dict, ts, at: int, cwd: str, flags: dict, paths: list[str]) -> list[Message]:
-    name, args = item.get("toolName"), item.get("input")
-    if not isinstance(name, str) or not isinstance(args, dict):
-        return []
-    if name == "bash" and isinstance(args.get("command"), str):
-        rec = work.command_record(args["command"]) if flags["COMMANDS"] else None
-        return [Message("command", rec, ts, tool=name, byte_offset=at)] if rec else []
-    path = args.get("path")
-    if name not in _FILE_TOOLS or not isinstance(path, str) or not path.strip():
-        return []
-    if cwd and not work.is_absolute(path):
-        path = os.path.join(cwd, path)
-    paths.append(path)
-    rec = work.edit_record(path, args.get("old_string")) if name == "edit_file" and flags["EDITS"] else None
-    return [Message("edit", rec, ts, tool=name, byte_offset=at)] if rec else []
+    return speech + turn.messages(ts, at) + out
 
 
 def _result(output) -> tuple[str, bool | None]:

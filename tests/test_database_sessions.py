@@ -67,6 +67,12 @@ def sessions(index) -> dict[str, tuple]:
         "FROM read_parquet(?)", [live]).fetchall()}
 
 
+def manifest_records(index) -> int:
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{index / 'catalog.duckdb'}' AS cat (READ_ONLY)")
+    return con.execute("SELECT records FROM cat.manifest WHERE harness = 'opencode'").fetchone()[0]
+
+
 def without_ids(records: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
     return {k: [r[1:] for r in rows] for k, rows in records.items()}
 
@@ -86,6 +92,7 @@ def test_a_new_message_in_one_session_rewrites_only_that_sessions_records(home):
                                                         "lighthouse keeper asked about the fog horn"]
     assert home.search("fog", "horn")["total"] == 1
     assert home.search("lighthouse")["total"] == 1  # one session: its old records are gone, not doubled
+    assert manifest_records(home.index) == sum(len(v) for v in after.values())
 
     clean = home.root / "clean.db"
     home.run("index", extra_env={"DEJA_INDEX_DIR": str(clean)})

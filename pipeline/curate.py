@@ -308,7 +308,7 @@ def _remove_sessions(keys: set[str], env, notice) -> None:
             self.commit(set(), [])
             memory.forget_file_sessions(self.store)
 
-        def purge_records(self, purge):
+        def purge_records(self, purge, pairs=frozenset()):
             return super().purge_records(keys, column="session_key")
 
     store = _store(env)

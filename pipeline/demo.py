@@ -38,7 +38,7 @@ def build_sqlite_samples(root: Path) -> None:
 
     for spec in sorted(root.rglob("*.json")):
         db = spec.with_suffix("")
-        if db.suffix not in (".db", ".vscdb"):
+        if db.suffix not in (".db", ".vscdb", ".sqlite3"):
             continue
         doc = json.loads(spec.read_text())
         con = sqlite3.connect(db)
@@ -85,6 +85,7 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_AMP_ROOT": str(samples / "amp"),
             "DEJA_KIRO_ROOT": str(samples / "kiro" / "User"),
             "DEJA_KIRO_CLI_ROOT": str(samples / "kiro" / "dot_kiro"),
+            "DEJA_KIRO_CLI_DB": str(samples / "kiro" / "kiro-cli" / "data.sqlite3"),
             "DEJA_COMMANDCODE_ROOT": str(samples / "commandcode"),
             "DEJA_AIDER_ROOTS": str(samples / "aider"),
             "DEJA_GOOSE_ROOT": str(samples / "goose"),

@@ -31,6 +31,7 @@ class Repair:
         self.damaged = damaged  # file → (dataset, what is wrong)
         self.notes: list[str] = []
         self.dead_sessions: set[str] = set()  # sessions whose every posting is dead after the re-read
+        self.reread: set[str] = set()  # transcripts read again whole (a database too: every session)
         kinds = {d for d, _ in damaged.values()}
         self.vocab = "vocab" in kinds
         self.deletes = "deletes" in kinds
@@ -52,9 +53,11 @@ class Repair:
             keys.update(held)
         paths.update(p for p, per in run.file_sessions.items() if not keys.isdisjoint(per))
         self.dead_sessions = keys
+        self.reread = paths
         ranges = [rows[f][1:] for f in self.files("postings")]
         if ranges:
             paths.update(derive.sources_of(run.con, run.live["records"], ranges))
+        self.reread = paths
         by_path = {a.path: a for a in actions}
         out = []
         for a in actions:

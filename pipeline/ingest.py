@@ -39,13 +39,19 @@ class FileOutput:
     faults: list[str] | None = None  # the first few malformed lines and values: "line N: what"
     changed: bool = False  # vanished or replaced while it was read: nothing kept, read again next run
     edge_hash: str = ""  # manifest.edge_hash of the file as read
+    # A database read against its earlier sessions (``prior`` with fingerprints):
+    # the sessions it still holds unchanged (their records stay as written),
+    # and every session it holds now. None: the read replaces the file whole.
+    kept: set[str] | None = None
+    present: set[str] | None = None
 
 
 def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False) -> FileOutput:
     """Read one file from its start offset and run the per-record stages on it.
 
     ``prior`` holds this file's file_sessions rows from earlier runs (for an
-    append: seq numbering and the project found by the first read).
+    append: seq numbering and the project found by the first read; for a
+    database read again: the fingerprints of its sessions, see ``fingerprints``).
     ``light`` (worker processes) keeps polars out: see redact.redact_many.
     """
     remote = action.path.startswith(REMOTE_PREFIX)  # a database server: nothing to stat
@@ -59,18 +65,27 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
         return FileOutput(action, None, {}, action.start, "", 0, 0, {}, f"{type(exc).__name__}: {exc}")
     if res.error:
         return FileOutput(action, None, {}, action.start, "", res.malformed, 0, {}, res.error)
+    database = mf.is_database(action.path)
+    present = {normalize.session_key(s.harness, s.session_id) for s in res.sessions} if database else None
     if not include_subagents(os.environ):
         # Subagents a harness marks only inside the file (Codex's source.subagent);
         # Claude Code's live in their own folders and are never listed (stages/sources/locate.py).
         res.sessions = [s for s in res.sessions if not s.spawned]
+    prints = fingerprints(res.sessions) if database else {}
+    kept = None
+    if database and any(r.get("fingerprint") for r in prior.values()):
+        kept = {k for k, fp in prints.items() if k in prior and prior[k].get("fingerprint") == fp}
+        res.sessions = [s for s in res.sessions if normalize.session_key(s.harness, s.session_id) not in kept]
     seq_start = {k: (r.get("max_seq", -1) + 1) for k, r in prior.items()} if action.start else {}
     projects = {k: (r.get("project") or "", r.get("project_root") or "") for k, r in prior.items()} if action.start else {}
     faults = Faults()
     faults.first = list(res.faults)
     cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects, faults)
     counts = redact_texts(cols, vectorized=not light)
-    for m in meta.values():
+    for key, m in meta.items():
         redact_meta(m)
+        if key in prints:
+            m["fingerprint"] = prints[key]
     digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
     why = "" if remote else _changed_since(action.path, before)
     if why:
@@ -80,7 +95,34 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
     out.rows = len(cols["text"])
     out.faults = fault_lines(action.path, faults.first)
     out.edge_hash = edge
+    out.kept, out.present = kept, present
     return out
+
+
+def fingerprints(parts) -> dict[str, str]:
+    """session key → xxh64 of everything a database read says of the session.
+
+    A database holds many sessions and an agent changes one at a time; the
+    fingerprint of each, kept in the catalog's ``file_sessions``, tells the
+    next read of a changed store which sessions to write again. The rest keep
+    their records, ids and postings as they are (pipeline/run.py)."""
+    import xxhash
+
+    hashes: dict[str, object] = {}
+    for part in parts:
+        key = normalize.session_key(part.harness, part.session_id)
+        h = hashes.get(key)
+        if h is None:
+            h = hashes[key] = xxhash.xxh64()
+        h.update(repr((part.project, part.cwd, part.branch, part.title, part.title_rank, part.last_prompt,
+                       part.kind, part.parent, part.agent, part.spawned, part.touched)).encode("utf-8", "replace"))
+        for m in part.messages:
+            # (not byte_offset: a database reader numbers rows across the whole
+            # store, so one session's new row renumbers every later session's)
+            h.update(repr((m.role, m.ts, m.tool, m.exit_code, m.is_error)).encode())
+            h.update(m.text.encode("utf-8", "replace") if isinstance(m.text, str) else repr(m.text).encode())
+            h.update(b"\x00")
+    return {k: h.hexdigest() for k, h in hashes.items()}
 
 
 def fault_lines(path: str, faults: list[tuple[int, str]]) -> list[str]:

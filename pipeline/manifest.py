@@ -99,6 +99,13 @@ def edge_hash(path: str, size: int | None = None) -> str:
 REMOTE_WINDOW_NS = 600 * 10**9
 
 
+def is_database(path: str) -> bool:
+    """A SQLite file or a database server: its sessions are rows that change one
+    by one, so a changed store replaces only the sessions that changed
+    (pipeline/ingest.py ``fingerprints``)."""
+    return path.startswith(REMOTE_PREFIX) or path.endswith(SQLITE_SUFFIXES)
+
+
 def source_stat(path: str) -> tuple[int, int]:
     """(size, mtime_ns) of a source; a SQLite store's counts its WAL (sqlite_store.stat_key)."""
     if path.startswith(REMOTE_PREFIX):

@@ -149,6 +149,8 @@ class Run:
         actions = mf.plan(sources, self.manifest, self.rebuild, verify=True, prune_gone=self.prune_gone)
         if self.repair:
             actions = self.repair.plan(self, actions, {f: r[4:] for f, r in self.parts.items()})
+        if self.prune_gone and not self.rebuild:
+            actions = self.prune_gone_sessions(actions)
         work = [a for a in actions if a.kind != mf.SKIP]
         for a in actions:
             self._hs(a.harness).files += a.kind not in (mf.REMOVE, mf.GONE)
@@ -176,14 +178,22 @@ class Run:
         self.flush(last=True)
         _fault("after-write")
         purge = {a.path for a in work if a.kind in (mf.REPLACE, mf.REMOVE)}
+        # a database read against its fingerprints: only its changed sessions go
+        pairs = {(o.action.path, k) for o in self.done if o.kept is not None for k in self.replaced_sessions(o)}
+        purge -= {o.action.path for o in self.done if o.kept is not None}
         if self.rebuild:
-            purge = set(self.manifest)
+            purge, pairs = set(self.manifest), set()
         if not purge and not self.rebuild:
             self.touched_sessions = {key for out in self.done for key in out.meta}
+            for out in self.done:  # a database's sessions replaced, marked gone, or back
+                if out.kept is not None:
+                    prior = self.file_sessions.get(out.action.path, {})
+                    self.touched_sessions.update(k for k, r in prior.items() if k not in out.kept or r.get("gone_at"))
             for a in work:  # a vanished transcript's sessions are rewritten, marked gone
                 if a.kind == mf.GONE:
                     self.touched_sessions.update(self.file_sessions.get(a.path, {}))
-        self.commit(purge, [a for a in work if a.kind == mf.REMOVE], [a.path for a in work if a.kind == mf.GONE])
+        self.commit(purge, [a for a in work if a.kind == mf.REMOVE], [a.path for a in work if a.kind == mf.GONE],
+                    pairs)
         if self.compact_due:
             compact(self.store, self.gen, checked=True, con=self.con, vocab_parts=self.vocab_parts(),
                     chunk=self.merge_chunk)
@@ -201,7 +211,8 @@ class Run:
         """FileOutputs in plan order; a big run (``volume`` bytes to read) fans out
         to DEJA_WORKERS reader processes (default two; 1 reads in this process,
         slower but lighter: bench/README.md, measured figures)."""
-        priors = [self.file_sessions.get(a.path, {}) if a.kind == mf.APPEND else {} for a in reads]
+        priors = [self.file_sessions.get(a.path, {}) if a.kind == mf.APPEND or self.by_session(a) else {}
+                  for a in reads]
         try:
             workers = min(int(self.env.get("DEJA_WORKERS") or WORKERS), 2 * WORKERS)
         except ValueError:
@@ -216,6 +227,30 @@ class Run:
 
         yield from read_in_processes([(a, prior) for a, prior in zip(reads, priors)], workers, workers * 2,
                                      ["deja.pipeline.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())])
+
+    def by_session(self, a: mf.Action) -> bool:
+        """A database read again whose unchanged sessions can stay as written:
+        not a rebuild, and not a repair (which needs every record again)."""
+        return (a.kind == mf.REPLACE and not self.rebuild and mf.is_database(a.path)
+                and not (self.repair and a.path in self.repair.reread))
+
+    def replaced_sessions(self, out: FileOutput) -> set[str]:
+        """The sessions of a database read by session whose old records go: those
+        read anew, and those no longer in it (kept, marked gone, unless pruned);
+        a session still in the store is never marked gone."""
+        prior = self.file_sessions.get(out.action.path, {})
+        gone = set() if self.prune_gone else set(prior) - out.present
+        return set(prior) - out.kept - gone
+
+    def prune_gone_sessions(self, actions: list[mf.Action]) -> list[mf.Action]:
+        """``--prune-gone``: a database that still holds sessions marked gone from
+        it is read again, so they are taken out (its other sessions stay as written)."""
+        out = []
+        for a in actions:
+            if a.kind == mf.SKIP and any(r.get("gone_at") for r in self.file_sessions.get(a.path, {}).values()):
+                a = mf.Action(mf.REPLACE, a.path, a.harness, 0, a.size, a.mtime_ns)
+            out.append(a)
+        return out
 
     def carry_gone(self, actions: list[mf.Action]):
         """FileOutputs of the transcripts a rebuild does not read again: gone from
@@ -236,6 +271,26 @@ class Run:
                              row.get("prefix_hash") or "", 0, 0, {}, "")
             out.rows = len(cols["text"])
             yield out
+
+    def carry_gone_sessions(self, out: FileOutput) -> None:
+        """A rebuild keeps the sessions a database no longer holds (marked gone):
+        their records come from the live parts, as a gone transcript's do."""
+        from deja.stages.store import derive
+
+        prior = self.file_sessions.get(out.action.path, {})
+        missing = {k for k in prior if k not in out.present}
+        if not missing:
+            return
+        cols = derive.kept_records(self.con, self.live["records"], self.live["deletes"], out.action.path,
+                                   normalize.RECORD_COLUMNS)
+        keep = [i for i, k in enumerate(cols["session_key"]) if k in missing]
+        for name in normalize.RECORD_COLUMNS:
+            out.cols[name].extend(cols[name][i] for i in keep)
+        out.rows += len(keep)
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        for k in missing:
+            row = {c: v for c, v in prior[k].items() if c != "path"}
+            out.meta[k] = dict(row, gone_at=row.get("gone_at") or now)
 
     def ords_live(self) -> set[str]:
         keys = set()
@@ -274,6 +329,8 @@ class Run:
             hs.failed += 1
         if out.error:
             self.summary.errors.append(f"{out.action.path}: {out.error}")
+        if self.rebuild and out.present is not None and not out.error and not self.prune_gone:
+            self.carry_gone_sessions(out)
         if out.rows and self.drop:  # tombstones and exclusions (see load_state)
             out.rows = self.drop.apply(out.cols, out.meta)
         if out.rows:
@@ -292,11 +349,14 @@ class Run:
                 self.new_parts += self.batch.finish()
 
     # -- purge and commit ------------------------------------------------
-    def purge_records(self, purge: set[str], column: str = "source_path") -> tuple[list[str], list[str]]:
+    def purge_records(self, purge: set[str], column: str = "source_path",
+                      pairs: set[tuple[str, str]] = frozenset()) -> tuple[list[str], list[str]]:
         """Rewrite live record parts without the records whose ``column`` is in
-        ``purge`` (see purge.purge_records); returns (parts dropped from the
-        live set, the dead record ids part if any)."""
-        result = purge_records(self.con, self.store, self.live["records"], purge, column, self.gen, self.merge_chunk)
+        ``purge`` or whose (source_path, session_key) is in ``pairs`` (see
+        purge.purge_records); returns (parts dropped from the live set, the
+        dead record ids part if any)."""
+        result = purge_records(self.con, self.store, self.live["records"], purge, column, self.gen, self.merge_chunk,
+                               pairs)
         self.new_parts += result.new_parts
         return result.dropped, result.deletes
 
@@ -306,8 +366,9 @@ class Run:
             (self.store.root / rel).unlink(missing_ok=True)
         self.new_parts = [p for p in self.new_parts if p[0] != dataset]
 
-    def commit(self, purge: set[str], removed: list[mf.Action], gone: list[str] = ()) -> None:
-        dropped, _ = self.purge_records(purge) if not self.rebuild else (None, None)
+    def commit(self, purge: set[str], removed: list[mf.Action], gone: list[str] = (),
+               pairs: set[tuple[str, str]] = frozenset()) -> None:
+        dropped, _ = self.purge_records(purge, pairs=pairs) if not self.rebuild else (None, None)
         if self.repair:
             self.purged = dropped or []
             dropped = list(dropped or []) + list(self.repair.damaged) + self.repair.rebuild_derived(self)
@@ -324,18 +385,22 @@ class Run:
             a = out.action
             old = self.manifest.get(a.path, {})
             if a.kind == mf.CARRY:  # a rebuild kept it as it was: its row, its mark
-                self.file_sessions[a.path] = self.merge_file_sessions(a, out.meta)
+                self.file_sessions[a.path] = self.merge_file_sessions(a, out)
                 manifest_rows.append([old.get(c) for c in index_state.MANIFEST_COLS])
                 if old.get("gone_at"):  # (found gone now: marked just above)
                     marks.append((a.path, old["gone_at"]))
                 continue
             if out.error and a.kind == mf.APPEND:
                 continue  # keep the old row; retried next run
-            merged = self.merge_file_sessions(a, out.meta)
+            records = (old.get("records") or 0) if a.kind == mf.APPEND else 0
+            if out.kept is not None and not out.error:
+                records = (old.get("records") or 0) - sum(
+                    (r.get("max_seq") if r.get("max_seq") is not None else -1) + 1
+                    for k, r in self.file_sessions.get(a.path, {}).items() if (a.path, k) in pairs)
+            merged = self.merge_file_sessions(a, out, now)
             self.file_sessions[a.path] = merged
             red = dict(json.loads(old.get("redactions") or "{}")) if a.kind == mf.APPEND else {}
             _add(red, out.redactions)
-            records = (old.get("records") or 0) if a.kind == mf.APPEND else 0
             malformed = (old.get("malformed") or 0) if a.kind == mf.APPEND else 0
             manifest_rows.append(
                 [a.path, a.harness, a.size, a.mtime_ns, out.prefix_hash, out.safe_offset, CONTENT_VERSION,
@@ -410,10 +475,19 @@ class Run:
         read = {o.action.path for o in self.done if o.action.kind != mf.CARRY}
         return {p: r["gone_at"] for p, r in self.manifest.items() if r.get("gone_at") and p not in read}
 
-    def merge_file_sessions(self, action: mf.Action, meta: dict[str, dict]) -> dict[str, dict]:
-        """This file's session rows after the run: an append merges into the old ones."""
+    def merge_file_sessions(self, action: mf.Action, out: FileOutput, now=None) -> dict[str, dict]:
+        """This file's session rows after the run: an append merges into the old
+        ones; a database read by session keeps the rows of its unchanged
+        sessions and marks those it no longer holds gone (unless pruned)."""
+        meta = out.meta
         old = self.file_sessions.get(action.path, {}) if action.kind == mf.APPEND else {}
         merged = {k: dict(v) for k, v in old.items()}
+        if out.kept is not None and not out.error:
+            for k, r in self.file_sessions.get(action.path, {}).items():
+                if k in out.kept:
+                    merged[k] = dict(r, gone_at=None)
+                elif k not in out.present and not self.prune_gone:
+                    merged[k] = dict(r, gone_at=r.get("gone_at") or now)
         for key, m in meta.items():
             m = dict(m, path=action.path)
             o = merged.get(key)

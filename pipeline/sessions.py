@@ -46,7 +46,8 @@ def build_sessions(rows: list[dict], ords: dict[str, int], names: dict[str, str]
 
     ``names``: every root's display name (``project_names`` of the whole
     store); by default those of ``rows``. ``gone``: path → when the file was
-    found gone (naive UTC datetime); a session is gone when all its files are."""
+    found gone (naive UTC datetime); a session is gone when all its files are,
+    or when the database holding it no longer does (its row's ``gone_at``)."""
     names = project_names(rows) if names is None else names
     groups: dict[str, list[dict]] = {}
     for r in rows:
@@ -70,7 +71,8 @@ def build_sessions(rows: list[dict], ords: dict[str, int], names: dict[str, str]
         out["path"].append(first["path"])
         out["origin"].append("local")
         out["from_machine"].append(None)
-        out["gone_at"].append(_gone_ms([(gone or {}).get(p["path"]) for p in parts]))
+        # (a file's mark, or the session's own: gone from a database still on disk)
+        out["gone_at"].append(_gone_ms([(gone or {}).get(p["path"]) or p.get("gone_at") for p in parts]))
     return out
 
 

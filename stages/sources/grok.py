@@ -13,6 +13,9 @@ its parent edge (``session_kind``, ``parent_session_id``, ``agent_name``),
 kept only with DEJA_INCLUDE_SUBAGENTS=1. The cwd is also the group folder's
 name, url-encoded. Grok rewinds by truncating the file: the pipeline's prefix
 hash re-reads it whole then. No resume command.
+
+The separate grok CLI's ``~/.grok/grok.db`` (``DEJA_GROK_DB``) is read by
+``grok_db``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import orjson
 
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, clip, read_guarded
-from deja.stages.sources.locate import grok_files, grok_home
+from deja.stages.sources.locate import grok_db, grok_files, grok_home
 from deja.stages import work_records as work
 
 HARNESS = "grok"
@@ -34,7 +37,7 @@ _KINDS = {"user_message_chunk": "user", "agent_message_chunk": "assistant",
 
 
 def roots(env: Mapping[str, str]) -> list[str]:
-    return [os.path.join(grok_home(env), "sessions")]
+    return [os.path.join(grok_home(env), "sessions"), grok_db(env)]
 
 
 def discover(env: Mapping[str, str]) -> list[SourceFile]:
@@ -42,6 +45,10 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
+    if path.endswith(".db"):
+        from deja.stages.sources import grok_db as store
+
+        return store.read(path)
     return read_guarded(path, start, _read, "grok")
 
 

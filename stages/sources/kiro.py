@@ -15,6 +15,8 @@ they are read defensively and anything else is counted, not guessed at.
   a line (``Prompt``, ``AssistantMessage``, ``ToolResults``, ``Clear``), content
   items ``{kind: text|toolUse, data}``; beside it ``<id>.json`` with
   ``{session_id, cwd, created_at, title}``. Appended: read from the last offset.
+* CLI database: ``<local data>/kiro-cli/data.sqlite3`` (and Amazon Q
+  Developer CLI's ``amazon-q/data.sqlite3``), read by ``kiro_db``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from deja.stages.sources.continue_dev import session_index  # Kiro keeps Continu
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.dialect import Dialect, Turn, block_text, flags
 from deja.stages.sources.jsonl import Lines, clip, file_uri_path, is_regular_file, parse_ts, read_document
-from deja.stages.sources.locate import kiro_cli_home, kiro_files, kiro_user_dir
+from deja.stages.sources.locate import kiro_cli_dbs, kiro_cli_home, kiro_files, kiro_user_dir
 
 HARNESS = "kiro"
 
@@ -47,7 +49,7 @@ _STUB = "On it."
 
 def roots(env: Mapping[str, str]) -> list[str]:
     return [os.path.join(kiro_user_dir(env), "globalStorage", "kiro.kiroagent", "workspace-sessions"),
-            os.path.join(kiro_cli_home(env), "sessions", "cli")]
+            os.path.join(kiro_cli_home(env), "sessions", "cli"), *kiro_cli_dbs(env)]
 
 
 def discover(env: Mapping[str, str]) -> list[SourceFile]:
@@ -57,6 +59,10 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 def read(path: str, start: int = 0) -> ReadResult:
     if not is_regular_file(path):
         return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
+    if path.endswith(".sqlite3"):
+        from deja.stages.sources import kiro_db
+
+        return kiro_db.read(path)
     try:
         if path.endswith(".jsonl"):
             return _read_cli(path, start)
@@ -144,6 +150,14 @@ def _item_text(items: list[dict]) -> str:
     return "\n\n".join(t for t in out if t.strip())
 
 
+def call(turn: Turn, name, args) -> None:
+    """One tool call of Kiro's dialect into ``turn``; ``fs_read`` may carry a list of reads."""
+    turn.call(name, args)
+    ops = args.get("operations") if isinstance(args, dict) else None
+    for op in ops if isinstance(ops, list) else []:
+        turn.call(name, op)
+
+
 def _read_cli(path: str, start: int) -> ReadResult:
     meta = _cli_meta(path)
     sid = meta.get("session_id") if isinstance(meta.get("session_id"), str) and meta.get("session_id") else \
@@ -179,11 +193,7 @@ def _read_cli(path: str, start: int) -> ReadResult:
         for c in items:
             d = c.get("data")
             if c.get("kind") == "toolUse" and isinstance(d, dict):
-                args = d.get("input") if isinstance(d.get("input"), dict) else d.get("args")
-                turn.call(d.get("name"), args)
-                ops = args.get("operations") if isinstance(args, dict) else None
-                for op in ops if isinstance(ops, list) else []:  # fs_read: a list of reads
-                    turn.call(d.get("name"), op)
+                call(turn, d.get("name"), d.get("input") if isinstance(d.get("input"), dict) else d.get("args"))
         part.messages.extend(turn.messages(ts, offset))
     return ReadResult(sessions=[part] if part.messages else [], safe_offset=lines.end,
                       malformed=lines.malformed + bad + lines.faults.count, faults=lines.faults.first)

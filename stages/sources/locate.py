@@ -703,8 +703,24 @@ def kiro_cli_home(env: Mapping[str, str]) -> str:
     return os.path.expanduser(root) if root else os.path.join(_home(env), ".kiro")
 
 
+def kiro_cli_dbs(env: Mapping[str, str]) -> list[str]:
+    """The Kiro CLI's ``data.sqlite3`` in the local data folder (Rust's
+    ``dirs::data_local_dir``), and Amazon Q Developer CLI's before the rename;
+    DEJA_KIRO_CLI_DB names the one file."""
+    if env.get("DEJA_KIRO_CLI_DB"):
+        return [os.path.expanduser(env["DEJA_KIRO_CLI_DB"])]
+    home = _home(env)
+    if sys.platform == "darwin":
+        data = os.path.join(home, "Library", "Application Support")
+    elif sys.platform == "win32":
+        data = env.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+    else:
+        data = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    return [os.path.join(data, name, "data.sqlite3") for name in ("kiro-cli", "amazon-q")]
+
+
 def kiro_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
-    out: list[str] = []
+    out: list[str] = [p for p in kiro_cli_dbs(env) if is_regular_file(p)]
     ws = os.path.join(kiro_user_dir(env), "globalStorage", "kiro.kiroagent", "workspace-sessions")
     if os.path.isdir(ws):
         want = lambda n: n.endswith(".json") and n != "sessions.json"  # noqa: E731
@@ -955,9 +971,19 @@ def grok_home(env: Mapping[str, str]) -> str:
     return os.path.expanduser(root) if root else os.path.join(_home(env), ".grok")
 
 
+def grok_db(env: Mapping[str, str]) -> str:
+    """The grok CLI's ``grok.db``: always under the home's ``.grok`` (it reads no
+    GROK_HOME, which is Grok Build's); DEJA_GROK_DB, else beside DEJA_GROK_ROOT."""
+    if env.get("DEJA_GROK_DB"):
+        return os.path.expanduser(env["DEJA_GROK_DB"])
+    root = env.get("DEJA_GROK_ROOT")
+    return os.path.join(os.path.expanduser(root) if root else os.path.join(_home(env), ".grok"), "grok.db")
+
+
 def grok_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
     sessions = os.path.join(grok_home(env), "sessions")
-    out: list[str] = []
+    db = grok_db(env)
+    out: list[str] = [db] if is_regular_file(db) else []
     if not os.path.isdir(sessions):
         return out
     for folder, names in walk(sessions, problems, want=lambda n: n == "updates.jsonl"):

@@ -21,8 +21,8 @@ an agent that may be writing it right now, so deja
   ``Unreadable``; the reader reports it as the file's error and the rest of
   the index still builds (the file is tried again next run).
 
-A database that changed is read again whole: see README "Where it reads" for
-why that is the same as replacing only the sessions that changed.
+A database that changed is read again whole, and only the sessions whose
+fingerprint changed are written again (pipeline/ingest.py ``fingerprints``).
 
 Light: ``sqlite3`` is imported when a snapshot is opened, never at import.
 """

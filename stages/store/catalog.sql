@@ -69,6 +69,12 @@ CREATE TABLE IF NOT EXISTS file_sessions (
     PRIMARY KEY (path, session_key)
 );
 ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS project_root VARCHAR;
+-- A database's sessions change one at a time: xxh64 of what the last read said of
+-- the session (pipeline/ingest.py fingerprints), so a changed store writes only
+-- the sessions that changed; and when the database, still on disk, stopped
+-- holding the session (kept, marked, like a transcript gone from disk).
+ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS fingerprint VARCHAR;
+ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS gone_at TIMESTAMP;
 
 -- Stable small integers for sessions; postings carry them.
 CREATE TABLE IF NOT EXISTS session_ords (session_key VARCHAR PRIMARY KEY, ord INTEGER NOT NULL);

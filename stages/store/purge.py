@@ -15,6 +15,9 @@ from pathlib import Path
 from . import layout, merge, write
 
 
+_SEP = "\x1f"  # between a path and a session key: in neither
+
+
 @dataclass
 class Purged:
     new_parts: list[tuple[str, str, int]] = field(default_factory=list)  # (dataset, rel, rows) to commit
@@ -23,18 +26,23 @@ class Purged:
 
 
 def purge_records(con, store, live_records: list[str], purge: set[str], column: str, gen: int,
-                  chunk: int) -> Purged:
+                  chunk: int, pairs: set[tuple[str, str]] = frozenset()) -> Purged:
     """Rewrite ``live_records`` (absolute paths) without the records whose
-    ``column`` is in ``purge``; parts are named for generation ``gen``."""
+    ``column`` is in ``purge``, or whose (source_path, session_key) is in
+    ``pairs`` (the changed sessions of a database); parts are named for
+    generation ``gen``."""
     out = Purged()
-    if not purge or not live_records:
+    if (not purge and not pairs) or not live_records:
         return out
     root = store.root
     write.load_lists(con, "purge", (("p", "VARCHAR"),), {"p": sorted(purge)})
+    write.load_lists(con, "purge_pairs", (("p", "VARCHAR"),), {"p": sorted(p + _SEP + k for p, k in pairs)})
+    hit = (f"({column} IN (SELECT p FROM purge) OR "
+           f"concat(source_path, chr({ord(_SEP)}), session_key) IN (SELECT p FROM purge_pairs))")
     try:
         rows = con.execute(
             "SELECT DISTINCT filename FROM read_parquet(?, filename=true, hive_partitioning=false) "
-            f"WHERE {column} IN (SELECT p FROM purge)",
+            f"WHERE {hit}",
             [live_records],
         ).fetchall()
         affected = sorted(r[0] for r in rows)
@@ -42,7 +50,7 @@ def purge_records(con, store, live_records: list[str], purge: set[str], column: 
             return out
         dead_rel = f"deletes/{store.new_part_name(gen)}"
         dead = write.copy_query(
-            con, f"SELECT record_id FROM read_parquet(?, hive_partitioning=false) WHERE {column} IN (SELECT p FROM purge)",
+            con, f"SELECT record_id FROM read_parquet(?, hive_partitioning=false) WHERE {hit}",
             [affected], root, dead_rel,
         )
         if dead:
@@ -53,7 +61,7 @@ def purge_records(con, store, live_records: list[str], purge: set[str], column: 
             new_rel = str(Path(rel).parent / store.new_part_name(gen))
             n = merge.copy_sorted(
                 con, f"SELECT * FROM read_parquet($files, hive_partitioning=false) "
-                f"WHERE $range AND {column} NOT IN (SELECT p FROM purge)",
+                f"WHERE $range AND NOT {hit}",
                 [abs_path], layout.RECORDS_KEYS, root, new_rel, layout.RECORDS_ROW_GROUP, chunk, "role",
             )
             if n:
@@ -62,3 +70,4 @@ def purge_records(con, store, live_records: list[str], purge: set[str], column: 
         return out
     finally:
         con.execute("DROP TABLE purge")
+        con.execute("DROP TABLE purge_pairs")

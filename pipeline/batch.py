@@ -243,18 +243,18 @@ class ArrowBatch:
         import pyarrow as pa
 
         parts: list[Part] = []
-        counts = []
+        vocab = []  # each bucket's words, stemmed there: Arrow holds them far smaller than Python strings
         name = self.store.new_part_name(self.gen)
         try:
             for bucket, table in self.spill.drain():
                 parts.append(("postings", *write.write_bucket(table, bucket, self.root, name)))
-                counts.append(write.token_counts(table))
+                vocab.append(write.vocab_of(write.token_counts(table), stem_many))
                 del table
         finally:
             self.spill.close()
-        if counts:
-            vocab = write.vocab_of(pa.concat_tables(counts), stem_many)
-            parts.append(("vocab",) + write.write_table(vocab, self.root, f"vocab/{name}", layout.VOCAB_ROW_GROUP))
+        if vocab:
+            table = pa.concat_tables(vocab).sort_by([("stem", "ascending"), ("token", "ascending")])
+            parts.append(("vocab",) + write.write_table(table, self.root, f"vocab/{name}", layout.VOCAB_ROW_GROUP))
         _trim()
         return parts
 

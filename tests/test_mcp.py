@@ -206,3 +206,41 @@ def test_without_an_index_tools_say_it_is_building_and_start_the_build(tmp_path)
         assert "No past session matches" in answer
     finally:
         c.close()
+
+
+def test_the_sdks_own_client_many_calls_and_a_store_reindexed_between_them(indexed):
+    """The official SDK's stdio client against the server: the handshake, the
+    tools, thirty recalls in a row from one process, an error for bad
+    arguments, and a store re-indexed underneath that the next call reads."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    s3 = "aaaa1111-0000-4000-8000-000000000003"
+
+    async def main():
+        cmd = deja_cmd()
+        params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp"], env=indexed.env)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                assert init.server_info.name == "deja"
+                names = {t.name for t in (await session.list_tools()).tools}
+                assert names == {"recall", "recall_context", "blame", "fix", "how", "remember"}
+                for _ in range(30):
+                    res = await session.call_tool("recall", {"query": "connection pool", "limit": 2})
+                    assert "QueuePool" in res.content[0].text
+                with pytest.raises(Exception, match="query required"):
+                    await session.call_tool("recall", {})
+                write_jsonl(indexed.claude_file(s3), [
+                    claude_user(s3, "the zebra migration stalls on the orders table", "2026-03-04T09:00:00Z", "u3"),
+                    claude_assistant(s3, [{"type": "text", "text": "Batch the zebra backfill in 10k rows."}],
+                                     "2026-03-04T09:01:00Z", "a3", parent="u3"),
+                ])
+                await anyio.to_thread.run_sync(lambda: indexed.run("index", "--rebuild"))
+                res = await session.call_tool("recall", {"query": "zebra backfill"})
+                assert "zebra" in res.content[0].text and "No past session" not in res.content[0].text
+                found = (await session.list_resources()).resources
+                assert any(str(r.uri).endswith(s3) for r in found)
+
+    anyio.run(main)

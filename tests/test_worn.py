@@ -54,6 +54,7 @@ def test_a_session_agents_keep_recalling_is_lifted_above_an_equal_one(home):
     _served(home, B, 1, "recall")  # a hook's recall counts the same
     after = _hits(home)
     assert after[B]["rank"] == 0 and after[B]["reused"] == 3 and "reused" not in after[A]
+    assert "(reused 3× by agents recently)" in home.run("search", "pgbouncer", "pool", "exhausted").stdout
     lift = after[B]["score"] / before[B]["score"]
     assert lift == pytest.approx(1 + 0.10 * 2, rel=1e-3)  # log2(1 + 3) = 2
 

@@ -9,7 +9,6 @@ none can outrank relevance.
 from __future__ import annotations
 
 import math
-import re
 import time
 
 from deja.stages.store import duck
@@ -26,8 +25,8 @@ TIME_LIFT = 1.25
 # events of the last WORN_DAYS) is lifted on a log2 curve, capped so that
 # popularity never outranks relevance (cli-contract §5.3)
 WORN_STEP, WORN_CAP, WORN_DAYS = 0.10, 1.5, 14
-# one event line as metric.log writes it (compact JSON, keys in this order)
-_WORN_EVENT = re.compile(rb'^\{"t":"([0-9T:-]{19})Z?","kind":"(?:recall|mcp)",[^\n]*?"sessions":"([^"\n]*)"', re.M)
+# an event line as metric.log writes it: compact JSON, "t" (20 characters) then "kind"
+_WORN_KINDS = (b'","kind":"recall",', b'","kind":"mcp",')
 _ID_MASK = (1 << 40) - 1  # score_groups packs a best record as role << 40 | record_id
 
 
@@ -64,8 +63,7 @@ def worn_lift(n: int) -> float:
 
 def worn_counts(root, now: float | None = None) -> dict[str, int]:
     """Session key → how often recall served it to an agent in the last WORN_DAYS,
-    read from the usage log beside the index in one pass (a bounded file; a
-    regex over its bytes, not a JSON parse per line)."""
+    read from the usage log beside the index in one pass (a bounded file)."""
     from deja.stages.store.config import usage_log
 
     try:
@@ -73,16 +71,14 @@ def worn_counts(root, now: float | None = None) -> dict[str, int]:
             data = fh.read()
     except OSError:
         return {}
-    if b'"sessions"' not in data:
-        return {}
     horizon = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((now or time.time()) - WORN_DAYS * 86400)).encode()
-    out: dict[str, int] = {}
-    for m in _WORN_EVENT.finditer(data):
-        if m.group(1) < horizon:
-            continue
-        for key in set(m.group(2).decode("utf-8", "replace").split()):
-            out[key] = out.get(key, 0) + 1
-    return out
+    from collections import Counter
+
+    # fixed offsets and bytes, no JSON parse: a full log is a few thousand lines on the hooks' path
+    # (an event names each session once: the hooks and the MCP server log distinct keys)
+    keys = b" ".join(line.rpartition(b'"sessions":"')[2].partition(b'"')[0] for line in data.splitlines()
+                     if line.startswith(_WORN_KINDS, 26) and line[6:25] >= horizon)
+    return {k.decode("utf-8", "replace"): n for k, n in Counter(keys.split()).items()}
 
 
 def freshness(updated_ms: int | None, now_ms: float) -> float:

@@ -11,6 +11,7 @@ target agent with that file as its first prompt.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from typing import Mapping
 
@@ -105,7 +106,7 @@ def write_handoff(text: str, name: str, env: Mapping[str, str]) -> str:
 
     folder = handoff_dir(env)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
+    path = folder / re.sub(r"[^A-Za-z0-9._-]", "_", name)  # an id from a transcript names no other folder
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -513,7 +513,7 @@ def _usage_rows(root) -> list[tuple]:
     from deja.hooks.packet import metric
 
     rows = []
-    for ev in metric.events(root, ("recall", "inject", "dejavu", "handoff")):
+    for ev in metric.events(root, ("recall", "mcp", "inject", "dejavu", "handoff")):
         try:
             t = datetime.strptime(str(ev.get("t", ""))[:19], "%Y-%m-%dT%H:%M:%S")
         except ValueError:
@@ -547,3 +547,159 @@ def doctor(*, env: Mapping[str, str] | None = None) -> dict:
     from deja.pipeline.doctor import report
 
     return report(environ(env))
+
+
+# --------------------------------------------------------------------------- handing a session on: resume, handoff, restore, share
+
+
+def _resolve(ident: str, harness: str | None, env, notice):
+    """The session an id names, as `deja show` resolves it (a prefix, ``harness:id``)."""
+    from deja.queries import show as sh
+
+    harness = check_harness(harness)
+    named, ident = split_id(ident)
+    if named and harness and named != harness:
+        raise Fail(f"the id names harness {named!r} but --harness is {harness!r}")
+    live = open_store(env, notice)
+    try:
+        res = sh.resolve(live, ident, harness or named)
+    except sh.ShowError as exc:
+        live.close()
+        raise Fail(str(exc))
+    if res.notice:
+        tell(notice, res.notice)
+    return live, res
+
+
+def resume(ident: str, *, harness: str | None = None, env: Mapping[str, str] | None = None,
+           notice: Notice = None) -> dict:
+    """How to reopen a session in its own agent and folder: ``{harness, id, cwd,
+    command, argv, shell}`` (the native resume command; `deja resume` runs it).
+    A session its agent cannot reopen raises ``Fail`` saying why."""
+    from deja.pipeline.handover import resume_plan
+
+    live, res = _resolve(ident, harness, env, notice)
+    live.close()
+    return resume_plan(res.row)
+
+
+def handoff(to: str, ident: str | None = None, *, harness: str | None = None, cwd: str | None = None,
+            budget: int | None = None, write: bool = True, env: Mapping[str, str] | None = None,
+            notice: Notice = None) -> dict:
+    """A session's working state (the crash-recovery digest), packed as the first
+    prompt of another agent: ``{from: {harness, id, cwd}, to, prompt, file,
+    command}``. The session is ``ident`` (an id or prefix) or the one last active
+    in ``cwd``; read from its transcript, no index needed. ``write``: the prompt
+    goes to a file under ``<index>.handoff/`` and ``command`` reads it; else
+    ``file`` is None and ``command`` runs `deja handoff --print`."""
+    from deja.pipeline import handover
+    from deja.queries import recover as rc
+
+    prefix = handover.check_target(to)
+    to = to.strip().lower()
+    env = environ(env)
+    budget = rc.DEFAULT_BUDGET if budget is None else budget
+    if budget < rc.MIN_BUDGET:
+        raise Fail(f"--budget takes at least {rc.MIN_BUDGET} characters")
+    where = rc.resolve_cwd(cwd)
+    try:
+        named, ident = split_id(ident) if ident else (None, ident)
+        harness = check_harness(harness) or named
+        if ident:
+            cand, mod, said = rc.resolve_session(ident, where, env, harness)
+            if said:
+                tell(notice, said)
+            state = mod.recover_state(cand.path, cand.session_id)
+        else:
+            found, _ = rc.scan(where, env, harness)
+            state = None
+            for cand, mod in found:  # the most recently active with a conversation in it
+                try:
+                    state = mod.recover_state(cand.path, cand.session_id)
+                except Exception:  # an unreadable transcript costs that transcript
+                    continue
+                if state.messages:
+                    break
+                state = None
+            if state is None:
+                raise Fail(f"no session with a conversation is recorded for {where}; "
+                           "pass its id, or --cwd the folder it ran in")
+    except rc.RecoverError as exc:
+        raise Fail(str(exc))
+    prompt = shown(handover.handoff_prompt(state, rc.build_digest(state, budget).text, to))
+    source = {"harness": state.harness, "id": state.session_id, "cwd": state.cwd or where}
+    if write:
+        file = handover.write_handoff(prompt, f"{state.harness}-{state.session_id}-to-{to}.md", env)
+        command = handover.handoff_command(prefix, "cat " + _quote(file), source["cwd"])
+    else:
+        file = None
+        command = handover.handoff_command(
+            prefix, f"deja handoff --to {to} --print {_quote(state.harness + ':' + state.session_id)}", source["cwd"])
+    return {"from": source, "to": to, "prompt": prompt, "file": file, "command": command}
+
+
+def _quote(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
+def restore(path: str, *, edit: int | None = None, out: str | os.PathLike | None = None, cwd: str | None = None,
+            env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+    """The spans agents' edits replaced in a file, newest first: ``{file, path,
+    edits: [{n, path, time, session, lines, chars, redacted, text}]}``. ``edit``:
+    only that one (1 = newest); ``out``: its text written to that new file (an
+    existing file, the original above all, is never written over)."""
+    from deja.pipeline.handover import write_new
+    from deja.queries import restore as rs
+    from deja.queries.blame import resolve_target
+
+    t = resolve_target(path, cwd or os.getcwd())
+    t.line = None  # restore names a file; `x.py:12` is a file named so, or nothing
+    if not t.base:
+        raise Fail("restore needs a file path")
+    if out is not None and edit is None:
+        raise Fail("-o needs --edit N (which edit's old text to write)")
+    live = open_store(env, notice)
+    try:
+        found = rs.edits(live, t)
+    finally:
+        live.close()
+    answer = {"file": t.shown, "path": t.path, "edits": found}
+    if edit is not None:
+        if not found:
+            raise Fail(f"no recorded edit replaced text in {t.shown}")
+        if not 1 <= edit <= len(found):
+            raise Fail(f"--edit takes a number from 1 to {len(found)} (the edits to {t.shown}, newest first)")
+        answer["edits"] = [found[edit - 1]]
+    answer = shown_data(answer)
+    for e in answer["edits"]:  # a secret today's rules took out on the way is flagged too
+        e["redacted"] = rs.REDACTED_MARK in e["text"]
+    if out is not None:
+        target = os.path.abspath(os.path.expanduser(os.fspath(out)))
+        if t.path.startswith("/") and os.path.normpath(target) == t.path:
+            raise Fail(f"{out} is the file itself; restore never writes over the original")
+        write_new(target, answer["edits"][0]["text"])
+        answer["written"] = target
+    return answer
+
+
+SHARE_BUDGET = 24_000  # bytes: a digest a colleague reads, not a transcript
+
+
+def share(ident: str, *, harness: str | None = None, env: Mapping[str, str] | None = None,
+          notice: Notice = None) -> str:
+    """A session as markdown for a colleague: title, project, dates, the
+    conversation condensed, decisions, outcome, commands and files. Redacted
+    again on the way out, and the home folder written as ``~``."""
+    from deja.queries import session_brief as cx
+
+    live, res = _resolve(ident, harness, env, notice)
+    try:
+        md = cx.build(live, res, budget=SHARE_BUDGET, conversation=True)
+    finally:
+        live.close()
+    home = str(config.home(environ(env))).rstrip("/")
+    if len(home) > 1:
+        md = md.replace(home + "/", "~/")
+    return shown(md.rstrip("\n") + "\n\n---\n_Shared from deja: secrets were redacted; read it over before sending._\n")

@@ -65,6 +65,8 @@ def print_hits(answer: dict, pattern=None) -> None:
         head = f"{s['harness']}  {s['id'][:12]}  {when}  {s.get('project', '')}"
         if s.get("source_gone"):
             head += f"  {GONE_MARK}"
+        if hit.get("reused"):
+            head += f"  (reused {hit['reused']}× by agents recently)"
         print((BOLD + head + RESET) if bold else head)
         print("  " + highlight(elide(title, width - 2), pattern))
         for snip in hit["snippets"]:

@@ -159,7 +159,8 @@ def stats_text(st: dict, color: bool) -> str:
             out.append(elide(f"  {n:>5}  {sanitize_display(f)}", width))
     r = st["recall"]
     out.append("")
-    out.append(f"recall (14 days): {r['recalls_served']} recalls served, {r['injections']} injections, "
+    mcp = f" ({r['mcp_calls']} through MCP)" if r.get("mcp_calls") else ""
+    out.append(f"recall (14 days): {r['recalls_served']} recalls served{mcp}, {r['injections']} injections, "
                f"{r['dejavu_moments']} déjà-vu moments")
     rc = st.get("recovery") or {}
     if rc.get("samples") or rc.get("pending") or rc.get("unmeasured"):

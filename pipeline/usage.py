@@ -19,9 +19,9 @@ examples:
   deja index                               read new transcripts now
   deja doctor                              what was found and what the index holds
 
-commands: search last show ctx blame files how fix friction recover remember
-          promote forget stats view index doctor install uninstall demo
-          completion version
+commands: search last show ctx blame files how fix friction recover resume
+          handoff restore share remember promote forget stats view index doctor
+          install uninstall mcp demo completion version
 every command: --help; everywhere: --color auto|always|never (NO_COLOR is honoured)
 """
 
@@ -41,8 +41,8 @@ def version() -> str:
 _ENDINGS = ("s", "es", "ed", "ing", "er")
 # The common English words one slip away from a command (checked against an
 # English word list): people search for these, so they are never corrected.
-_WORDS = frozenset({"aversion", "blast", "chow", "demon", "fiction", "file", "forge", "howl", "lame", "least",
-                    "recovery", "shown", "showy", "sow", "status"})
+_WORDS = frozenset({"aversion", "blast", "chow", "demon", "fiction", "file", "forge", "hare", "howl", "lame", "least",
+                    "presume", "recovery", "restored", "resumed", "shared", "shown", "showy", "sow", "status"})
 
 
 def _distance(a: str, b: str) -> int:

@@ -21,6 +21,12 @@ from .time_words import in_windows
 
 # a session active in a window the question names (time_words.time_windows)
 TIME_LIFT = 1.25
+# "worn": a session agents keep recalling (the usage log's `recall` and `mcp`
+# events of the last WORN_DAYS) is lifted on a log2 curve, capped so that
+# popularity never outranks relevance (cli-contract §5.3)
+WORN_STEP, WORN_CAP, WORN_DAYS = 0.10, 1.5, 14
+# an event line as metric.log writes it: compact JSON, "t" (20 characters) then "kind"
+_WORN_KINDS = (b'","kind":"recall",', b'","kind":"mcp",')
 _ID_MASK = (1 << 40) - 1  # score_groups packs a best record as role << 40 | record_id
 
 
@@ -50,6 +56,31 @@ def signals(decided: bool, gave_up: bool, note: bool) -> float:
     return m
 
 
+def worn_lift(n: int) -> float:
+    """× min(1.5, 1 + 0.10 · log2(1 + n)) for a session served to agents ``n`` times recently."""
+    return min(WORN_CAP, 1.0 + WORN_STEP * math.log2(1 + n)) if n > 0 else 1.0
+
+
+def worn_counts(root, now: float | None = None) -> dict[str, int]:
+    """Session key → how often recall served it to an agent in the last WORN_DAYS,
+    read from the usage log beside the index in one pass (a bounded file)."""
+    from deja.stages.store.config import usage_log
+
+    try:
+        with open(usage_log(root), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return {}
+    horizon = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((now or time.time()) - WORN_DAYS * 86400)).encode()
+    from collections import Counter
+
+    # fixed offsets and bytes, no JSON parse: a full log is a few thousand lines on the hooks' path
+    # (an event names each session once: the hooks and the MCP server log distinct keys)
+    keys = b" ".join(line.rpartition(b'"sessions":"')[2].partition(b'"')[0] for line in data.splitlines()
+                     if line.startswith(_WORN_KINDS, 26) and line[6:25] >= horizon)
+    return {k.decode("utf-8", "replace"): n for k, n in Counter(keys.split()).items()}
+
+
 def freshness(updated_ms: int | None, now_ms: float) -> float:
     """Gentle: a year-old session keeps 80% of its score; time is a hint, not a filter."""
     if not updated_ms:
@@ -69,6 +100,20 @@ class SessionRanker:
         # rungs that rank the same groups (word forms, then relevance) share one
         # aggregation: only which sessions qualify differs, decided in rank()
         self._aggregates: dict = {}
+        self._worn: dict[int, int] | None = None  # session ord → recent recalls (worn_counts)
+
+    def worn(self) -> dict[int, int]:
+        """Recent recalls per session ord: the usage log read once per search, and
+        its keys looked up only when it names any."""
+        if self._worn is None:
+            self._worn = {}
+            counts = worn_counts(self.store.root)
+            if counts and self.store.has("sessions"):
+                rows = self.store.con.execute(
+                    "SELECT ord, session_key FROM sessions WHERE session_key IN (SELECT unnest(?::VARCHAR[]))",
+                    [sorted(counts)]).fetchall()
+                self._worn = {o: counts[k] for o, k in rows}
+        return self._worn
 
     def rank(self, groups: list[list[str]], need_and: bool, min_groups: int = 1, and_min: int | None = None,
              whole: bool = False, viable=None, windows: list[tuple[float, float]] = ()) -> list[Ranked]:
@@ -118,6 +163,7 @@ class SessionRanker:
                     df[i] += 1
         idf = [math.log(1 + (n_sessions - d + 0.5) / (d + 0.5)) for d in df]
         now = time.time() * 1000
+        worn = self.worn()
         out = []
         for r in rows:
             ord_, dl, updated, started, decided, gave_up, note, nrec, best_ng, best = r[:10]
@@ -135,6 +181,8 @@ class SessionRanker:
             elif matched < min_groups:
                 continue
             score = bm25 * signals(decided, gave_up, note)
+            if worn:
+                score *= worn_lift(worn.get(ord_, 0))
             if windows:  # the time the question names stands in for recency
                 score *= TIME_LIFT if in_windows(started, updated, windows) else 1.0
             else:

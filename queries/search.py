@@ -283,6 +283,7 @@ class Searcher:
                          [rows[r.ord]["session_key"] if r.ord in rows else "" for r in wanted],
                          None if phrases or regex or any(r.best is None for r in wanted) else best_records(wanted))
         hits = []
+        worn = self.ranker.worn()
         for r in served:
             row = rows.get(r.ord)
             if row is None:
@@ -290,13 +291,16 @@ class Searcher:
             snips = found.get(r.ord, [])
             if row.get("decision") and tier != "error":
                 snips = [row["decision"]] + [s for s in snips if s != row["decision"]][:2]
-            hits.append({
+            hit = {
                 "session": session_object(row),
                 "count": int(r.nrec or r.matched),
                 "snippets": snips,
                 "score": round(r.score, 4),
                 "tier": tier,
-            })
+            }
+            if worn.get(r.ord):
+                hit["reused"] = worn[r.ord]  # recent agent recalls that served it (cli-contract §3.2)
+            hits.append(hit)
         env = {"schema_version": 2, "tier": tier, "total": total}
         if total > len(hits):
             env["capped"] = True

@@ -42,6 +42,7 @@ MAX_COMMANDS = 30
 MAX_FILES = 20
 SHORT_OUTCOME = 160
 FOLLOW_UP_MIN = 32
+TURN_CHARS = 300  # a turn of the condensed conversation (`deja share`)
 
 
 class CtxNotFound(Exception):
@@ -111,8 +112,10 @@ def find(store: LiveStore, text: str, known_harnesses: list[str]) -> tuple[show.
     return res, notes, nearest
 
 
-def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: int = BUDGET) -> str:
-    """The markdown digest of one session."""
+def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: int = BUDGET,
+          conversation: bool = False) -> str:
+    """The markdown digest of one session; ``conversation``: the turns too, one
+    line each (what `deja share` hands a colleague)."""
     from deja.stages.display import sanitize_display
     from deja.stages.shown import shown, shown_data
 
@@ -141,6 +144,7 @@ def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: i
     files = shown_data(list(res.row.get("touched") or [])) or _files(rows)
     sections = {
         "problem": Section("Problem", [one_line(a, 600) for a in asks], keep=1),
+        "conversation": Section("Conversation", _turns(rows) if conversation else [], keep=4, front=True),
         "decisions": Section("Decisions", decisions, keep=2).cap(MAX_DECISIONS),
         "outcome": Section("Outcome", [outcome] if outcome else [], keep=1, bullet=False),
         "commands": Section("Commands run", commands, keep=5, front=True).cap(MAX_COMMANDS),
@@ -152,7 +156,7 @@ def build(store: LiveStore, res: show.Resolved, nearest: bool = False, budget: i
         return sanitize_display("\n".join(p for p in parts if p).rstrip() + "\n")
 
     md = render()
-    for name in ("commands", "files", "decisions", "problem"):
+    for name in ("conversation", "commands", "files", "decisions", "problem"):
         sec = sections[name]
         while len(md.encode()) > budget and len(sec.items) > sec.keep:
             sec.drop()
@@ -198,6 +202,17 @@ def _asks(rows) -> list[str]:
         out.append(t)
         if len(out) >= MAX_ASKS:
             break
+    return out
+
+
+def _turns(rows) -> list[str]:
+    """The conversation condensed: each ask and answer on one line, acknowledgements left out."""
+    out = []
+    for role, text, _ in rows:
+        t = (text or "").strip()
+        if role not in ("user", "assistant") or not t or (role == "user" and _ACK_RE.fullmatch(t)):
+            continue
+        out.append(f"**{'person' if role == 'user' else 'agent'}:** {one_line(t, TURN_CHARS)}")
     return out
 
 

@@ -177,10 +177,12 @@ def _week_start_ms() -> int:
 
 
 def _recall_stats(rows) -> dict:
-    """From the catalog's usage table (≤14 days): kinds `recall` (served to an agent), `inject`
-    (session-start injection), `dejavu` (a prompt matched prior work), `handoff`."""
+    """From the catalog's usage table (≤14 days): kinds `recall` (served to an agent by a hook),
+    `mcp` (served through the MCP server's recall tools: recalls too, counted apart as
+    ``mcp_calls``), `inject` (session-start injection), `dejavu` (a prompt matched prior
+    work), `handoff`."""
     recall = {"recalls_served": 0, "injections": 0, "recall_sessions": 0, "injected_sessions": 0,
-              "bytes": 0, "injected_bytes": 0, "dejavu_moments": 0, "empty_result_rate": 0.0}
+              "bytes": 0, "injected_bytes": 0, "dejavu_moments": 0, "empty_result_rate": 0.0, "mcp_calls": 0}
     out = {"recall": recall, "week_recalls": 0, "week_bytes": 0, "week_injected": 0, "handoffs_received": 0}
     week = datetime.fromtimestamp(_week_start_ms() / 1000, timezone.utc).replace(tzinfo=None)
     horizon = datetime.now(timezone.utc).replace(tzinfo=None) - timedelta(days=14)
@@ -193,7 +195,8 @@ def _recall_stats(rows) -> dict:
         if t is None or t < horizon:
             continue
         oldest = t if oldest is None or t < oldest else oldest
-        if kind == "recall":
+        if kind in ("recall", "mcp"):
+            recall["mcp_calls"] += kind == "mcp"
             recalls += 1
             empties += bool(empty)
             if not empty:

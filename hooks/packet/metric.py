@@ -43,8 +43,9 @@ _APPLY_PATCH = re.compile(r"(?:^|[;&|(\n])\s*(?:\S*/)?apply_?patch(?:\s|<|$)")
 
 
 def log_path(root: Path) -> Path:
-    root = Path(root)
-    return root.with_name(root.name + ".usage")
+    from deja.stages.store.config import usage_log
+
+    return usage_log(root)
 
 
 def _now() -> str:

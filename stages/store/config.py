@@ -27,6 +27,19 @@ def index_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(cache) / "deja" / "index.db"
 
 
+def usage_log(root: Path) -> Path:
+    """``<index>.usage``: the bounded log of what the hooks and the MCP server
+    served (ids and counts only; hooks/packet/metric.py writes it)."""
+    root = Path(root)
+    return root.with_name(root.name + ".usage")
+
+
+def handoff_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``<index>.handoff``: the working states `deja handoff` packs for another agent."""
+    root = index_dir(env)
+    return root.with_name(root.name + ".handoff")
+
+
 def flag(name: str, env: Mapping[str, str] | None = None) -> bool:
     env = os.environ if env is None else env
     return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")

@@ -181,3 +181,15 @@ def test_a_database_session_is_offered_for_recovery_with_zcode_resume_in_its_fol
     assert digest(home, SID, cwd="/home/dev/src/rate-limiter").splitlines()[-1].endswith(cand["resume"])
     # the transcripts and snapshots have no resume command
     assert ids(listing(home, cwd="/home/dev/src/invoice-pdf")) == []
+
+
+def test_demo_shows_the_three_zcode_stores(tmp_path):
+    import os
+    import subprocess
+
+    from conftest import deja_cmd
+
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")}
+    proc = subprocess.run(deja_cmd() + ["demo"], env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert "zcode: 3 sessions" in proc.stdout  # a transcript, the database's interactive session, a snapshot

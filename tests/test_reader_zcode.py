@@ -62,7 +62,8 @@ def test_the_database_reads_claude_code_tool_names_and_a_refused_edit_is_no_chan
     assert [m.role for m in s.messages] == ["user", "edit", "command", "tool-output", "assistant", "files"]
     assert s.messages[0].ts == 1775000000000 and s.messages[4].ts == 1775000060000
     (edit,) = [m for m in s.messages if m.role == "edit"]
-    assert edit.tool == "Edit" and edit.text.startswith("/home/dev/src/rate-limiter/bucket.py\nelapsed = now - self.created")
+    assert edit.tool == "Edit"
+    assert edit.text.startswith("/home/dev/src/rate-limiter/bucket.py\nelapsed = now - self.created")
     assert "self.start" not in "".join(m.text for m in s.messages)  # ZCode refused that Edit: no change
     cmd = s.messages[2]
     assert (cmd.tool, cmd.text, cmd.exit_code) == ("Bash", "$ pytest -q tests/test_refill.py", 0)

@@ -31,14 +31,14 @@ def samples_dir() -> Path:
 
 def build_sqlite_samples(root: Path) -> None:
     """Each ``<name>.json`` SQLite spec under ``root`` whose name ends in a store's
-    suffix (``opencode.db.json``, ``state.vscdb.json``) becomes that database:
+    suffix (``opencode.db.json``, ``state.vscdb.json``, ``db.sqlite.json``) becomes that database:
     the samples ship as text (readable, diffable), the stores are binary."""
     import json
     import sqlite3
 
     for spec in sorted(root.rglob("*.json")):
         db = spec.with_suffix("")
-        if db.suffix not in (".db", ".vscdb", ".sqlite3"):
+        if db.suffix not in (".db", ".vscdb", ".sqlite", ".sqlite3"):
             continue
         doc = json.loads(spec.read_text())
         con = sqlite3.connect(db)
@@ -104,6 +104,9 @@ def run_demo(run_index, print_summary, search) -> None:
             "DEJA_KIMCHI_ROOT": str(samples / "kimchi" / "harness" / "sessions"),
             "DEJA_PRIME_ROOT": str(samples / "prime" / "agent" / "sessions"),
             "DEJA_CHERRYSTUDIO_ROOTS": str(samples / "cherrystudio" / "projects"),
+            "DEJA_ZCODE_ROOT": str(samples / "zcode" / "projects"),
+            "DEJA_ZCODE_DB": str(samples / "zcode" / "cli" / "db" / "db.sqlite"),
+            "DEJA_ZCODE_LEGACY_ROOT": str(samples / "zcode" / "v2" / "sessions"),
             "PATH": os.environ.get("PATH", ""),
         }
         print(f"indexing the bundled samples into {env['DEJA_INDEX_DIR']}", file=sys.stderr)

@@ -63,6 +63,7 @@ RESUME = {
     "cline": "cline --id {id}",
     "crush": "crush --session {id}",
     "amp": "amp threads continue {id}",
+    "zcode": "zcode --resume {id}",
     "aider": None,
     "grok": None,
     "roo": None,

@@ -40,6 +40,7 @@ READERS = {
     "kimchi": "deja.stages.sources.kimchi",
     "prime": "deja.stages.sources.prime",
     "cherrystudio": "deja.stages.sources.cherrystudio",
+    "zcode": "deja.stages.sources.zcode",
 }
 
 

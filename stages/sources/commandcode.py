@@ -52,7 +52,12 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 
 
 def read(path: str, start: int = 0) -> ReadResult:
-    return read_guarded(path, start, _read, "commandcode")
+    return read_as(path, start, HARNESS)
+
+
+def read_as(path: str, start: int, harness: str) -> ReadResult:
+    """A transcript of this flat shape as ``harness``'s session (ZCode writes it too)."""
+    return read_guarded(path, start, lambda p, s: _read(p, s, harness), harness)
 
 
 def _title(path: str) -> str:
@@ -72,8 +77,8 @@ def _text_of(value) -> str:
     return orjson.dumps(value).decode() if value is not None else ""
 
 
-def _read(path: str, start: int) -> ReadResult:
-    part = SessionPart(harness=HARNESS, session_id=os.path.basename(path)[: -len(".jsonl")])
+def _read(path: str, start: int, harness: str = HARNESS) -> ReadResult:
+    part = SessionPart(harness=harness, session_id=os.path.basename(path)[: -len(".jsonl")])
     if start:
         for obj in read_head(path, 16 << 10):
             _header(part, obj)

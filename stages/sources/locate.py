@@ -757,6 +757,55 @@ def commandcode_files(env: Mapping[str, str], problems: list[str] | None = None)
 
 
 
+# ---- ZCode: ~/.zcode/projects/<enc>/<id>.jsonl, cli/db/db.sqlite, v2/sessions/<hash>/<task>.json ----
+# Known from the user's registry note and third-party readers (ZCode is closed source);
+# ZCode has no relocation variable that is known.
+
+
+def zcode_home(env: Mapping[str, str]) -> str:
+    return os.path.join(_home(env), ".zcode")
+
+
+def zcode_root(env: Mapping[str, str]) -> str:
+    """The transcripts' ``projects`` folder: DEJA_ZCODE_ROOT, else ~/.zcode/projects."""
+    root = env.get("DEJA_ZCODE_ROOT")
+    return os.path.expanduser(root) if root else os.path.join(zcode_home(env), "projects")
+
+
+def zcode_db(env: Mapping[str, str]) -> str:
+    """The CLI's opencode-shaped database: DEJA_ZCODE_DB, else ~/.zcode/cli/db/db.sqlite."""
+    db = env.get("DEJA_ZCODE_DB")
+    return os.path.expanduser(db) if db else os.path.join(zcode_home(env), "cli", "db", "db.sqlite")
+
+
+def zcode_legacy_root(env: Mapping[str, str]) -> str:
+    """The older app's snapshots: DEJA_ZCODE_LEGACY_ROOT, else ~/.zcode/v2/sessions."""
+    root = env.get("DEJA_ZCODE_LEGACY_ROOT")
+    return os.path.expanduser(root) if root else os.path.join(zcode_home(env), "v2", "sessions")
+
+
+def zcode_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    """``projects/<enc>/<id>.jsonl``, the database, and ``<hash>/<task>.json``
+    snapshots (``*.deleted.json`` are ones ZCode deleted)."""
+    out: list[str] = []
+    root = zcode_root(env)
+    if os.path.isdir(root):
+        for folder, names in walk(root, problems, want=lambda n: n.endswith(".jsonl")):
+            if os.path.dirname(folder) == root:
+                out.extend(os.path.join(folder, n) for n in names)
+    db = zcode_db(env)
+    if is_regular_file(db):
+        out.append(db)
+    legacy = zcode_legacy_root(env)
+    if os.path.isdir(legacy):
+        want = lambda n: n.endswith(".json") and not n.endswith(".deleted.json")  # noqa: E731
+        for folder, names in walk(legacy, problems, want=want):
+            if os.path.dirname(folder) == legacy:
+                out.extend(os.path.join(folder, n) for n in names)
+    out.sort()
+    return out
+
+
 # ---- aider: .aider.chat.history.md in each launch folder ---------------------------
 
 AIDER_HISTORY = ".aider.chat.history.md"
@@ -1070,6 +1119,7 @@ LOCATORS = {
     "kimchi": kimchi_files,
     "prime": prime_files,
     "cherrystudio": cherrystudio_files,
+    "zcode": zcode_files,
 }
 
 

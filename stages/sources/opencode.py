@@ -35,10 +35,21 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
+from deja.stages.sources.dialect import Dialect, first_text
 from deja.stages.sources.jsonl import clip, parse_ts, read_whole_document
 from deja.stages.sources.locate import opencode_db, opencode_files
 
 HARNESS = "opencode"
+
+# opencode's own tool names and argument keys (its ``tool/*.ts``); ZCode's CLI
+# keeps this store with Claude Code's names instead (zcode.py).
+DIALECT = Dialect(
+    file_tools=frozenset(("read", "edit", "write")),
+    shell_tools=frozenset(("bash",)),
+    path_keys=("filePath",),
+    old_keys=("oldString",),
+    command_keys=("command",),
+)
 
 
 def roots(env: Mapping[str, str]) -> list[str]:
@@ -123,11 +134,13 @@ def _documents(folder: str, bad: list[int]) -> list[bytes]:
     return out
 
 
-def build(sessions: Iterable[tuple], rows: Iterable[tuple], harness: str, check=None) -> ReadResult:
+def build(sessions: Iterable[tuple], rows: Iterable[tuple], harness: str, check=None,
+          dialect: Dialect = DIALECT) -> ReadResult:
     """The sessions of an opencode-shaped store, from its session rows ``(id,
     directory, title, parent_id)`` and its message rows joined to their parts
     ``(session_id, message_id, created, message data, part data)``, ordered by
-    session, message time, message id, part id. Data is JSON text or decoded."""
+    session, message time, message id, part id. Data is JSON text or decoded;
+    tool parts are named in ``dialect``."""
     res = ReadResult()
     parts: dict[str, SessionPart] = {}
     for sid, directory, title, parent in sessions:
@@ -179,37 +192,44 @@ def build(sessions: Iterable[tuple], rows: Iterable[tuple], harness: str, check=
             if text.strip():
                 session.messages.append(Message(role, text, ts if ts is not None else msg_ts, byte_offset=seq))
         elif kind == "tool":
-            session.messages.extend(_tool(part, session.cwd, msg_ts, seq, flags, paths))
+            session.messages.extend(_tool(part, session.cwd, msg_ts, seq, flags, paths, dialect))
     flush()
     res.sessions = [p for p in parts.values() if p.messages]
     return res
 
 
-def _tool(part: dict, cwd: str, ts, seq: int, flags: dict, paths: list[str]) -> list[Message]:
+def _tool(part: dict, cwd: str, ts, seq: int, flags: dict, paths: list[str], d: Dialect) -> list[Message]:
     name = part.get("tool")
     state = part.get("state")
     if not isinstance(name, str) or not isinstance(state, dict):
         return []
     args = state.get("input") if isinstance(state.get("input"), dict) else {}
     out: list[Message] = []
-    path = args.get("filePath") if isinstance(args.get("filePath"), str) else ""
-    if name in ("read", "edit", "write") and path:
+    path = first_text(args, d.path_keys)
+    if name in d.file_tools and path:
         paths.append(path)
-    if name == "edit" and flags["EDITS"]:
-        rec = work.edit_record(path, args.get("oldString"))
-        if rec:
-            out.append(Message("edit", rec, ts, tool=name, byte_offset=seq))
+    # an edit the harness refused (no match for the old text) changed nothing
+    if name in d.file_tools and path and flags["EDITS"] and state.get("status") != "error":
+        spans = [first_text(args, d.old_keys)]
+        edits = args.get(d.edits_key)
+        if isinstance(edits, list):
+            spans.extend(first_text(e, d.old_keys) for e in edits if isinstance(e, dict))
+        for old in spans:
+            rec = work.edit_record(path, old) if old else None
+            if rec:
+                out.append(Message("edit", rec, ts, tool=name, byte_offset=seq))
     if isinstance(args.get("patchText"), str):
         files, edits = work.patch_records(args["patchText"], cwd)
         if files:
             paths.extend(files.split("\n"))
         if flags["EDITS"]:
             out.extend(Message("edit", e, ts, tool=name, byte_offset=seq) for e in edits)
-    if name == "bash" and isinstance(args.get("command"), str):
+    command = first_text(args, d.command_keys) if name in d.shell_tools else ""
+    if command:
         meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
         code = meta.get("exit")
         code = code if type(code) is int else None
-        rec = work.command_record(args["command"], code) if flags["COMMANDS"] else None
+        rec = work.command_record(command, code) if flags["COMMANDS"] else None
         if rec:
             out.append(Message("command", rec, ts, tool=name, exit_code=code, byte_offset=seq))
         output = state.get("output")

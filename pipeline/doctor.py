@@ -170,6 +170,10 @@ def render(rep: dict) -> str:
         for name in [k for k in w if k != "launcher"]:
             events = ", ".join(w[name]["events"]) or "no deja hooks"
             lines.append(f"  {name:<8} {events}  {w[name]['path']}")
+            if "mcp" in w[name]:
+                m = w[name]["mcp"]
+                lines.append(f"  {'':<8} mcp: {'deja server' if m['wired'] else 'not wired'}  {m['path']}"
+                             + ("; usage block written" if w[name].get("guidance") else ""))
         lines.append(f"  launcher {w['launcher'] or 'not installed (run `deja install --auto`)'}")
     return "\n".join(lines)
 

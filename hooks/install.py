@@ -385,6 +385,10 @@ def save(path: Path, blob: bytes | None, raw: str | None, data: dict, want: dict
         backup = backup_path(path)
         if blob is not None:
             _write(backup, blob)
+            try:  # as private as the file it copies (~/.claude.json is the user's own)
+                os.chmod(backup, path.stat().st_mode & 0o777)
+            except OSError:
+                pass
         elif backup.exists():
             backup.unlink()
     _write(path, _text(raw, want, new_hooks, splice).encode("utf-8"))

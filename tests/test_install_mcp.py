@@ -134,6 +134,14 @@ def test_malformed_mcp_config_is_left_untouched_with_one_line(tmp_path):
         assert ("deja" in _servers("kimi", kimi)) if verb == "install" else not kimi.exists()
 
 
+def test_backup_of_a_private_config_stays_private(tmp_path):
+    h = _home(tmp_path, "claude")
+    (h.home / ".claude.json").chmod(0o600)
+    h.run("install", "claude")
+    assert (h.home / ".claude.json.deja-backup").stat().st_mode & 0o777 == 0o600
+    assert (h.home / ".claude.json").stat().st_mode & 0o777 == 0o600
+
+
 def test_a_deja_server_of_the_users_own_is_left_as_it_is(tmp_path):
     h = _home(tmp_path, "cursor", "codex")
     mine = '{"mcpServers": {"deja": {"command": "npx", "args": ["-y", "deja-mcp"]}}}\n'

@@ -105,6 +105,9 @@ def report(env: Mapping[str, str]) -> dict:
         from deja.hooks.install import wiring
 
         rep["wiring"] = wiring(config.home(env), env)
+        # cli-contract §3.7: one row per agent that takes deja's MCP server
+        rep["mcp"] = [{"name": n, "state": "wired" if w["mcp"]["wired"] else "not-wired", "path": w["mcp"]["path"]}
+                      for n, w in rep["wiring"].items() if n != "launcher" and "mcp" in w]
     except Exception:
         pass
     if health:

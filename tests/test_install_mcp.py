@@ -95,6 +95,8 @@ def test_install_wires_the_mcp_server_once_and_uninstall_gives_back_every_byte(t
     assert "deja" in _servers(agent, path)
     doctor = h.run("doctor").stdout
     assert "mcp: deja server" in doctor
+    rows = json.loads(h.run("doctor", "--json").stdout)["mcp"]
+    assert {"name": agent, "state": "wired", "path": str(path)} in rows
     # uninstall: every file as it was, byte for byte; what deja made is gone
     h.run("uninstall", agent)
     after = _tree(h.home)

@@ -340,11 +340,12 @@ def _write(path: Path, blob: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _text(raw: str | None, data: dict, new_hooks: dict | None) -> str:
-    """The file's new text: ``raw`` with only its changed hook arrays replaced."""
+def _text(raw: str | None, data: dict, new_hooks: dict | None, splice=None) -> str:
+    """The file's new text: ``raw`` with only its changed hook arrays replaced
+    (or what ``splice(raw)`` changes, for entries other than hooks)."""
     if raw is not None and raw.strip():
         try:
-            text = splice_hooks(raw, new_hooks, json.loads(raw).get("hooks"))
+            text = splice(raw) if splice else splice_hooks(raw, new_hooks, json.loads(raw).get("hooks"))
             if json.loads(text) == data:
                 return text
         except (ValueError, AssertionError, IndexError):
@@ -372,8 +373,8 @@ def _wire(path: Path, spec, launcher: Path, extra: dict) -> tuple[bool, list[str
     return save(path, blob, raw, data, dict(data, hooks=new), new, bool(_deja_events(data))), events
 
 
-def save(path: Path, blob: bytes | None, raw: str | None, data: dict, want: dict, new_hooks: dict,
-         had_deja: bool) -> bool:
+def save(path: Path, blob: bytes | None, raw: str | None, data: dict, want: dict, new_hooks: dict | None,
+         had_deja: bool, splice=None) -> bool:
     """Write ``want`` over ``path`` (splicing only its hook arrays) unless nothing
     changed; before the first change (``had_deja`` false), keep what uninstall
     must put back."""
@@ -384,9 +385,13 @@ def save(path: Path, blob: bytes | None, raw: str | None, data: dict, want: dict
         backup = backup_path(path)
         if blob is not None:
             _write(backup, blob)
+            try:  # as private as the file it copies (~/.claude.json is the user's own)
+                os.chmod(backup, path.stat().st_mode & 0o777)
+            except OSError:
+                pass
         elif backup.exists():
             backup.unlink()
-    _write(path, _text(raw, want, new_hooks).encode("utf-8"))
+    _write(path, _text(raw, want, new_hooks, splice).encode("utf-8"))
     return True
 
 
@@ -419,7 +424,7 @@ def unwire_hooks(path: Path, events_of, strip, bare_keys=frozenset()) -> tuple[b
     return True, events, settle(path, raw, left, new or None)
 
 
-def settle(path: Path, raw: str | None, left: dict, hooks_left: dict | None) -> list[str]:
+def settle(path: Path, raw: str | None, left: dict, hooks_left: dict | None, splice=None) -> list[str]:
     """Leave ``path`` holding ``left`` (what is not deja's): the backup byte for
     byte when it holds exactly that, nothing when deja created the file, else
     ``left`` spliced into the text. Returns what was done."""
@@ -434,13 +439,13 @@ def settle(path: Path, raw: str | None, left: dict, hooks_left: dict | None) -> 
             _write(path, before)
             backup.unlink()
             return [f"{path} restored byte for byte as it was before install"]
-        _write(path, _text(raw, left, hooks_left).encode("utf-8"))
+        _write(path, _text(raw, left, hooks_left, splice).encode("utf-8"))
         return [f"{path} changed since install: removed deja's entries only and kept your other "
                 f"changes (the file as it was before install: {backup})"]
     if not left:
         path.unlink()
         return [f"{path} removed (deja created it)"]
-    _write(path, _text(raw, left, hooks_left).encode("utf-8"))
+    _write(path, _text(raw, left, hooks_left, splice).encode("utf-8"))
     return [f"{path}: removed deja's entries only and kept your other changes"]
 
 
@@ -484,15 +489,17 @@ def resolve_targets(target: str | None, auto: bool, all_: bool, home: Path, env:
     """``--all``: Claude Code, Codex and every other agent set up here; ``--auto``:
     the agents set up here (Claude Code when none is)."""
     from deja.hooks import install_agents as agents
+    from deja.hooks import install_mcp as mcp
 
-    known = TARGETS + agents.TARGETS
+    known = TARGETS + agents.TARGETS + mcp.ONLY_MCP
     if sum(bool(x) for x in (target, auto, all_)) != 1:
         raise InstallError(f"give one of --auto, --all or a target ({', '.join(known)})")
+    others = agents.found(home, env) + mcp.found_only_mcp(home, env)
     if all_:
-        return list(TARGETS) + agents.found(home, env)
+        return list(TARGETS) + others
     if auto:
         found = [t for t in TARGETS if (claude_settings(home, env) if t == "claude" else codex_hooks(home, env)).parent.is_dir()]
-        return (found + agents.found(home, env)) or ["claude"]
+        return (found + others) or ["claude"]
     name = _ALIASES.get(target) or agents.ALIASES.get(target) or target
     if name not in known:
         raise InstallError(f"unknown target {target!r} (known: {', '.join(known)})")
@@ -551,22 +558,41 @@ def _install_one(t: str, path: Path, home: Path, env: Mapping[str, str], launche
 
 
 def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str | None = None,
-            offer: bool = True) -> list[Result]:
-    """``offer``: add history_offer's line to Claude's notes (not when --keep-history answered it)."""
+            offer: bool = True, guidance: bool = True) -> list[Result]:
+    """``offer``: add history_offer's line to Claude's notes (not when --keep-history answered it);
+    ``guidance``: write each agent's usage block (hooks/install_guidance.py)."""
     from deja.hooks import install_agents as agents
+    from deja.hooks import install_guidance as guide
+    from deja.hooks import install_mcp as mcp
 
     launcher, lchanged = write_launcher(home, env, binary)
     results = []
     for t in targets:
-        if t in agents.TARGETS:
+        if t in mcp.ONLY_MCP:
+            home_dir = mcp.copilot_home(home, env)
+            if not home_dir.is_dir():
+                results.append(Result(t, mcp.config_path(t, home, env), False, [], [
+                    f"{t}: {home_dir} not found ({mcp.NAMES[t]} is not set up here); nothing wired"]))
+                continue
+        elif t in agents.TARGETS:
             results.append(agents.install(t, home, env, launcher))
-            continue
-        path = _config(t, home, env)
-        try:
-            res = _install_one(t, path, home, env, launcher, offer)
-        except InstallError as exc:
-            res = Result(t, path, False, failed=str(exc))
-        results.append(res)
+            if not agents.agent_home(t, home, env).is_dir():
+                continue
+        else:
+            path = _config(t, home, env)
+            try:
+                res = _install_one(t, path, home, env, launcher, offer)
+            except InstallError as exc:
+                res = Result(t, path, False, failed=str(exc))
+            results.append(res)
+        # hooks first: an MCP entry in the same file (Qwen) must not be in the hooks' backup;
+        # a file the hooks found broken is said once
+        broken = results[-1].path if results and results[-1].target == t and results[-1].failed else None
+        extra = [mcp.install(t, home, env, launcher)
+                 if t in mcp.TARGETS and mcp.config_path(t, home, env) != broken else None]
+        extra += [guide.install(t, home, env)] if guidance else []
+        results.extend(r for r in extra if r is not None)
+    mcp.write_marker(home, env)
     try:
         for p in install_skills(home, targets=[t for t in targets if t in TARGETS], env=env):
             results[0].notes.append(f"installed the /recover skill at {p}")
@@ -579,9 +605,22 @@ def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str 
 
 def uninstall(targets: list[str], home: Path, env: Mapping[str, str]) -> list[Result]:
     from deja.hooks import install_agents as agents
+    from deja.hooks import install_guidance as guide
+    from deja.hooks import install_mcp as mcp
 
     results = []
     for t in targets:
+        # before the hooks: their uninstall settles a file both share, and prunes
+        # the Gemini extension folder the guidance file sits in
+        extra = [guide.uninstall(t, home, env), mcp.uninstall(t, home, env)]
+        results.extend(r for r in extra if r is not None and (r.changed or r.failed))
+        if extra[1] is not None and extra[1].failed and extra[1].path == (
+                agents.config_path(t, home, env) if t in agents.TARGETS else None):
+            continue  # the file the hooks share is broken: said once
+        if t in mcp.ONLY_MCP:
+            if not any(r.target == t for r in results):
+                results.append(Result(t, mcp.config_path(t, home, env), False))
+            continue
         if t in agents.TARGETS:
             results.append(agents.uninstall(t, home, env))
             continue
@@ -594,8 +633,10 @@ def uninstall(targets: list[str], home: Path, env: Mapping[str, str]) -> list[Re
         res = Result(t, path, changed, events, notes)
         res.notes.extend(remove_skills(home, [t], env))
         results.append(res)
+    mcp.write_marker(home, env)
     remaining = [p for p in (claude_settings(home, env), codex_hooks(home, env)) if wired(p)] + [
-        t for t in agents.TARGETS if agents.wired(t, home, env)]
+        t for t in agents.TARGETS if agents.wired(t, home, env)] + [
+        t for t in mcp.TARGETS if mcp.wired(t, home, env)]
     launcher = launcher_path(home, env)
     if not remaining and launcher.exists():
         launcher.unlink()
@@ -609,15 +650,28 @@ def uninstall(targets: list[str], home: Path, env: Mapping[str, str]) -> list[Re
 
 
 def wiring(home: Path, env: Mapping[str, str]) -> dict:
-    """What `deja doctor` shows: which hook configs run deja, and where the launcher points."""
+    """What `deja doctor` shows: which hook configs run deja, which MCP configs
+    start its server, which usage blocks are written, and where the launcher points."""
+    from deja.hooks import install_agents as agents
+    from deja.hooks import install_guidance as guide
+    from deja.hooks import install_mcp as mcp
+
     launcher = launcher_path(home, env)
     out = {"launcher": str(launcher) if launcher.exists() else None}
     for name, path in (("claude", claude_settings(home, env)), ("codex", codex_hooks(home, env))):
         out[name] = {"path": str(path), "events": wired(path)}
-    from deja.hooks import install_agents as agents
-
     for name in agents.TARGETS:  # the others where they are set up or wired
         events = agents.wired(name, home, env)
         if events or agents.agent_home(name, home, env).is_dir():
             out[name] = {"path": str(agents.config_path(name, home, env)), "events": events}
+    for name in mcp.ONLY_MCP:
+        if mcp.wired(name, home, env) or mcp.copilot_home(home, env).is_dir():
+            out[name] = {"path": str(mcp.config_path(name, home, env)), "events": []}
+    for name, row in out.items():
+        if name == "launcher":
+            continue
+        if name in mcp.TARGETS:
+            row["mcp"] = {"path": str(mcp.config_path(name, home, env)), "wired": mcp.wired(name, home, env)}
+        if name in guide.TARGETS:
+            row["guidance"] = guide.written(name, home, env)
     return out

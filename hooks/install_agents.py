@@ -118,7 +118,8 @@ def install(target: str, home: Path, env: Mapping[str, str], launcher: Path) -> 
         if target == "gemini":
             changed, events = base._wire(path, GEMINI_HOOKS, launcher, {"timeout": 10000})
             changed = _write_if_new(path.parent.parent / "gemini-extension.json",
-                                    json.dumps(GEMINI_MANIFEST, indent=2) + "\n") or changed
+                                    json.dumps(gemini_manifest(launcher), indent=2) + "\n") or changed
+            events.append("mcp")
             notes = gemini_notes(home, env, changed)
         elif target == "qwen":
             changed, events = base._wire(path, QWEN_HOOKS, launcher, {"timeout": 60000})
@@ -179,6 +180,12 @@ def wired(target: str, home: Path, env: Mapping[str, str]) -> list[str]:
     except (OSError, ValueError):
         return []
     return base.wired(path)
+
+
+def gemini_manifest(launcher: Path) -> dict:
+    """The extension's manifest: it also starts deja's MCP server (Gemini reads
+    ``mcpServers`` from an extension as from settings.json)."""
+    return {**GEMINI_MANIFEST, "mcpServers": {"deja": {"command": str(launcher), "args": ["mcp"]}}}
 
 
 # --------------------------------------------------------------------------- notes
@@ -284,42 +291,61 @@ def _read_text(path: Path) -> str | None:
 
 
 def _wire_kimi(path: Path, launcher: Path) -> tuple[bool, list[str]]:
+    def check(parsed: dict) -> None:
+        if not isinstance(parsed.get("hooks"), list):
+            raise base.InstallError(f"{path} holds `hooks` in a form a [[hooks]] table cannot join; left untouched")
+
+    return wire_block(path, _KIMI_BLOCK, kimi_block(launcher), check), ["UserPromptSubmit"]
+
+
+def _unwire_kimi(path: Path) -> tuple[bool, list[str], list[str]]:
+    changed, notes = unwire_block(path, _KIMI_BLOCK, "[[hooks]] table")
+    return changed, ["UserPromptSubmit"] if changed else [], notes
+
+
+def wire_block(path: Path, pattern: re.Pattern, block: str, check=None) -> bool:
+    """Put ``block`` (marker comments around TOML) in ``path``: in place of the
+    marked block already there, else after the file's last line, a blank line
+    between. The TOML around it, comments included, is never rewritten; a file
+    that does not parse, or would not with the block, is left untouched.
+    ``check(parsed)`` may refuse the result. Returns whether the file changed."""
     raw = _read_text(path)
     text = raw or ""
     _toml_ok(text, path)
-    block = kimi_block(launcher)
-    m = _KIMI_BLOCK.search(text)
+    m = pattern.search(text)
     if m:
         new = text[:m.start()] + block + text[m.end():]
     else:
         lead = "" if not text or text.endswith("\n") else "\n"
         new = text + lead + ("\n" if text.strip() else "") + block
     if new == raw:
-        return False, ["UserPromptSubmit"]
-    hooks = _toml_ok(new, path).get("hooks")
-    if not isinstance(hooks, list):
-        raise base.InstallError(f"{path} holds `hooks` in a form a [[hooks]] table cannot join; left untouched")
+        return False
+    parsed = _toml_ok(new, path)
+    if check:
+        check(parsed)
     base._write(path, new.encode("utf-8"))
-    return True, ["UserPromptSubmit"]
+    return True
 
 
-def _unwire_kimi(path: Path) -> tuple[bool, list[str], list[str]]:
+def unwire_block(path: Path, pattern: re.Pattern, what: str) -> tuple[bool, list[str]]:
+    """Take the marked block out of ``path`` with the blank line install put
+    before it; delete the file when nothing else is left (deja created it)."""
     raw = _read_text(path)
     if raw is None:
-        return False, [], []
+        return False, []
     _toml_ok(raw, path)  # one the user broke is theirs to fix: no edit guessed into it
-    m = _KIMI_BLOCK.search(raw)
+    m = pattern.search(raw)
     if not m:
-        return False, [], []
+        return False, []
     before = raw[:m.start()]
     if before.endswith("\n\n"):  # the blank line install put before the block
         before = before[:-1]
     left = before + raw[m.end():]
     if not left.strip():
         path.unlink()
-        return True, ["UserPromptSubmit"], [f"{path} removed (deja created it)"]
+        return True, [f"{path} removed (deja created it)"]
     base._write(path, left.encode("utf-8"))
-    return True, ["UserPromptSubmit"], [f"{path}: removed deja's [[hooks]] table only"]
+    return True, [f"{path}: removed deja's {what} only"]
 
 
 # --------------------------------------------------------------------------- files deja owns whole

@@ -103,6 +103,9 @@ def report(env: Mapping[str, str]) -> dict:
         from deja.hooks.install import wiring
 
         rep["wiring"] = wiring(config.home(env), env)
+        # cli-contract §3.7: one row per agent that takes deja's MCP server
+        rep["mcp"] = [{"name": n, "state": "wired" if w["mcp"]["wired"] else "not-wired", "path": w["mcp"]["path"]}
+                      for n, w in rep["wiring"].items() if n != "launcher" and "mcp" in w]
     except Exception:
         pass
     if health:
@@ -168,6 +171,10 @@ def render(rep: dict) -> str:
         for name in [k for k in w if k != "launcher"]:
             events = ", ".join(w[name]["events"]) or "no deja hooks"
             lines.append(f"  {name:<8} {events}  {w[name]['path']}")
+            if "mcp" in w[name]:
+                m = w[name]["mcp"]
+                lines.append(f"  {'':<8} mcp: {'deja server' if m['wired'] else 'not wired'}  {m['path']}"
+                             + ("; usage block written" if w[name].get("guidance") else ""))
         lines.append(f"  launcher {w['launcher'] or 'not installed (run `deja install --auto`)'}")
     return "\n".join(lines)
 

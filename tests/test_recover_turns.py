@@ -341,3 +341,20 @@ def test_the_session_a_copilot_shell_names_is_left_out_as_the_live_one(home):
     doc = listing(home, cwd=c.cwd, extra_env={"COPILOT_AGENT_SESSION_ID": c.sid})
     assert ids(doc) == [] and doc["excluded"] == [
         {"harness": "copilot", "id": c.sid, "reason": "the live session (COPILOT_AGENT_SESSION_ID)"}]
+
+
+def test_an_openclaw_session_is_resumed_by_its_chat_key_or_not_at_all(home):
+    """OpenClaw reopens a chat key, not a session id: the key sessions.json maps
+    to the session, quoted where a shell needs it; a session no key maps to any
+    more (the chat was reset) gets no command rather than one opening another chat."""
+    c = openclaw(home)
+    index = next((home.home / ".openclaw").rglob("sessions.json"))
+    index.write_text(json.dumps({
+        "agent:ops:main": {"sessionId": "9d0c0000-0000-4000-8000-000000000001", "updatedAt": 1772700000000},
+        "agent:ops:telegram:dm:+4915 x": {"sessionId": OPENCLAW_SID, "updatedAt": 1772612120000}}))
+    cand = next(x for x in listing(home, cwd=c.cwd)["candidates"] if x["id"] == c.sid)
+    assert cand["resume"] == "openclaw tui --session 'agent:ops:telegram:dm:+4915 x'"
+    index.write_text(json.dumps({"agent:ops:main": {"sessionId": "9d0c0000-0000-4000-8000-000000000001"}}))
+    cand = next(x for x in listing(home, cwd=c.cwd)["candidates"] if x["id"] == c.sid)
+    assert cand["resume"] == ""
+    assert digest(home, c.sid, cwd=c.cwd).splitlines()[-1] == "OpenClaw has no terminal resume for this session."

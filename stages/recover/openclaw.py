@@ -3,7 +3,8 @@ sessions its reader parses. OpenClaw reopens a session by its chat key, not
 its id: ``openclaw tui --session <key>`` (openclaw/openclaw
 ``src/cli/tui-cli.ts``: ``--session <key>``; the Gateway owns the sessions and
 must be running). The key is the one ``sessions.json`` beside the transcript
-maps to the session (``{"<key>": {"sessionId": …, "updatedAt": …}}``); a
+maps to the session (``{"<key>": {"sessionId": …, "updatedAt": …}}``), quoted
+for the shell; a
 session no key maps to any more (reset, or the index pruned) gets no command,
 since any other command would open a different conversation."""
 
@@ -26,8 +27,8 @@ def resume_command(session_id: str, path: str) -> str:
 
 def session_key(session_id: str, path: str) -> str:
     """The chat key ``sessions.json`` beside ``path`` gives ``session_id`` (the
-    latest updated when several do), "" when none does or its key is not one
-    a shell line can carry."""
+    latest updated when several do), "" when none does or its key holds a
+    character a terminal line cannot carry."""
     try:
         with open(os.path.join(os.path.dirname(path), _INDEX), "rb") as fh:
             index = json.load(fh)
@@ -51,7 +52,8 @@ def session_key(session_id: str, path: str) -> str:
 
 
 def _plain(key) -> bool:
-    return isinstance(key, str) and bool(key) and key.isprintable() and not any(c.isspace() for c in key)
+    # quoted, any printable key pastes whole; a control character would reach the terminal
+    return isinstance(key, str) and bool(key) and key.isprintable()
 
 
 export(Recovery(HARNESS, "OpenClaw", resume=resume_command), globals())

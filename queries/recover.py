@@ -42,7 +42,9 @@ LIVE_ENV = ("CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CODEX_THREAD_ID", "C
 HARNESS_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "qwen": "Qwen Code",
                  "copilot": "Copilot CLI", "cursor": "Cursor CLI agent", "opencode": "opencode", "pi": "pi",
                  "omp": "omp", "hermes": "Hermes", "crush": "Crush", "goose": "Goose", "amp": "Amp",
-                 "cline": "Cline CLI", "kimi": "Kimi Code"}
+                 "cline": "Cline CLI", "kimi": "Kimi Code",
+                 "senpi": "Senpi", "gjc": "gajae-code", "kimchi": "Kimchi Coding", "prime": "prime-agent", "openclaw": "OpenClaw",
+                 "zcode": "ZCode"}
 
 # Native resume commands (cli-contract 2.2). None: the harness has no terminal resume.
 RESUME = {
@@ -54,12 +56,16 @@ RESUME = {
     "qwen": "qwen -r {id}",
     "pi": "pi --session {id}",
     "omp": "omp --resume {id}",
+    "senpi": "senpi --session {id}",
+    "gjc": "gjc --resume {id}",
+    "kimchi": "kimchi --session {id}",
+    "prime": "prime-agent --resume {id}",
     "kimi": "kimi --session {id}",
     "goose": "goose session --resume --session-id {id}",
     "hermes": "hermes --resume {id}",
     "copilot": "copilot --resume={id}",
     "antigravity": "agy --conversation {id}",
-    "openclaw": "openclaw chat --session {id}",
+    "openclaw": "openclaw tui --session {id}",  # the key from sessions.json: stages/recover/openclaw.py
     "cline": "cline --id {id}",
     "crush": "crush --session {id}",
     "amp": "amp threads continue {id}",

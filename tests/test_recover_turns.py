@@ -170,7 +170,78 @@ def kimi(home) -> Crash:
                  "Last turn may be incomplete: work was in progress on: Bash npx playwright test")
 
 
-CRASHES = [copilot, cursor, opencode, pi, omp, hermes, crush, goose, amp, cline, kimi]
+def _cut_last_line(path: Path) -> None:
+    """The file as a crash leaves it after a tool result: its final answer never written."""
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]))
+
+
+def senpi(home) -> Crash:
+    shutil.copytree(SAMPLES / "senpi" / "agent", home.home / ".senpi" / "agent")
+    p = next((home.home / ".senpi").rglob("*.jsonl"))
+    _cut_last_line(p)  # the edit's result came back; the answer after it never did
+    sid = "5e9a1c2d-7b3f-4a60-9d18-2c4e6f8a0b1c"
+    return Crash("/home/dev/src/atlas", sid, "the tile cache serves stale tiles after a style change, why?",
+                 f"senpi --session {sid}", ["- bash: npm test -- tiles → exit 1"], ["- src/tiles/cache.ts"],
+                 "Last turn may be incomplete: the last tool result got no reply")
+
+
+def gjc(home) -> Crash:
+    shutil.copytree(SAMPLES / "gjc" / "agent", home.home / ".gjc" / "agent")  # the managed v2-<digest> folder
+    p = next((home.home / ".gjc").rglob("*.jsonl"))
+    _append(p,
+            {"type": "message", "id": "u9", "parentId": "a0000009", "timestamp": "2026-03-07T09:05:00.000Z",
+             "message": {"role": "user", "content": [{"type": "text", "text": "run the whole berth suite now"}]}},
+            {"type": "message", "id": "a9", "parentId": "u9", "timestamp": "2026-03-07T09:05:02.000Z",
+             "message": {"role": "assistant", "content": [{"type": "toolCall", "id": "tc9", "name": "bash",
+                                                            "arguments": {"command": "pytest tests/test_berths.py"}}]}})
+    sid = "7a1c3e4f-9d5b-4c82-9f3a-4e6a8b0c2d3e"
+    return Crash("/home/dev/src/harbor", sid, "run the whole berth suite now", f"gjc --resume {sid}",
+                 ["- bash: pytest tests/test_berths.py → no result"], ["- harbor/berths.py"],
+                 "Last turn may be incomplete: work was in progress on: bash pytest tests/test_berths.py")
+
+
+def kimchi(home) -> Crash:
+    dest = home.home / ".config" / "kimchi" / "harness"
+    shutil.copytree(SAMPLES / "kimchi" / "harness", dest)
+    _cut_last_line(next(dest.rglob("*.jsonl")))  # both tool results in, no answer
+    sid = "6f0b2d3e-8c4a-4b71-8e29-3d5f7a9b1c2d"
+    return Crash("/home/dev/src/kiln", sid, "why does the kiln scheduler start two firings at midnight?",
+                 f"kimchi --session {sid}", ["- bash: go test ./scheduler/... → exit 1"], ["- scheduler/cron.go"],
+                 "Last turn may be incomplete: the last tool result got no reply")
+
+
+def prime(home) -> Crash:
+    shutil.copytree(SAMPLES / "prime" / "agent", home.home / ".prime" / "agent")  # the flat <uuid7>.jsonl layout
+    p = next((home.home / ".prime").rglob("*.jsonl"))
+    _append(p, {"type": "message", "id": "u9", "parentId": "a0000009", "timestamp": "2026-03-08T09:05:00.000Z",
+                "message": {"role": "user", "content": [{"type": "text", "text": "add a regression test for the BOM"}]}})
+    sid = "0195f3a2-6b7c-7d8e-9f01-a2b3c4d5e6f7"
+    return Crash("/home/dev/src/quarry", sid, "add a regression test for the BOM", f"prime-agent --resume {sid}",
+                 ["- bash: python -m pytest tests/test_import.py → exit 1"], ["- quarry/importer.py"],
+                 "Last turn may be incomplete: the last ask got no reply")
+
+
+OPENCLAW_SID = "3b7e5c10-8d2f-4a61-9e0b-c4d5e6f7a8b9"
+
+
+def openclaw(home) -> Crash:
+    shutil.copytree(SAMPLES / "openclaw" / "agents", home.home / ".openclaw" / "agents")
+    p = next((home.home / ".openclaw").rglob(f"{OPENCLAW_SID}.jsonl"))
+    _append(p,
+            {"type": "message", "id": "u9", "parentId": "oc1a0002", "timestamp": "2026-03-04T08:20:00.000Z",
+             "message": {"role": "user", "content": [{"type": "text", "text": "show me the current bucket policy"}]}},
+            {"type": "message", "id": "a9", "parentId": "u9", "timestamp": "2026-03-04T08:20:02.000Z",
+             "message": {"role": "assistant", "content": [{"type": "toolCall", "id": "tc9", "name": "exec",
+                                                            "arguments": {"command": "aws s3api get-bucket-policy --bucket nightly"}}]}})
+    # resumed by the chat key sessions.json maps to the session, not by its id
+    return Crash("/home/dev/src/infra", OPENCLAW_SID, "show me the current bucket policy",
+                 "openclaw tui --session agent:ops:main",
+                 ["- exec: aws s3api get-bucket-policy --bucket nightly → no result"], [],
+                 "Last turn may be incomplete: work was in progress on: exec aws s3api")
+
+
+CRASHES = [copilot, cursor, opencode, pi, omp, hermes, crush, goose, amp, cline, kimi, senpi, gjc, kimchi, prime, openclaw]
 
 
 @pytest.mark.parametrize("crash", CRASHES, ids=[c.__name__ for c in CRASHES])
@@ -270,3 +341,20 @@ def test_the_session_a_copilot_shell_names_is_left_out_as_the_live_one(home):
     doc = listing(home, cwd=c.cwd, extra_env={"COPILOT_AGENT_SESSION_ID": c.sid})
     assert ids(doc) == [] and doc["excluded"] == [
         {"harness": "copilot", "id": c.sid, "reason": "the live session (COPILOT_AGENT_SESSION_ID)"}]
+
+
+def test_an_openclaw_session_is_resumed_by_its_chat_key_or_not_at_all(home):
+    """OpenClaw reopens a chat key, not a session id: the key sessions.json maps
+    to the session, quoted where a shell needs it; a session no key maps to any
+    more (the chat was reset) gets no command rather than one opening another chat."""
+    c = openclaw(home)
+    index = next((home.home / ".openclaw").rglob("sessions.json"))
+    index.write_text(json.dumps({
+        "agent:ops:main": {"sessionId": "9d0c0000-0000-4000-8000-000000000001", "updatedAt": 1772700000000},
+        "agent:ops:telegram:dm:+4915 x": {"sessionId": OPENCLAW_SID, "updatedAt": 1772612120000}}))
+    cand = next(x for x in listing(home, cwd=c.cwd)["candidates"] if x["id"] == c.sid)
+    assert cand["resume"] == "openclaw tui --session 'agent:ops:telegram:dm:+4915 x'"
+    index.write_text(json.dumps({"agent:ops:main": {"sessionId": "9d0c0000-0000-4000-8000-000000000001"}}))
+    cand = next(x for x in listing(home, cwd=c.cwd)["candidates"] if x["id"] == c.sid)
+    assert cand["resume"] == ""
+    assert digest(home, c.sid, cwd=c.cwd).splitlines()[-1] == "OpenClaw has no terminal resume for this session."

@@ -1,6 +1,7 @@
 """Crash recovery built on a reader's own parse: for the harnesses whose
 working state comes straight from the turns their reader finds (Copilot CLI,
-the Cursor CLI agent, opencode, pi, omp, Kimi Code, Hermes, Crush, Goose,
+the Cursor CLI agent, opencode, pi, omp, pi's forks Senpi, gajae-code,
+Kimchi Coding and prime-agent, OpenClaw, Kimi Code, Hermes, Crush, Goose,
 Amp, the Cline CLI; Gemini CLI and Qwen Code through ``gemini_chat.py``).
 
 A harness module states only what is its own (``Recovery``: the reader, which

@@ -349,7 +349,7 @@ class _Reader:
                     self.summary(o, offset)
             except Exception as exc:  # one odd line costs that line, never the file
                 bad += 1
-                lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+                lines.failed(offset, exc)
         self.result.safe_offset = lines.end
         self.result.malformed = lines.malformed + bad + lines.faults.count
         self.result.faults = lines.faults.first

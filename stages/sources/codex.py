@@ -130,12 +130,7 @@ def _read_rollout(path: str, start: int) -> ReadResult:
     if start > 0:
         r = _primed(path, start, flags)
     lines = Lines(path, start)
-    for offset, obj in lines:
-        try:
-            r.step(offset, obj, True)
-        except Exception as exc:  # one bad line costs that line only
-            r.bad += 1
-            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+    r.bad += lines.each(lambda offset, obj: r.step(offset, obj, True))
     res = r.result(path, lines.end, lines.malformed + lines.faults.count)
     res.faults = lines.faults.first
     return res
@@ -548,7 +543,7 @@ def _read_history(path: str, start: int) -> ReadResult:
             part.messages.append(Message("user", text, parse_ts(obj.get("ts")), byte_offset=offset))
         except Exception as exc:
             bad += 1
-            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+            lines.failed(offset, exc)
     return ReadResult(
         sessions=list(parts.values()), safe_offset=lines.end, malformed=lines.malformed + bad + lines.faults.count,
         clipped=clipped, faults=lines.faults.first,

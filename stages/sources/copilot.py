@@ -224,13 +224,7 @@ def _read_events(path: str, start: int) -> ReadResult:
         for obj in read_head(path, min(start, _HEAD)):
             ev.identity(obj)
     lines = Lines(path, start)
-    bad = 0
-    for offset, obj in lines:
-        try:
-            ev.step(offset, obj, lines.faults)
-        except Exception as exc:  # one bad line costs that line only
-            bad += 1
-            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+    bad = lines.each(lambda offset, obj: ev.step(offset, obj, lines.faults))
     ev.flush()
     part = _part(ev.sid, ev.cwd, ev.branch, ev.out, _workspace_title(path))
     clipped = _clip(part.messages)

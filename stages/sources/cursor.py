@@ -242,7 +242,7 @@ def _read_jsonl(path: str) -> ReadResult:
             all_paths.extend(turn.paths)
         except Exception as exc:  # one bad line costs that line only
             bad += 1
-            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+            lines.failed(offset, exc)
     part = _cli_part(path, messages, all_paths)
     return ReadResult(sessions=[part] if messages else [], safe_offset=0,
                       malformed=lines.malformed + bad + lines.faults.count, faults=lines.faults.first, clipped=clipped)

@@ -95,12 +95,7 @@ def _parse(path: str, lines: Lines, cut) -> ReadResult:
             if obj.get("type") == "session":
                 s.header(obj)
                 break
-    for offset, obj in lines:
-        try:
-            s.step(offset, obj)
-        except Exception as exc:  # one bad line costs that line only
-            s.bad += 1
-            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+    s.bad += lines.each(s.step)
     s.flush()
     if cut:
         # the complete lines before the cut are kept; the cut itself is one fault

@@ -109,13 +109,7 @@ class _Session:
 def _read_jsonl(path: str) -> ReadResult:
     lines = Lines(path, 0)
     s = _Session()
-    bad = 0
-    for offset, obj in lines:
-        try:
-            s.line(offset, obj)
-        except Exception as exc:  # one bad line costs that line only
-            bad += 1
-            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+    bad = lines.each(s.line)
     res = _result(path, s.meta, list(s.messages.values()), lines.faults)
     res.malformed += lines.malformed + bad
     return res

@@ -58,6 +58,21 @@ class Lines:
                 self.faults.note(offset, f"{key} {show(raw)} is not a time in 1970-2200")
             obj[key] = self._ms
 
+    def each(self, step) -> int:
+        """``step(offset, obj)`` for every line; returns how many raised (``failed``)."""
+        bad = 0
+        for offset, obj in self:
+            try:
+                step(offset, obj)
+            except Exception as exc:  # one bad line costs that line only
+                bad += 1
+                self.failed(offset, exc)
+        return bad
+
+    def failed(self, offset: int, exc: Exception) -> None:
+        """A line that decoded but could not be read: kept as a fault (the reader counts it)."""
+        self.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+
     def __iter__(self) -> Iterator[tuple[int, dict]]:
         if self.data is not None:
             data = self.data[self.start:]

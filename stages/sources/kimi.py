@@ -64,12 +64,7 @@ def read(path: str, start: int = 0) -> ReadResult:
     try:
         w = _Wire(path)
         lines = Lines(path, start)
-        for offset, obj in lines:
-            try:
-                w.step(offset, obj)
-            except Exception as exc:  # one bad line costs that line only
-                w.bad += 1
-                lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+        w.bad += lines.each(w.step)
         w.flush()
         res = w.result(lines.end, lines.malformed + lines.faults.count)
         res.faults = lines.faults.first

@@ -84,12 +84,7 @@ def read_file(path: str, start: int, harness: str, hint: str = "") -> ReadResult
                     f.header(obj)
                     break
         lines = Lines(path, start)
-        for offset, obj in lines:
-            try:
-                f.step(offset, obj)
-            except Exception as exc:  # one bad line costs that line only
-                f.bad += 1
-                lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+        f.bad += lines.each(f.step)
         res = f.result(lines.end, lines.malformed + lines.faults.count, hint)
         res.faults = lines.faults.first
         return res

@@ -84,7 +84,7 @@ def _read_jsonl(path: str, start: int) -> ReadResult:
                 turns.content("user" if kind == "user" else "assistant", msg.get("parts"), ts, offset)
         except Exception as exc:  # one bad line costs that line only
             bad += 1
-            lines.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
+            lines.failed(offset, exc)
     sessions = []
     if turns.out or start == 0:
         sessions.append(SessionPart(harness=HARNESS, session_id=sid, cwd=cwd, branch=branch, messages=turns.out))

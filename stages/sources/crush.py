@@ -33,7 +33,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import clip, parse_ts
+from deja.stages.sources.jsonl import clip, json_cell, parse_ts
 from deja.stages.sources.locate import crush_data_dir, crush_files, crush_projects, include_subagents
 
 HARNESS = "crush"
@@ -103,13 +103,8 @@ def _read(snap, cwd: str) -> ReadResult:
             part = parts[sid] = SessionPart(harness=HARNESS, session_id=sid, cwd=cwd)
         if is_summary:
             continue  # Crush's own summary of the session so far, not something said
-        try:
-            items = orjson.loads(raw)
-        except (orjson.JSONDecodeError, TypeError):
-            res.malformed += 1
-            continue
-        if not isinstance(items, list):
-            res.malformed += 1
+        items = json_cell(raw, res, list)
+        if items is None:
             continue
         part.messages.extend(_message(role, items, parse_ts(ts), n, flags, res))
     res.sessions = [p for p in parts.values() if p.messages]

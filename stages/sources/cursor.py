@@ -38,7 +38,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts
+from deja.stages.sources.jsonl import Lines, clip, is_regular_file, json_cell, parse_ts
 from deja.stages.sources.locate import cursor_cli_home, cursor_files, cursor_user_dir
 
 HARNESS = "cursor"
@@ -357,13 +357,7 @@ def _workspace_folder(path: str) -> str:
 
 
 def _json(value, res: ReadResult):
-    if value is None:
-        return None
-    try:
-        return orjson.loads(value)
-    except (orjson.JSONDecodeError, TypeError):
-        res.malformed += 1
-        return None
+    return None if value is None else json_cell(value, res)
 
 
 def _composers(snap, parts: dict, folder: str, res: ReadResult) -> None:

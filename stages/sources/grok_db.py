@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import os
 
-import orjson
 
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart
 from deja.stages.sources.dialect import Dialect, Turn, flags as work_flags
-from deja.stages.sources.jsonl import clip, parse_ts
+from deja.stages.sources.jsonl import clip, json_cell, parse_ts
 
 HARNESS = "grok"
 DIALECT = Dialect(file_tools=frozenset(("read_file", "write_file", "edit_file")), shell_tools=frozenset(("bash",)),
@@ -74,13 +73,8 @@ def _read(snap) -> ReadResult:
         part = parts.get(sid)
         if part is None:  # a message whose session row is gone
             part = parts[sid] = SessionPart(harness=HARNESS, session_id=sid)
-        try:
-            msg = orjson.loads(raw)
-        except (orjson.JSONDecodeError, TypeError):
-            res.malformed += 1
-            continue
-        if not isinstance(msg, dict):
-            res.malformed += 1
+        msg = json_cell(raw, res, dict)
+        if msg is None:
             continue
         part.messages.extend(_message(msg, parse_ts(ts), n, part.cwd, flags, res))
     res.sessions = [p for p in parts.values() if p.messages]

@@ -34,7 +34,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import clip, parse_ts
+from deja.stages.sources.jsonl import clip, json_cell, parse_ts
 from deja.stages.sources.locate import REMOTE_PREFIX, hermes_files, hermes_home, hermes_profiles_root
 
 HARNESS = "hermes"
@@ -197,9 +197,4 @@ def _output(content: str, tool_name, ts, seq: int) -> Message:
                    exit_code=code, is_error=failed, byte_offset=seq)
 
 
-def _json(value, res: ReadResult):
-    try:
-        return orjson.loads(value)
-    except (orjson.JSONDecodeError, TypeError):
-        res.malformed += 1
-        return None
+_json = json_cell

@@ -221,6 +221,23 @@ def read_whole_document(path: str, start: int, parse, who: str):
         return ReadResult(error=f"{who} reader failed: {type(exc).__name__}: {exc}")
 
 
+def json_cell(value, res, kind: type | None = None):
+    """A JSON column of a store's row, decoded (a value already decoded passes);
+    None, counted in ``res.malformed``, when it does not decode or is not a ``kind``."""
+    if isinstance(value, (dict, list)):
+        obj = value
+    else:
+        try:
+            obj = orjson.loads(value)
+        except (orjson.JSONDecodeError, TypeError):
+            res.malformed += 1
+            return None
+    if kind is not None and not isinstance(obj, kind):
+        res.malformed += 1
+        return None
+    return obj
+
+
 def file_uri_path(uri: str) -> str:
     """``file:///home/x`` → ``/home/x`` (``file:///c%3A/x`` → ``c:/x``); other strings unchanged."""
     if not isinstance(uri, str) or not uri.startswith("file://"):

@@ -36,7 +36,7 @@ from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.dialect import Dialect, first_text
-from deja.stages.sources.jsonl import clip, parse_ts, read_whole_document
+from deja.stages.sources.jsonl import clip, json_cell, parse_ts, read_whole_document
 from deja.stages.sources.locate import opencode_db, opencode_files
 
 HARNESS = "opencode"
@@ -240,11 +240,4 @@ def _tool(part: dict, cwd: str, ts, seq: int, flags: dict, paths: list[str], d: 
     return out
 
 
-def _json(value, res: ReadResult):
-    if isinstance(value, dict):
-        return value
-    try:
-        return orjson.loads(value)
-    except (orjson.JSONDecodeError, TypeError):
-        res.malformed += 1
-        return None
+_json = json_cell

@@ -25,7 +25,7 @@ from deja.stages import tokenize
 
 from deja.stages.store import write
 from deja.stages.store import layout
-from deja.stages.sources.base import ROLE_CODES, WORK_CODE_MIN
+from deja.stages.sources.base import ROLE_CODES
 from deja.stages.stems import stem_many
 
 from deja.pipeline.ingest import FileOutput
@@ -81,10 +81,12 @@ class ListBatch:
             cols["record_id"] = [i for out, first in outs for i in range(first, first + out.rows)]
             parts += self.write_records(harness, cols, name)
             records.append(cols)
-        postings = self.postings(_concat(records))
+        postings, docs = self.postings(_concat(records))
         rows = self.copy("run_postings", layout.POSTING_TYPES, postings, layout.POSTINGS_ORDER,
                          layout.postings_rel(layout.ALL_BUCKETS, name), layout.POSTINGS_ROW_GROUP)
         parts.append(("postings", layout.postings_rel(layout.ALL_BUCKETS, name), rows))
+        rows = self.copy("run_docs", layout.DOC_TYPES, docs, layout.DOCS_ORDER, f"docs/{name}", layout.DOCS_ROW_GROUP)
+        parts.append(("docs", f"docs/{name}", rows))
         vocab = _vocab(postings["token"])
         rows = self.copy("run_vocab", layout.VOCAB_TYPES, vocab, layout.VOCAB_ORDER, f"vocab/{name}", layout.VOCAB_ROW_GROUP)
         parts.append(("vocab", f"vocab/{name}", rows))
@@ -109,21 +111,16 @@ class ListBatch:
             self.con.execute("DROP TABLE run_records")
         return parts
 
-    def postings(self, cols: dict[str, list]) -> dict[str, list]:
+    def postings(self, cols: dict[str, list]) -> tuple[dict[str, list], dict[str, list]]:
+        """The postings of these records, and their docs rows (one per record with tokens)."""
         texts = [searchable_text(r, t) for r, t in zip(cols["role"], cols["text"])]
         counts = tokenize.token_counts_lists(cols["record_id"], texts)
         of = {rid: (self.ordinals.of(key), role_code(role))
               for rid, key, role in zip(cols["record_id"], cols["session_key"], cols["role"])}
-        per = [of[rid] for rid in counts["record_id"]]
-        return {
-            "token": counts["token"],
-            "record_id": counts["record_id"],
-            "session": [s for s, _ in per],
-            "tf": counts["tf"],
-            "rec_len": counts["rec_len"],
-            "role": [r for _, r in per],
-            "is_work": [r >= WORK_CODE_MIN for _, r in per],
-        }
+        lengths = dict(zip(counts["record_id"], counts["rec_len"]))  # (rows come record by record)
+        docs = {"record_id": list(lengths), "session": [of[r][0] for r in lengths], "role": [of[r][1] for r in lengths],
+                "rec_len": list(lengths.values())}
+        return {"token": counts["token"], "record_id": counts["record_id"], "tf": counts["tf"]}, docs
 
     def copy(self, table: str, types, cols: dict[str, list], order: str, rel: str, row_group: int) -> int:
         write.load_lists(self.con, table, types, cols)
@@ -182,6 +179,7 @@ class ArrowBatch:
         self.tables: list[tuple[str, object]] = []  # (harness, records table)
         self.bytes = 0
         self.spill = BucketSpill(self.root, gen)
+        self.docs: list = []  # docs rows of every slice: one small row per record, written at finish
         # records waiting to be tokenised together: per-call overhead of the
         # tokenizer makes a batch of many small files far cheaper than one call each
         self.to_tokenize: list = []
@@ -214,7 +212,9 @@ class ArrowBatch:
         import pyarrow as pa
 
         if self.to_tokenize:  # postings wait on disk for the run's end (finish)
-            self.spill.add(self.postings_of(pa.concat_tables(self.to_tokenize)))
+            postings, docs = self.postings_of(pa.concat_tables(self.to_tokenize))
+            self.spill.add(postings)
+            self.docs.append(docs)
         self.to_tokenize, self.to_tokenize_bytes = [], 0
 
     def flush(self) -> list[Part]:
@@ -238,8 +238,8 @@ class ArrowBatch:
         return parts
 
     def finish(self) -> list[Part]:
-        """The postings and vocabulary parts of the whole run, written once
-        from the spilled buckets (stages/store/spill.py)."""
+        """The postings, docs and vocabulary parts of the whole run, written
+        once (postings from the spilled buckets, stages/store/spill.py)."""
         import pyarrow as pa
 
         parts: list[Part] = []
@@ -255,11 +255,15 @@ class ArrowBatch:
         if vocab:
             table = pa.concat_tables(vocab).sort_by([("stem", "ascending"), ("token", "ascending")])
             parts.append(("vocab",) + write.write_table(table, self.root, f"vocab/{name}", layout.VOCAB_ROW_GROUP))
+        if self.docs:
+            table = pa.concat_tables(self.docs).sort_by("record_id")
+            self.docs = []
+            parts.append(("docs",) + write.write_table(table, self.root, f"docs/{name}", layout.DOCS_ROW_GROUP))
         _trim()
         return parts
 
     def postings_of(self, table):
-        """Postings of a batch of records, tokenised in slices of bounded text size."""
+        """Postings and docs rows of a batch of records, tokenised in slices of bounded text size."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -275,7 +279,7 @@ class ArrowBatch:
                 start, acc = i + 1, 0
         if start < table.num_rows:
             out.append(self._postings(table.slice(start)))
-        return pa.concat_tables(out)
+        return pa.concat_tables([p for p, _ in out]), pa.concat_tables([d for _, d in out])
 
     def _postings(self, table):
         import pyarrow as pa
@@ -291,25 +295,24 @@ class ArrowBatch:
                 pa.array([searchable_text("edit", t) for t in edits], texts.type),
             )
         counts = tokenize.token_counts_batch(table.column("record_id"), texts)
-        # join back the session ordinal and role of each record
-        keys = table.column("session_key").to_pylist()
-        ords = pa.array([self.ordinals.of(k) for k in keys], pa.int32())
-        role_codes = pa.array([role_code(r) for r in roles.to_pylist()], pa.int8())
-        idx = pc.index_in(counts.column("record_id"), table.column("record_id"))
-        sess = pc.take(ords, idx)
-        role = pc.take(role_codes, idx)
-        return pa.table(
-            {
-                "token": counts.column("token"),
-                "record_id": counts.column("record_id"),
-                "session": sess,
-                "tf": counts.column("tf"),
-                "rec_len": counts.column("rec_len"),
-                "role": role,
-                "is_work": pc.greater_equal(role, WORK_CODE_MIN),
-                "bucket": tokenize.bucket_column(counts.column("token")),
-            }
-        )
+        postings = pa.table({
+            "token": counts.column("token"),
+            "record_id": counts.column("record_id"),
+            "tf": counts.column("tf"),
+            "bucket": tokenize.bucket_column(counts.column("token")),
+        })
+        # a record's docs row: its session ordinal and role, and its length in tokens
+        lengths = counts.group_by("record_id").aggregate([("rec_len", "max")])
+        at = pc.index_in(lengths.column("record_id"), table.column("record_id"))
+        ords = pa.array([self.ordinals.of(k) for k in table.column("session_key").to_pylist()], pa.int32())
+        codes = pa.array([role_code(r) for r in roles.to_pylist()], pa.int8())
+        docs = pa.table({
+            "record_id": lengths.column("record_id"),
+            "session": pc.take(ords, at),
+            "role": pc.take(codes, at),
+            "rec_len": lengths.column("rec_len_max"),
+        })
+        return postings, docs
 
 
 def _trim() -> None:

@@ -7,8 +7,9 @@ the run's commit, and what it held comes back without a rebuild:
 
 * records: the transcripts of the sessions it held are read again (REPLACE in
   the plan), and those sessions' postings are listed dead;
-* postings: the transcripts of the records it covered (its record-id range)
-  are read again, so their records and postings are written anew;
+* postings or docs: the transcripts of the records it covered (its
+  record-id range) are read again, so their records, postings and docs are
+  written anew;
 * deletes: the dead record ids are found again (postings whose record is in no
   live records part);
 * vocab: rebuilt whole from the live postings;
@@ -54,7 +55,7 @@ class Repair:
         paths.update(p for p, per in run.file_sessions.items() if not keys.isdisjoint(per))
         self.dead_sessions = keys
         self.reread = paths
-        ranges = [rows[f][1:] for f in self.files("postings")]
+        ranges = [rows[f][1:] for f in self.files("postings") + self.files("docs")]
         if ranges:
             paths.update(derive.sources_of(run.con, run.live["records"], ranges))
         self.reread = paths
@@ -81,10 +82,10 @@ class Repair:
         args = (run.con, store, run.gen)
         add = lambda part: part and run.new_parts.append(part)  # noqa: E731
         postings = run.live["postings"] + new("postings")
-        if self.dead_sessions and run.live["postings"]:
+        if self.dead_sessions and run.live["docs"]:
             known = run.ordinals.known
             ords = [known[k] for k in self.dead_sessions if k in known]
-            add(derive.dead_of_sessions(*args, run.live["postings"], ords))
+            add(derive.dead_of_sessions(*args, run.live["docs"], ords))
         if self.deletes:
             # dead: a posting whose record no live records part holds (found again whole)
             records = [f for f in run.live["records"] if _rel(store, f) not in set(run.purged)] + new("records")

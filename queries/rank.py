@@ -213,6 +213,15 @@ class SessionRanker:
             con.execute(made, {"harness": q.harness, **project_match.named_params(q.project), "since": q.since_ms,
                                "session": q.session})
             con.execute(fill)
+            # the records the search may rank: of the roles searched, not
+            # deleted, and with a filter only the admitted sessions' (a hook's
+            # project), so the ranking aggregates a fraction of the rows
+            admitted = (" AND session IN (SELECT ord FROM q_sessions WHERE admitted)"
+                        if q.harness or q.project or q.since_ms or q.session else "")
+            con.execute(duck.inline(
+                "CREATE OR REPLACE TEMP TABLE q_docs AS SELECT record_id, session, role, rec_len FROM docs "
+                "WHERE role IN (SELECT unnest($roles)) AND record_id NOT IN (SELECT record_id FROM deletes)"
+                + admitted, roles=list(self.roles)))
             self._loaded = set()
             n, avgdl = con.execute("SELECT count(*), avg(dl) FROM q_sessions").fetchone()
             self._stats = (n, float(avgdl or 20.0))
@@ -221,13 +230,8 @@ class SessionRanker:
             self._loaded.update(new)
             files = self.store.postings_for_buckets({bucket_of(t) for t in new})
             if files:
-                # with a filter, only the admitted sessions' postings (a hook's
-                # project): the ranking then aggregates a fraction of the rows
-                admitted = (" AND session IN (SELECT ord FROM q_sessions WHERE admitted)"
-                            if q.harness or q.project or q.since_ms or q.session else "")
                 con.execute(duck.inline(
-                    "INSERT INTO q_postings SELECT token, record_id, session, tf, role, rec_len "
-                    "FROM read_parquet($files) WHERE token IN (SELECT unnest($tokens)) "
-                    "AND role IN (SELECT unnest($roles)) AND record_id NOT IN (SELECT record_id FROM deletes)"
-                    + admitted, files=files, tokens=new, roles=list(self.roles)))
+                    "INSERT INTO q_postings SELECT p.token, p.record_id, d.session, p.tf, d.role, d.rec_len "
+                    "FROM read_parquet($files) p JOIN q_docs d ON p.record_id = d.record_id "
+                    "WHERE p.token IN (SELECT unnest($tokens))", files=files, tokens=new))
         return self._stats

@@ -35,9 +35,9 @@ def past_runs(live, norm: str) -> list[tuple]:
         # a status beside them: the record's length in tokens rules the rest out
         n = len(tokenize(norm))
         hits = live.con.execute(inline(
-            "SELECT record_id, any_value(session) FROM read_parquet($files) WHERE role = ? "
-            "AND token IN (SELECT unnest($words)) AND rec_len BETWEEN ? AND ? "
-            "GROUP BY record_id HAVING count(DISTINCT token) = ?",
+            "SELECT p.record_id, any_value(d.session) FROM read_parquet($files) p JOIN docs d USING (record_id) "
+            "WHERE d.role = ? AND p.token IN (SELECT unnest($words)) AND d.rec_len BETWEEN ? AND ? "
+            "GROUP BY p.record_id HAVING count(DISTINCT p.token) = ?",
             files=files, words=words), [ROLE_CODES["command"], n, n + 2, len(words)]).fetchall()
         if not hits:
             return []

@@ -110,8 +110,10 @@ def store_digest(index: Path) -> dict:
     queries = {
         "records": "SELECT count(*), sum(hash(record_id, session_key, session_id, project, seq, role, text, epoch_ms(ts), "
                    "tool, exit_code, is_error, source_path, byte_offset)::HUGEINT) FROM read_parquet(?, hive_partitioning=false)",
-        "postings": "SELECT count(*), sum(hash(token, record_id, session, tf, rec_len, role, is_work)::HUGEINT) "
+        "postings": "SELECT count(*), sum(hash(token, record_id, tf)::HUGEINT) "
                     "FROM read_parquet(?, hive_partitioning=false) WHERE record_id NOT IN (SELECT unnest(?::BIGINT[]))",
+        "docs": "SELECT count(*), sum(hash(record_id, session, role, rec_len)::HUGEINT) "
+                "FROM read_parquet(?, hive_partitioning=false) WHERE record_id NOT IN (SELECT unnest(?::BIGINT[]))",
         "vocab": "SELECT count(*), sum(hash(token, stem, n)::HUGEINT) FROM "
                  "(SELECT token, any_value(stem) AS stem, sum(n) AS n FROM read_parquet(?) GROUP BY token)",
         "sessions": "SELECT count(*), sum(hash(session_key, title, project, cwd, messages, words, epoch_ms(started), "
@@ -121,7 +123,7 @@ def store_digest(index: Path) -> dict:
     out = {}
     for dataset, sql in queries.items():
         files = live.get(dataset) or []
-        params = [files, dead_ids] if dataset == "postings" else [files]
+        params = [files, dead_ids] if dataset in ("postings", "docs") else [files]
         out[dataset] = tuple(con.execute(sql, params).fetchone()) if files else (0, None)
     con.close()
     return out

@@ -166,7 +166,15 @@ def test_truncated_postings_part_is_reported_tolerated_and_repaired(home, extra)
     assert_healed(home, env)
 
 
-@pytest.mark.parametrize("dataset", ["records", "postings", "vocab", "sessions", "deletes"])
+@pytest.mark.parametrize("extra", [{}, BIG], ids=["small", "big"])
+def test_truncated_docs_part_is_reported_tolerated_and_repaired(home, extra):
+    """Without a docs part its records' postings cannot be ranked: search
+    answers from the other runs' records, and the index reads the records again."""
+    env, _ = truncated_and_tolerated(home, extra, "docs")
+    assert_healed(home, env)
+
+
+@pytest.mark.parametrize("dataset", ["records", "postings", "docs", "vocab", "sessions", "deletes"])
 def test_deleted_part_is_reported_tolerated_and_repaired(home, dataset):
     env = build(home, {})
     if dataset == "deletes":  # a rewritten transcript leaves a deletes part (kept while it is few)

@@ -4,13 +4,17 @@
 WITH g AS (
     SELECT unnest($tokens) AS token, unnest($gids) AS gid
 ),
+d AS (
+    SELECT record_id, session, role FROM docs
+    WHERE session IN (SELECT unnest($ords))
+      AND role IN (SELECT unnest($roles))
+      AND record_id NOT IN (SELECT record_id FROM deletes)
+),
 p AS (
-    SELECT g.gid, p.record_id, p.session, p.role
+    SELECT g.gid, p.record_id, d.session, d.role
     FROM read_parquet($files) p
     JOIN g ON p.token = g.token
-    WHERE p.session IN (SELECT unnest($ords))
-      AND p.role IN (SELECT unnest($roles))
-      AND p.record_id NOT IN (SELECT record_id FROM deletes)
+    JOIN d ON p.record_id = d.record_id
 ),
 ranked AS (
     SELECT session, record_id, count(DISTINCT gid) AS ng,

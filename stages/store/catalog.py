@@ -292,7 +292,7 @@ class Store:
                 ranges[name] = (min(lo, old[0]), max(hi, old[1]))
         out = {}
         for dataset, rel, _ in parts:
-            lo, hi = ranges.get(os.path.basename(rel), (None, None)) if dataset == "postings" else (None, None)
+            lo, hi = ranges.get(os.path.basename(rel), (None, None)) if dataset in ("postings", "docs") else (None, None)
             out[rel] = (keys.get(rel), os.stat(self.root / rel).st_size, lo, hi)
         return out
 

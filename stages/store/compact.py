@@ -28,7 +28,7 @@ from .catalog import Store
 from .layout import N_BUCKETS, bucket_of
 from .limits import bound_memory
 
-MAX_PARTS = 8  # per folder: a postings bucket, a records partition, vocab
+MAX_PARTS = 8  # per folder: a postings bucket, a records partition, docs, vocab
 DEAD_SHARE = 0.05
 SPLIT_ROWS = 100_000  # bucket=all postings beyond this go to their buckets
 
@@ -39,7 +39,7 @@ def needs_compaction(con, vocab_parts: int = MAX_PARTS) -> bool:
     """``vocab_parts``: how many vocabulary parts may stay (a big run keeps one:
     every search reads them all, and merging costs a big run little)."""
     rows = con.execute(
-        "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings', 'records', 'deletes', 'vocab')"
+        "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings', 'records', 'docs', 'deletes', 'vocab')"
     ).fetchall()
     per_dir = defaultdict(int)
     dead = live = 0
@@ -71,7 +71,7 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
         if not force and not checked and not needs_compaction(cat, vocab_parts):
             return 0
         rows = cat.execute(
-            "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings','records','deletes','vocab')"
+            "SELECT dataset, file, rows FROM generation WHERE dataset IN ('postings','records','docs','deletes','vocab')"
         ).fetchall()
         before = {r[0] for r in cat.execute("SELECT file FROM generation").fetchall()}
     groups: dict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
@@ -84,7 +84,7 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
         live += (n or 0) if dataset == "records" else 0
         groups[(dataset, str(Path(file).parent))].append((file, n or 0))
     # Dead postings are cleared, and the deletes dropped, only by rewriting every
-    # postings part: when they are a noticeable share, or asked to.
+    # postings and docs part: when they are a noticeable share, or asked to.
     clear = bool(deletes) and (force or _dead_due(dead, live))
     merging = Merge(store, gen, con, [str(store.root / d) for d in deletes], chunk)
     committed = False
@@ -92,7 +92,7 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
         for (dataset, folder), parts in sorted(groups.items()):
             if dataset == "postings" and folder == ALL_FOLDER:
                 merging.deltas(parts, force, clear)
-            elif dataset == "postings" and clear:
+            elif dataset in ("postings", "docs") and clear:
                 merging.parts(dataset, folder, [f for f, _ in parts])
             elif dataset == "vocab" and len(parts) > vocab_parts:
                 merging.parts(dataset, folder, [f for f, _ in parts])
@@ -161,6 +161,8 @@ class Merge:
                       "WHERE $range AND record_id NOT IN (SELECT record_id FROM dead)")
             if dataset == "postings":
                 keys, row_group, runs_of = layout.POSTINGS_KEYS, layout.POSTINGS_ROW_GROUP, None
+            elif dataset == "docs":
+                keys, row_group, runs_of = layout.DOCS_KEYS, layout.DOCS_ROW_GROUP, None
             else:
                 keys, row_group, runs_of = layout.RECORDS_KEYS, layout.RECORDS_ROW_GROUP, "role"
         rel = f"{folder}/{self.store.new_part_name(self.gen)}"

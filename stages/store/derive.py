@@ -32,10 +32,10 @@ def sources_of(con, records: list[str], ranges: list[tuple]) -> set[str]:
     return {r[0] for r in rows}
 
 
-def dead_of_sessions(con, store, gen: int, postings: list[str], ords: list[int]) -> Part | None:
-    """A deletes part of every posting of the sessions numbered ``ords``."""
+def dead_of_sessions(con, store, gen: int, docs: list[str], ords: list[int]) -> Part | None:
+    """A deletes part of every record (and so every posting) of the sessions numbered ``ords``."""
     return _write(con, store, gen, "deletes", "SELECT DISTINCT record_id FROM read_parquet(?, hive_partitioning=false) "
-                  "WHERE session IN (SELECT unnest(?))", [postings, ords])
+                  "WHERE session IN (SELECT unnest(?))", [docs, ords])
 
 
 def dead_without_records(con, store, gen: int, postings: list[str], records: list[str]) -> Part | None:

@@ -23,7 +23,7 @@ FILE_SESSION_COLS = (
     "touched", "touched_counts", "max_seq", "decision", "decision_ts", "gave_up", "project_root",
     "fingerprint", "gone_at",
 )
-INDEX_DATASETS = ("records", "postings", "deletes", "vocab")  # what a rebuild replaces (sessions: every run)
+INDEX_DATASETS = ("records", "postings", "docs", "deletes", "vocab")  # what a rebuild replaces (sessions: every run)
 
 
 @dataclass

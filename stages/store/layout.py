@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import zlib
 
-DATASETS = ("records", "postings", "sessions", "deletes", "vocab")
+DATASETS = ("records", "postings", "docs", "sessions", "deletes", "vocab")
 
 COMPRESSION = "zstd"
 # Small row groups in postings: a query for one token reads one or two of them.
@@ -23,6 +23,9 @@ RECORDS_ROW_GROUP = 2_048
 # Vocabulary lookups are by stem (a word's own stem finds it and its forms):
 # sorted by stem in small row groups, a lookup reads a few of them.
 VOCAB_ROW_GROUP = 4_096
+# docs: a search reads every row once (the ranking's table of what each record
+# is); large row groups compress the sorted ids best.
+DOCS_ROW_GROUP = 131_072
 NO_MONTH = "none"
 ALL_BUCKETS = "all"  # the bucket folder of a part that holds every bucket's tokens
 
@@ -41,14 +44,20 @@ def stats_columns(names) -> list[str]:
 # a role's records): stored as deltas they take half the bytes of a dictionary
 # or plain page, and every Parquet reader decodes them.
 DELTA_COLUMNS = frozenset(("record_id",))
+# Words sorted (the vocabulary by stem, a bucket's postings by token) share
+# their neighbours' prefixes: stored as prefix lengths and suffixes they take a
+# third less than a dictionary of all-distinct words (the vocabulary's
+# dictionary spills to plain pages).
+DELTA_STRINGS = frozenset(("token", "stem"))
 
 
 def writer_options(names) -> dict:
     """pyarrow ParquetWriter options shared by every pyarrow writer of parts."""
     return {
         "compression": COMPRESSION,
-        "use_dictionary": [n for n in names if n not in DELTA_COLUMNS],
-        "column_encoding": {n: "DELTA_BINARY_PACKED" for n in names if n in DELTA_COLUMNS},
+        "use_dictionary": [n for n in names if n not in DELTA_COLUMNS and n not in DELTA_STRINGS],
+        "column_encoding": {**{n: "DELTA_BINARY_PACKED" for n in names if n in DELTA_COLUMNS},
+                            **{n: "DELTA_BYTE_ARRAY" for n in names if n in DELTA_STRINGS}},
         "write_statistics": stats_columns(names),
     }
 
@@ -57,10 +66,12 @@ def writer_options(names) -> dict:
 POSTINGS_ORDER = "token, record_id"
 RECORDS_ORDER = "role, record_id"
 VOCAB_ORDER = "stem, token"
+DOCS_ORDER = "record_id"
 # The same orders as (column, type) pairs, for merges that cut by key (stages/store/merge.py).
 POSTINGS_KEYS = (("token", "VARCHAR"), ("record_id", "BIGINT"))
 RECORDS_KEYS = (("role", "VARCHAR"), ("record_id", "BIGINT"))
 VOCAB_KEYS = (("stem", "VARCHAR"), ("token", "VARCHAR"))
+DOCS_KEYS = (("record_id", "BIGINT"),)
 
 # Column types as DuckDB reads them back, for parts written from Python lists.
 # The pyarrow side: normalize.record_schema and run's postings/vocab tables.
@@ -70,10 +81,12 @@ RECORD_TYPES = (
     ("exit_code", "SMALLINT"), ("is_error", "BOOLEAN"), ("source_path", "VARCHAR"), ("byte_offset", "BIGINT"),
     ("project_root", "VARCHAR"),
 )
-POSTING_TYPES = (
-    ("token", "VARCHAR"), ("record_id", "BIGINT"), ("session", "INTEGER"), ("tf", "INTEGER"),
-    ("rec_len", "INTEGER"), ("role", "TINYINT"), ("is_work", "BOOLEAN"),
-)
+# A posting is a token's count in one record; what the ranking needs of the
+# record (its session, role and length in tokens) is said once per record in
+# docs, not repeated on each of its tokens' postings, where it took half of
+# the postings' bytes.
+POSTING_TYPES = (("token", "VARCHAR"), ("record_id", "BIGINT"), ("tf", "INTEGER"))
+DOC_TYPES = (("record_id", "BIGINT"), ("session", "INTEGER"), ("role", "TINYINT"), ("rec_len", "INTEGER"))
 VOCAB_TYPES = (("token", "VARCHAR"), ("stem", "VARCHAR"), ("n", "BIGINT"))
 
 

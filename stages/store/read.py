@@ -169,7 +169,7 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
 
 
 def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool) -> None:
-    """The views of the live parts: sessions, deletes, vocab and (``records_view``) records."""
+    """The views of the live parts: sessions, deletes, docs, vocab and (``records_view``) records."""
     sessions = files.get("sessions", [])
     if sessions:
         con.execute(f"CREATE OR REPLACE VIEW sessions AS SELECT * FROM read_parquet({_list(sessions)})")
@@ -185,6 +185,12 @@ def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_vi
         con.execute(f"CREATE OR REPLACE VIEW deletes AS SELECT record_id FROM read_parquet({_list(deletes)})")
     else:
         con.execute("CREATE OR REPLACE VIEW deletes AS SELECT NULL::BIGINT AS record_id WHERE false")
+    docs = files.get("docs", [])
+    if docs:
+        con.execute(f"CREATE OR REPLACE VIEW docs AS SELECT * FROM read_parquet({_list(docs)})")
+    else:
+        con.execute("CREATE OR REPLACE VIEW docs AS SELECT NULL::BIGINT AS record_id, NULL::INTEGER AS session, "
+                    "NULL::TINYINT AS role, NULL::INTEGER AS rec_len WHERE false")
     vocab = files.get("vocab", [])
     if vocab:
         con.execute(f"CREATE OR REPLACE VIEW vocab AS SELECT * FROM read_parquet({_list(vocab)})")

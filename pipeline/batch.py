@@ -1,11 +1,11 @@
 """Records on their way to Parquet: the two ways an index run writes a batch.
 
-A run hands every file's records (with their record ids) to a batch; at a
-flush the batch writes records, postings and vocabulary parts and returns
-them as ``(dataset, relative path, rows)`` for the commit.
+A run hands every file's records (with their record ids) to a batch; its
+flushes and its finish write records, postings, docs and vocabulary parts and
+return them as ``(dataset, relative path, rows)`` for the commit.
 
 * ``ArrowBatch``, for big runs: Arrow tables, the polars tokenizer and
-  pyarrow's writer; postings go to their buckets.
+  pyarrow's writer; every part is written once, at the run's end.
 * ``ListBatch``, for small runs (an appended turn, a short new session): the
   records stay the plain lists the readers made, the pure-Python tokenizer
   counts tokens (identical by test), and DuckDB's core writes one records part
@@ -25,12 +25,12 @@ from deja.stages import tokenize
 
 from deja.stages.store import write
 from deja.stages.store import layout
-from deja.stages.sources.base import ROLE_CODES
+from deja.stages.sources.base import ROLE_CODES, ROLES
 from deja.stages.stems import stem_many
 
 from deja.pipeline.ingest import FileOutput
 from deja.stages.store.catalog import Store
-from deja.stages.store.spill import BucketSpill
+from deja.stages.store.spill import Spill
 from deja.stages.store.index_state import SessionOrdinals
 
 Part = tuple[str, str, int]  # (dataset, path relative to the store root, rows)
@@ -157,6 +157,9 @@ def _month(ms: int | None) -> str:
 # big runs
 
 FLUSH_BYTES = 8 << 20
+# A records partition whose spilled streams (lz4) are at most this is sorted
+# in memory; a bigger one is written a role at a time.
+RECORDS_AT_ONCE = 12 << 20
 TOKENIZE_SLICE = 2 << 20
 
 
@@ -164,9 +167,10 @@ class ArrowBatch:
     """Arrow tables, tokenised by polars in slices, written by pyarrow.
 
     Parsed files accumulate until about ``FLUSH_BYTES`` of text, then their
-    records are written as parts; tokenising in ``TOKENIZE_SLICE`` pieces keeps
-    the tokenizer's working memory small whatever the file. Postings wait on
-    disk by bucket until ``finish`` writes each bucket once.
+    records go to disk by partition; tokenising in ``TOKENIZE_SLICE`` pieces
+    keeps the tokenizer's working memory small whatever the file, and the
+    postings go to disk by bucket. ``finish`` writes each partition and each
+    bucket once.
     """
 
     def __init__(self, store: Store, gen: int, ordinals: SessionOrdinals,
@@ -178,7 +182,8 @@ class ArrowBatch:
         self.ordinals = ordinals
         self.tables: list[tuple[str, object]] = []  # (harness, records table)
         self.bytes = 0
-        self.spill = BucketSpill(self.root, gen)
+        self.postings = Spill(self.root, gen, "postings")  # by bucket
+        self.records = Spill(self.root, gen, "records")  # by (harness, month)
         self.docs: list = []  # docs rows of every slice: one small row per record, written at finish
         # records waiting to be tokenised together: per-call overhead of the
         # tokenizer makes a batch of many small files far cheaper than one call each
@@ -213,45 +218,58 @@ class ArrowBatch:
 
         if self.to_tokenize:  # postings wait on disk for the run's end (finish)
             postings, docs = self.postings_of(pa.concat_tables(self.to_tokenize))
-            self.spill.add(postings)
+            self.postings.append_by(postings, "bucket")
             self.docs.append(docs)
         self.to_tokenize, self.to_tokenize_bytes = [], 0
 
     def flush(self) -> list[Part]:
+        """Records wait on disk by partition for the run's end (finish), like postings."""
         import pyarrow as pa
 
         if not self.tables:
             return []
         self.tokenize_pending()
-        parts: list[Part] = []
         by_harness: dict[str, list] = {}
         for harness, table in self.tables:
             by_harness.setdefault(harness, []).append(table)
         self.tables = []
-        name = self.store.new_part_name(self.gen)
         for harness, tables in by_harness.items():
-            for rel, rows in write.write_records(pa.concat_tables(tables), harness, self.root, name):
-                parts.append(("records", rel, rows))
+            for key, rows in write.partitions(pa.concat_tables(tables), harness):
+                self.records.append(key, rows)
         del tables, by_harness
         self.bytes = 0
         _trim()
-        return parts
+        return []
 
     def finish(self) -> list[Part]:
-        """The postings, docs and vocabulary parts of the whole run, written
-        once (postings from the spilled buckets, stages/store/spill.py)."""
+        """The run's parts, each written once from what waited on disk
+        (stages/store/spill.py): a records part per partition, a postings
+        part per bucket, one docs and one vocabulary part."""
         import pyarrow as pa
 
+        self.flush()
         parts: list[Part] = []
         vocab = []  # each bucket's words, stemmed there: Arrow holds them far smaller than Python strings
         name = self.store.new_part_name(self.gen)
         try:
-            for bucket, table in self.spill.drain():
+            for key in self.records.keys():
+                rel = layout.records_rel(*key, name)
+                if self.records.size(key) <= RECORDS_AT_ONCE:
+                    rows = write.write_records_part(self.records.read(key), self.root, rel)
+                else:  # a partition too big to sort in memory: a pass per role
+                    rows = write.write_records_streamed(lambda: self.records.batches(key), ROLES, self.root, rel)
+                self.records.drop(key)
+                parts.append(("records", rel, rows))
+                _trim()
+            for bucket in self.postings.keys():
+                table = self.postings.read(bucket)
+                self.postings.drop(bucket)
                 parts.append(("postings", *write.write_bucket(table, bucket, self.root, name)))
                 vocab.append(write.vocab_of(write.token_counts(table), stem_many))
                 del table
         finally:
-            self.spill.close()
+            self.records.close()
+            self.postings.close()
         if vocab:
             table = pa.concat_tables(vocab).sort_by([("stem", "ascending"), ("token", "ascending")])
             parts.append(("vocab",) + write.write_table(table, self.root, f"vocab/{name}", layout.VOCAB_ROW_GROUP))

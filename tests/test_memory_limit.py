@@ -55,7 +55,24 @@ def test_a_compaction_holds_a_16mb_limit(tmp_path):
     corpus = tmp_path / "corpus"
     subprocess.run([sys.executable, str(GEN), "--profile", "text", "--out", str(corpus), "--mb", "6", "--seed", "6"],
                    check=True, capture_output=True)
-    env = _env(corpus, tmp_path, "index.db", DEJA_FLUSH_BYTES="200000")
+    env = _env(corpus, tmp_path, "index.db", DEJA_FLUSH_BYTES="200000", DEJA_SMALL_RUN_BYTES="0")
+    # a big run writes a part per folder once; three runs over a growing corpus
+    # leave three per folder, and a replaced transcript a deletes part
+    files = sorted((corpus / "claude" / "projects").rglob("*.jsonl"))
+    held = tmp_path / "held"
+    for i, f in enumerate(files):
+        if i % 3:
+            dest = held / f.relative_to(corpus)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            f.rename(dest)
+    for step in (1, 2):
+        _index(env)
+        for i, f in enumerate(files):
+            if i % 3 == step:
+                (held / f.relative_to(corpus)).rename(f)
+    _index(env)
+    lines = files[0].read_bytes().splitlines(keepends=True)
+    files[0].write_bytes(b"".join(lines[: len(lines) // 2]))
     _index(env)
     before = store_digest(tmp_path / "index.db")
     code = (

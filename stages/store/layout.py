@@ -14,6 +14,9 @@ import zlib
 DATASETS = ("records", "postings", "docs", "sessions", "deletes", "vocab")
 
 COMPRESSION = "zstd"
+# pyarrow's zstd default is level 1, DuckDB's 3: at 3 the records' text takes
+# a sixth less room, for a few hundredths of a second per 100 MB written.
+COMPRESSION_LEVEL = 3
 # Small row groups in postings: a query for one token reads one or two of them.
 POSTINGS_ROW_GROUP = 16_384
 # Records cluster by role, then id: the work roles the hooks look up (a
@@ -55,6 +58,7 @@ def writer_options(names) -> dict:
     """pyarrow ParquetWriter options shared by every pyarrow writer of parts."""
     return {
         "compression": COMPRESSION,
+        "compression_level": COMPRESSION_LEVEL,
         "use_dictionary": [n for n in names if n not in DELTA_COLUMNS and n not in DELTA_STRINGS],
         "column_encoding": {**{n: "DELTA_BINARY_PACKED" for n in names if n in DELTA_COLUMNS},
                             **{n: "DELTA_BYTE_ARRAY" for n in names if n in DELTA_STRINGS}},

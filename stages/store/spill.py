@@ -1,14 +1,23 @@
-"""Postings of a big run, held on disk by bucket until the run has read everything.
+"""A big run's rows held on disk by destination until the run has read everything.
 
-A big run flushes its records every few megabytes of text, but its postings
-are worth writing only once: a part per bucket per flush made a cold index of
-a year's history write hundreds of small sorted files and then merge every
-bucket again (compaction), which cost as much as tokenising. Instead each
-flush appends its postings, unsorted, to one Arrow IPC stream per bucket in
-the store's ``.tmp`` (lz4, cheap to write and to read back), and at the end of
-the run each bucket is read back alone, sorted and written as one part. Memory
-stays one flush while reading and one bucket (a 64th of the run's postings)
-while writing.
+A big run reads its transcripts a flush (a few megabytes of text) at a time,
+but a part is worth writing only once per destination:
+
+* postings: a part per bucket per flush made a cold index of a year's history
+  write hundreds of small sorted files and then merge every bucket again
+  (compaction), which cost as much as tokenising;
+* records: a part per month per flush cut each month's text into pieces of a
+  few hundred kilobytes per role, and zstd compresses a small page a fifth
+  worse than a large one.
+
+So each flush appends its rows, unsorted, to one Arrow IPC stream per
+destination in the store's ``.tmp`` (lz4: cheap to write and to read back),
+and at the end of the run each destination is read back alone and written as
+one part. Memory stays one flush while reading, and one destination (or one
+batch of it, see ``Spill.batches``) while writing.
+
+A run with many destinations keeps at most ``MAX_OPEN`` streams open: a
+destination whose stream was closed continues in a new segment file.
 
 The files live under the writer lock; a killed run's are swept by the next
 run that spills (or by ``Store.discard``).
@@ -17,61 +26,98 @@ run that spills (or by ``Store.discard``).
 from __future__ import annotations
 
 import shutil
+from collections import OrderedDict
 from pathlib import Path
-from typing import Iterator
+from typing import Hashable, Iterator
+
+MAX_OPEN = 128
 
 
-class BucketSpill:
-    def __init__(self, root: Path, gen: int):
-        self.dir = Path(root) / ".tmp" / f"spill-{gen:06d}"
-        for old in self.dir.parent.glob("spill-*"):  # a killed run's (the caller holds the writer lock)
+class Spill:
+    def __init__(self, root: Path, gen: int, name: str):
+        self.dir = Path(root) / ".tmp" / f"spill-{gen:06d}-{name}"
+        for old in self.dir.parent.glob(f"spill-*-{name}"):  # a killed run's (the caller holds the writer lock)
             shutil.rmtree(old, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.writers: dict[int, object] = {}
-        self.schema = None
+        self.open: OrderedDict[Hashable, object] = OrderedDict()  # key → its open stream writer
+        self.segments: dict[Hashable, list[Path]] = {}  # key → its stream files, in order
+        self.ids: dict[Hashable, int] = {}  # key → the number its files are named by
 
-    def add(self, table, bucket: str = "bucket") -> None:
-        """Append ``table``'s rows to their buckets' streams (``bucket``: an int column, dropped)."""
+    def append(self, key: Hashable, table) -> None:
+        """Append ``table``'s rows to ``key``'s stream."""
+        import pyarrow as pa
+
+        if table.num_rows == 0:
+            return
+        w = self.open.get(key)
+        if w is None:
+            if len(self.open) >= MAX_OPEN:
+                _, oldest = self.open.popitem(last=False)
+                oldest.close()
+            segs = self.segments.setdefault(key, [])
+            path = self.dir / f"{self.ids.setdefault(key, len(self.ids)):05d}-{len(segs):03d}.arrows"
+            segs.append(path)
+            w = self.open[key] = pa.ipc.new_stream(str(path), table.schema,
+                                                   options=pa.ipc.IpcWriteOptions(compression="lz4"))
+        else:
+            self.open.move_to_end(key)
+        w.write_table(table)
+
+    def append_by(self, table, column: str) -> None:
+        """Append each row of ``table`` to the stream its int ``column`` names (the column is dropped)."""
         import numpy as np
         import pyarrow as pa
 
         if table.num_rows == 0:
             return
-        b = table.column(bucket).to_numpy()
+        b = table.column(column).to_numpy()
         order = np.argsort(b, kind="stable")
         b = b[order]
-        table = table.drop_columns([bucket]).take(pa.array(order))
-        self.schema = table.schema
+        table = table.drop_columns([column]).take(pa.array(order))
         edges = [0, *(np.flatnonzero(np.diff(b)) + 1).tolist(), len(b)]
         for lo, hi in zip(edges, edges[1:]):
-            key = int(b[lo])
-            w = self.writers.get(key)
-            if w is None:
-                opts = pa.ipc.IpcWriteOptions(compression="lz4")
-                w = self.writers[key] = pa.ipc.new_stream(str(self.dir / f"{key:03d}.arrows"), table.schema,
-                                                          options=opts)
-            w.write_table(table.slice(lo, hi - lo))
+            self.append(int(b[lo]), table.slice(lo, hi - lo))
 
-    def drain(self) -> Iterator[tuple[int, object]]:
-        """Each bucket's rows as one table, bucket by bucket; its file goes once read."""
+    def keys(self) -> list:
+        self._close_writers()
+        return sorted(self.segments)
+
+    def size(self, key: Hashable) -> int:
+        """Bytes on disk of ``key``'s streams (lz4-compressed)."""
+        return sum(p.stat().st_size for p in self.segments.get(key, []))
+
+    def batches(self, key: Hashable) -> Iterator:
+        """``key``'s rows as record batches, in the order they were appended."""
         import pyarrow as pa
 
-        for w in self.writers.values():
-            w.close()
-        keys = sorted(self.writers)
-        self.writers = {}
-        for key in keys:
-            path = self.dir / f"{key:03d}.arrows"
+        self._close_writers()
+        for path in self.segments.get(key, []):
             with pa.memory_map(str(path)) as src:
-                table = pa.ipc.open_stream(src).read_all()
+                yield from pa.ipc.open_stream(src)
+
+    def read(self, key: Hashable):
+        """``key``'s rows as one table."""
+        import pyarrow as pa
+
+        batches = list(self.batches(key))
+        return pa.Table.from_batches(batches)
+
+    def drop(self, key: Hashable) -> None:
+        """Delete ``key``'s streams (written out)."""
+        for path in self.segments.pop(key, []):
             path.unlink(missing_ok=True)
-            yield key, table
+
+    def _close_writers(self) -> None:
+        for w in self.open.values():
+            w.close()
+        self.open.clear()
 
     def close(self) -> None:
-        for w in self.writers.values():
+        for w in self.open.values():
             try:
                 w.close()
             except Exception:
                 pass
-        self.writers = {}
+        self.open.clear()
+        self.segments = {}
         shutil.rmtree(self.dir, ignore_errors=True)

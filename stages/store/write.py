@@ -7,7 +7,7 @@ groups, plus ``postings/bucket=all/`` for the small parts of incremental runs
 one small file rewritten whenever a run changes it.
 
 Two writers, one layout. Arrow tables of a big run go through pyarrow
-(``write_records``, ``write_bucket``, ``write_table``). Anything expressed as
+(``write_records_part``, ``write_bucket``, ``write_table``). Anything expressed as
 a query — an appended turn's rows, the sessions, a purge, a compaction merge —
 is COPYed by DuckDB's core (``copy_query``): small runs never import pyarrow,
 and merges stream from Parquet to Parquet instead of materialising in Arrow.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import footer
 from .layout import (COMPRESSION, FREE_TEXT, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_ORDER, RECORDS_ROW_GROUP,
-                     SESSION_TYPES, postings_rel, records_rel, writer_options)
+                     SESSION_TYPES, postings_rel, writer_options)
 
 # ---------------------------------------------------------------------------
 # DuckDB: queries and Python lists → Parquet
@@ -93,20 +93,62 @@ def month_column(ts):
     return pc.fill_null(months, NO_MONTH)
 
 
-def write_records(table, harness: str, root: Path, name: str) -> list[tuple[str, int]]:
-    """One part per month present in ``table``; returns [(relative path, rows)]."""
+def partitions(table, harness: str):
+    """``table``'s rows by records partition: [(harness, month), rows]."""
     import pyarrow.compute as pc
 
-    out = []
     months = month_column(table.column("ts"))
-    table = table.append_column("_month", months)
-    for month in pc.unique(months).to_pylist():
-        part = table.filter(pc.equal(table.column("_month"), month)).drop_columns(["_month"])
-        part = part.sort_by([(col.strip(), "ascending") for col in RECORDS_ORDER.split(",")])
-        rel = records_rel(harness, month, name)
-        _write(part, root / rel, RECORDS_ROW_GROUP, runs_of="role")
-        out.append((rel, part.num_rows))
-    return out
+    return [((harness, month), table.filter(pc.equal(months, month))) for month in pc.unique(months).to_pylist()]
+
+
+def write_records_part(table, root: Path, rel: str) -> int:
+    """One records part of ``table`` (a partition's rows), sorted by role then id."""
+    table = table.sort_by([(col.strip(), "ascending") for col in RECORDS_ORDER.split(",")])
+    _write(table, root / rel, RECORDS_ROW_GROUP, runs_of="role")
+    return table.num_rows
+
+
+def write_records_streamed(batches, roles, root: Path, rel: str) -> int:
+    """``write_records_part`` for a partition too big to hold: ``batches()``
+    yields its rows in id order, once per role (of ``roles``) written; each
+    role's rows stream into row groups of their own."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    _disk_fault(tmp)
+    writer, rows = None, 0
+    try:
+        for role in sorted(roles):
+            pending, n = [], 0
+            for batch in batches():
+                got = batch.filter(pc.equal(batch.column("role"), role))
+                if not got.num_rows:
+                    continue
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, got.schema, **writer_options(got.schema.names))
+                pending.append(got)
+                n += got.num_rows
+                if n >= RECORDS_ROW_GROUP:
+                    writer.write_table(pa.Table.from_batches(pending), row_group_size=RECORDS_ROW_GROUP)
+                    rows += n
+                    pending, n = [], 0
+            if pending:
+                writer.write_table(pa.Table.from_batches(pending), row_group_size=RECORDS_ROW_GROUP)
+                rows += n
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    if writer is None:
+        return 0
+    writer.close()
+    os.replace(tmp, path)  # a reader or analyst never sees a half-written part
+    return rows
 
 
 def write_bucket(table, bucket: int, root: Path, name: str) -> tuple[str, int]:

@@ -132,6 +132,15 @@ def mcp_cmd() -> None:
     mcp_server.serve()
 
 
+def serve_cmd() -> None:
+    """Keep deja warm for the hooks and the hot commands (search, last, show, ctx, blame, how,
+    fix): they hand their work to this process. Started on demand by the first of them; exits
+    after DEJA_SERVE_IDLE seconds without a request (default 1800). DEJA_SERVE=off disables it."""
+    from deja.pipeline import serve
+
+    raise typer.Exit(serve.serve())
+
+
 def version_cmd() -> None:
     """Print deja's version (same as `deja --version`)."""
     from deja.pipeline.usage import version
@@ -151,6 +160,7 @@ cli_work.register(app)  # blame, files, how, fix, friction
 cli_memory.register(app)  # remember, promote, forget, stats, view
 cli_hooks.register(app)  # hook-*, install, uninstall
 app.command("mcp")(mcp_cmd)
+app.command("serve")(serve_cmd)
 app.command("completion")(completion_cmd)
 app.command("version")(version_cmd)
 

@@ -110,7 +110,20 @@ def report(env: Mapping[str, str]) -> dict:
         pass
     if health:
         rep["ingest_health"] = health
+    rep["server"] = server_report(env)
     return rep
+
+
+def server_report(env: Mapping[str, str]) -> dict:
+    """The warm server (deja serve) of this store: its own report when it runs."""
+    from deja.pipeline import serve_client
+
+    if not serve_client.enabled(env):
+        return {"state": "off", "socket": serve_client.socket_path(env)}
+    got = serve_client.status(env)
+    if not got:
+        return {"state": "not running", "socket": serve_client.socket_path(env)}
+    return {"state": "running", **got}
 
 
 def render(rep: dict) -> str:
@@ -165,6 +178,13 @@ def render(rep: dict) -> str:
         lines += render_faults(info)
     for e in rep.get("exposed", []):
         lines.append(f"warning: {e['what']} {e['path']} is {e['problem']}; fix: {e['fix']}")
+    srv = rep.get("server") or {}
+    if srv.get("state") == "running":
+        lines.append(f"server: running, pid {srv['pid']}, deja {srv['version']}, up {_duration(srv['uptime_s'])}, "
+                     f"{srv['rss_mb']} MB, {counted(srv['requests'], 'request')} ({srv['failed']} failed)")
+    elif srv:
+        lines.append(f"server: {srv['state']}" + (" (DEJA_SERVE=off)" if srv["state"] == "off" else
+                                                  " (the next hook or search starts it)"))
     if "wiring" in rep:
         w = rep["wiring"]
         lines.append("wiring:")
@@ -283,6 +303,11 @@ def render_faults(info: dict) -> list[str]:
     if len(files) > FAULT_FILES:
         out.append(f"    malformed: {len(files) - FAULT_FILES} more files")
     return out
+
+
+def _duration(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
 def _size(n: int) -> str:

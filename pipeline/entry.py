@@ -16,7 +16,7 @@ COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "s
                       "hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact",
                       "install", "uninstall", "blame", "files", "how", "fix", "friction",
                       "remember", "promote", "forget", "stats", "view", "completion", "version",
-                      "sources", "mcp", "resume", "handoff", "restore", "share"})
+                      "sources", "mcp", "serve", "resume", "handoff", "restore", "share"})
 # Agent hooks run on every session start, prompt and tool call (design.md §5: median
 # ≤150 ms whole process): they bypass typer too and import only what they read.
 HOOKS = frozenset({"hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact"})
@@ -145,6 +145,13 @@ def _manners(argv: list[str]) -> list[str]:
     return rest
 
 
+def _served(argv: list[str]) -> bool:
+    """A hook or hot command the warm server (deja serve) can answer: bare words are a search."""
+    from deja.pipeline.serve_client import SERVED
+
+    return argv[0] in SERVED or (argv[0] not in COMMANDS and not argv[0].startswith("-"))
+
+
 def _usage_error(message: str) -> None:
     """A command line deja cannot take as meant: one line, exit 2 (the usual
     status for a usage mistake), nothing run."""
@@ -167,6 +174,12 @@ def main(argv: list[str] | None = None) -> None:
         full(argv)
         return
     wants_help = any(a in ("-h", "--help") for a in argv)
+    if _ENTRY and argv and not wants_help and _served(argv):
+        from deja.pipeline import serve_client
+
+        code = serve_client.request(argv, hook=argv[0] in HOOKS)
+        if code is not None:  # the warm server ran it, writing to our stdout and stderr
+            os._exit(0 if argv[0] in HOOKS else code)
     if argv and argv[0] in HOOKS and not wants_help:
         if argv[0] in WARM_HOOKS:
             from deja.stages.store import duck

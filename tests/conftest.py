@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Every deja the tests start answers in-process: a warm server started by one
+# test would outlive it (tests/test_serve.py turns it on where it is the subject).
+os.environ["DEJA_SERVE"] = "off"
 SHARED = REPO.parent / "shared"
 CORPUS = Path(os.environ.get("DEJA_REAL_CORPUS") or SHARED / "corpus" / "real")
 
@@ -32,7 +35,7 @@ class Home:
         self.env = {
             "HOME": str(self.home),
             "DEJA_INDEX_DIR": str(self.index),
-            "PATH": os.environ.get("PATH", ""),
+            "PATH": os.environ.get("PATH", ""), "DEJA_SERVE": "off",
             "LANG": "C.UTF-8",
             # a query refreshes the store first; tests that are not about that keep it still
             "DEJA_NO_REFRESH": "1",

@@ -25,7 +25,7 @@ def generate(profile: str, out: Path, mb: float = 2, seed: int = 1) -> None:
 
 
 def env_for(out: Path, tmp: Path) -> dict:
-    return {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8", "HOME": str(tmp / "home"),
+    return {"PATH": os.environ.get("PATH", ""), "DEJA_SERVE": "off", "LANG": "C.UTF-8", "HOME": str(tmp / "home"),
             "DEJA_INDEX_DIR": str(tmp / "index.db"), "DEJA_NO_REFRESH": "1",
             "DEJA_CLAUDE_ROOT": str(out / "claude" / "projects"), "DEJA_CODEX_ROOT": str(out / "codex")}
 

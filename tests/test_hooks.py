@@ -464,7 +464,7 @@ def test_launcher_resolves_the_binary(store, tmp_path):
     # nothing to find: silent, exit 0
     text = launcher.read_text().replace(deja_cmd()[0], "/nowhere/deja")
     launcher.write_text(text)
-    proc = subprocess.run([str(launcher), "hook-context"], env={"PATH": "/nowhere", "HOME": str(tmp_path / "x")},
+    proc = subprocess.run([str(launcher), "hook-context"], env={"PATH": "/nowhere", "HOME": str(tmp_path / "x"), "DEJA_SERVE": "off"},
                           capture_output=True, timeout=30, input=b"{}")
     assert proc.returncode == 0 and proc.stdout == b""
 

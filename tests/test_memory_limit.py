@@ -16,7 +16,7 @@ GEN = REPO / "bench" / "gen_corpus.py"
 
 
 def _env(corpus: Path, tmp: Path, name: str, **extra) -> dict:
-    return {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8", "HOME": str(tmp / "home"),
+    return {"PATH": os.environ.get("PATH", ""), "DEJA_SERVE": "off", "LANG": "C.UTF-8", "HOME": str(tmp / "home"),
             "DEJA_INDEX_DIR": str(tmp / name), "DEJA_NO_REFRESH": "1",
             "DEJA_CLAUDE_ROOT": str(corpus / "claude" / "projects"), "DEJA_CODEX_ROOT": str(corpus / "codex"),
             # many small flushes: dozens of parts per folder for the merges to take in

@@ -533,7 +533,7 @@ def test_empty_result_is_exit_zero_with_reason(home):
 
 
 def test_demo_runs_on_the_bundled_samples(tmp_path):
-    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")}
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "DEJA_SERVE": "off"}
     proc = subprocess.run(deja_cmd() + ["demo"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "claude:" in proc.stdout and "codex:" in proc.stdout

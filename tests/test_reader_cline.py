@@ -235,7 +235,7 @@ def test_absent_stores_find_nothing(home):
 
 
 def test_demo_shows_the_cline_family(tmp_path):
-    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")}
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "DEJA_SERVE": "off"}
     proc = subprocess.run(deja_cmd() + ["demo"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     for h in ("cline:", "roo:", "kilo:"):

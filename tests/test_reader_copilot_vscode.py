@@ -180,7 +180,7 @@ def test_a_document_of_another_shape_is_counted_and_the_run_completes(home):
 
 
 def test_demo_shows_vscode_copilot_chat_and_both_opencode_generations(tmp_path):
-    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")}
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "DEJA_SERVE": "off"}
     proc = subprocess.run(deja_cmd() + ["demo"], env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert "copilot-vscode: 2 sessions" in proc.stdout

@@ -190,7 +190,7 @@ def test_demo_shows_the_three_zcode_stores(tmp_path):
 
     from conftest import deja_cmd
 
-    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")}
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "DEJA_SERVE": "off"}
     proc = subprocess.run(deja_cmd() + ["demo"], env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert "zcode: 3 sessions" in proc.stdout  # a transcript, the database's interactive session, a snapshot

@@ -1,0 +1,292 @@
+"""The warm server (`deja serve`, pipeline/serve.py) and its thin client
+(pipeline/serve_client.py), across real processes: started on demand by the
+first hook or search, answering the next ones with the in-process bytes,
+private to its user, gone when idle, replaced when stale or dead, and never
+in a hook's way (a hung or babbling server means the in-process answer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Home, claude_assistant, claude_user, deja_cmd, write_jsonl
+
+S1 = "5a1f0c2e-1111-4000-8000-00000000aaaa"
+S2 = "5a1f0c2e-2222-4000-8000-00000000bbbb"
+CWD = "/home/dev/src/shop"
+
+
+def _status(home: Home) -> dict | None:
+    code = ("import json, os\nfrom deja.pipeline import serve_client\n"
+            "print(json.dumps(serve_client.status()))")
+    proc = subprocess.run([_python(), "-c", code], env=dict(home.env), capture_output=True, text=True, timeout=30)
+    return json.loads(proc.stdout or "null")
+
+
+def _python() -> str:
+    return str(Path(deja_cmd()[0]).parent / "python") if Path(deja_cmd()[0]).name == "deja" else deja_cmd()[0]
+
+
+def _socket(home: Home) -> Path:
+    code = "from deja.pipeline import serve_client\nprint(serve_client.socket_path())"
+    return Path(subprocess.run([_python(), "-c", code], env=dict(home.env), capture_output=True, text=True,
+                               timeout=30).stdout.strip())
+
+
+def _wait(cond, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _run(home: Home, *args: str, stdin: str | None = None, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(deja_cmd() + list(args), input=stdin, env=dict(home.env, **env), capture_output=True,
+                          text=True, timeout=120, cwd=home.home)
+
+
+def _stop(home: Home) -> None:
+    got = _status(home)
+    if got:
+        try:
+            os.kill(got["pid"], signal.SIGTERM)
+        except OSError:
+            pass
+        _wait(lambda: not _alive(got["pid"]), 10)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:  # a zombie (its parent, the test's detached spawn, gone) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def served(home):
+    """An indexed store whose deja may use a server (torn down after the test)."""
+    write_jsonl(home.claude_file(S1, CWD), [
+        claude_user(S1, "checkout returns 500 when the connection pool is exhausted", "2026-03-02T10:00:00Z", "u1", cwd=CWD),
+        claude_assistant(S1, [{"type": "text", "text": "The fix: raise pool_size to 20 in db/session.py; the root "
+                                                      "cause was a leaked session in the retry loop."}],
+                         "2026-03-02T10:01:00Z", "a1", cwd=CWD),
+    ])
+    write_jsonl(home.claude_file(S2, CWD), [
+        claude_user(S2, "the zebra cache warms too slowly after deploys", "2026-03-05T10:00:00Z", "u2", cwd=CWD),
+        claude_assistant(S2, [{"type": "text", "text": "Warm it from the access log instead of the sitemap."}],
+                         "2026-03-05T10:01:00Z", "a2", cwd=CWD),
+    ])
+    home.run("index")
+    home.env.update({"DEJA_SERVE": "on", "DEJA_SERVE_IDLE": "60", "XDG_RUNTIME_DIR": ""})
+    yield home
+    _stop(home)
+
+
+def _started(home: Home) -> dict:
+    assert _wait(lambda: _status(home) is not None), "no server started"
+    return _status(home)
+
+
+PROMPT = json.dumps({"session_id": "$live", "cwd": CWD, "hook_event_name": "UserPromptSubmit",
+                     "prompt": "why is checkout returning 500 when the connection pool is exhausted?"})
+TOOL = json.dumps({"session_id": "$live", "cwd": CWD, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                   "tool_input": {"command": "pytest -q"}, "tool_use_id": "t1"})
+CONTEXT = json.dumps({"session_id": "$live", "cwd": CWD, "hook_event_name": "SessionStart", "source": "startup"})
+CASES = [
+    (("search", "--json", "connection", "pool"), None),
+    (("search", "connection", "pool"), None),
+    (("zebra", "cache"), None),  # bare words
+    (("search", "--json", "nothing", "matches", "this"), None),
+    (("last", "--json"), None),
+    (("show", S1[:8]), None),
+    (("show", "no-such-session"), None),  # an error: one line, status 1, the same
+    (("ctx", "--json"), None),
+    (("blame", "db/session.py"), None),
+    (("how", "pool"), None),
+    (("fix", "connection pool exhausted"), None),
+    (("hook-prompt",), PROMPT),
+    (("hook-tool",), TOOL),
+    (("hook-context",), CONTEXT),
+    (("hook-prompt",), "{not json"),
+]
+
+
+def test_the_server_answers_every_hook_and_command_as_in_process(served):
+    home = served
+    first = _run(home, "search", "--json", "connection", "pool")  # no server yet: in-process, and one starts
+    assert first.returncode == 0 and json.loads(first.stdout)["hits"]
+    for args, stdin in CASES:  # what a hook says once per machine (a first-run note) is said here
+        if stdin:
+            _run(home, *args, stdin=stdin.replace("$live", "warm"), DEJA_SERVE="off")
+    before = _started(home)["requests"]
+    for i, (args, stdin) in enumerate(CASES):
+        # a hook remembers what it told a session (a prompt cools down): each run its own live session
+        off = _run(home, *args, stdin=stdin and stdin.replace("$live", f"off-{i}"), DEJA_SERVE="off")
+        on = _run(home, *args, stdin=stdin and stdin.replace("$live", f"on-{i}"))
+        assert (on.returncode, on.stdout, on.stderr) == (off.returncode, off.stdout, off.stderr), args
+    assert _status(home)["requests"] == before + len(CASES)
+
+
+def test_the_socket_is_its_users_alone(served):
+    _run(served, "search", "pool")
+    _started(served)
+    sock = _socket(served)
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600 and stat.S_ISSOCK(sock.stat().st_mode)
+    assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+
+
+def test_an_idle_server_exits_and_takes_its_socket(served):
+    _run(served, "search", "pool", DEJA_SERVE_IDLE="1")
+    pid = _started(served)["pid"]
+    assert _wait(lambda: not _alive(pid), 15)
+    assert not _socket(served).exists()
+
+
+def test_off_starts_nothing(served):
+    _run(served, "search", "pool", DEJA_SERVE="off")
+    _run(served, "hook-prompt", stdin=PROMPT, DEJA_SERVE="off")
+    time.sleep(1.0)
+    assert _status(served) is None and not _socket(served).exists()
+
+
+def test_a_server_of_other_code_is_replaced(served):
+    """An upgrade: the client runs other code than the server; it answers
+    itself, the old server leaves, and a server of the new code starts."""
+    _run(served, "search", "pool", DEJA_SERVE_CODE="old")
+    old = _started(served)
+    assert old["code"] == "old"
+    off = _run(served, "search", "--json", "pool", DEJA_SERVE="off")
+    new = _run(served, "search", "--json", "pool", DEJA_SERVE_CODE="new")
+    assert new.stdout == off.stdout
+    assert _wait(lambda: not _alive(old["pid"]), 15)
+    assert _wait(lambda: (_status(served) or {}).get("code") == "new")
+
+
+def test_a_killed_server_and_the_socket_it_left_are_replaced(served):
+    _run(served, "search", "pool")
+    pid = _started(served)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    assert _wait(lambda: not _alive(pid), 10)
+    assert _socket(served).exists()  # what a crash leaves
+    off = _run(served, "search", "--json", "pool", DEJA_SERVE="off")
+    again = _run(served, "search", "--json", "pool")
+    assert again.stdout == off.stdout and again.returncode == 0
+    assert _wait(lambda: (_status(served) or {}).get("pid") not in (None, pid))
+
+
+@pytest.mark.parametrize("reply", [None, b"garbage\n", b"\x00\xff" * 40])
+def test_a_hung_or_babbling_server_means_the_in_process_answer(served, reply):
+    """Something listens on the socket but never forks (hung), or answers
+    nonsense: the hook and the search answer in-process, in time."""
+    path = _socket(served)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(8)
+    held = []
+
+    def fake():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if reply:
+                try:
+                    conn.recv(1 << 16)
+                    conn.sendall(reply)
+                except OSError:
+                    pass
+
+    threading.Thread(target=fake, daemon=True).start()
+    try:
+        for args, stdin in [(("hook-prompt",), PROMPT), (("search", "--json", "pool"), None)]:
+            off = _run(served, *args, stdin=stdin and stdin.replace("$live", "off"), DEJA_SERVE="off")
+            t = time.monotonic()
+            on = _run(served, *args, stdin=stdin and stdin.replace("$live", "on"), DEJA_SERVE_START="0")
+            assert (on.returncode, on.stdout, on.stderr) == (off.returncode, off.stdout, off.stderr)
+            assert time.monotonic() - t < 30
+    finally:
+        listener.close()
+        for c in held:
+            c.close()
+
+
+def test_many_clients_at_once(served):
+    _run(served, "search", "pool")
+    _started(served)
+    want = _run(served, "search", "--json", "connection", "pool", DEJA_SERVE="off").stdout
+    got: list[str] = []
+
+    def one():
+        got.append(_run(served, "search", "--json", "connection", "pool").stdout)
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [want] * 8
+
+
+def test_an_index_run_between_two_requests_is_seen_by_the_next(served):
+    _run(served, "search", "pool")
+    _started(served)
+    assert not json.loads(_run(served, "search", "--json", "okapi").stdout)["hits"]
+    write_jsonl(served.claude_file(S2, CWD), [
+        claude_user(S2, "the okapi importer drops rows with unicode names", "2026-03-05T11:00:00Z", "u3", cwd=CWD)], "a")
+    served.run("index")
+    hits = json.loads(_run(served, "search", "--json", "okapi").stdout)["hits"]
+    assert [h["session"]["id"] for h in hits] == [S2]
+
+
+def test_a_packet_captured_through_the_server_is_delivered_by_the_next_hook(home):
+    """hook-precompact and then hook-context, both answered by the server."""
+    from test_packet_hooks import SID, _repo, _transcript, context_of
+
+    repo = _repo(home)
+    path = _transcript(home, str(repo))
+    home.run("index")
+    home.env.update({"DEJA_SERVE": "on", "DEJA_SERVE_IDLE": "60", "XDG_RUNTIME_DIR": ""})
+    try:
+        _run(home, "search", "pool")
+        _started(home)
+        cap = _run(home, "hook-precompact", stdin=json.dumps({
+            "session_id": SID, "transcript_path": str(path), "cwd": str(repo), "hook_event_name": "PreCompact",
+            "trigger": "auto"}))
+        assert cap.returncode == 0 and cap.stdout == ""
+        out = _run(home, "hook-context", stdin=json.dumps({"session_id": SID, "cwd": str(repo),
+                                                           "hook_event_name": "SessionStart", "source": "compact"}))
+        assert "billing exporter" in context_of(out.stdout)
+        assert _status(home)["requests"] >= 2
+    finally:
+        _stop(home)
+
+
+def test_doctor_reports_the_server(served):
+    rep = json.loads(_run(served, "doctor", "--json").stdout)
+    assert rep["server"]["state"] == "not running"
+    _run(served, "search", "pool")
+    _started(served)
+    _run(served, "search", "pool")
+    rep = json.loads(_run(served, "doctor", "--json").stdout)["server"]
+    assert rep["state"] == "running" and rep["requests"] >= 1 and rep["rss_mb"] > 0 and rep["version"]
+    text = _run(served, "doctor").stdout
+    assert f"server: running, pid {rep['pid']}" in text
+    assert json.loads(_run(served, "doctor", "--json", DEJA_SERVE="off").stdout)["server"]["state"] == "off"

@@ -17,8 +17,9 @@ runs the same entry point the client would have run (``entry.main``). So:
 * the server's own memory stays what it was after start-up, whatever the
   requests did (each copy exits).
 
-The server never opens DuckDB itself: a fork must not copy a database's
-threads and locks. It listens on a Unix socket in a private folder (0700,
+The server keeps no DuckDB database open: a fork must not copy a database's
+threads and locks (it opens and closes one at start-up, which pays DuckDB's
+one-time start-up for every copy). It listens on a Unix socket in a private folder (0700,
 socket 0600, and only its own user's connections are served: SO_PEERCRED),
 exits after ``DEJA_SERVE_IDLE`` seconds without a request (default 30
 minutes), when its socket is taken away, or when a client runs other code
@@ -83,12 +84,19 @@ def serve(env=os.environ) -> int:
 
 def _preload() -> None:
     """Import what the served commands import, and compile the redaction rules:
-    what every fork then starts with. DuckDB's library is loaded, never opened."""
+    what every fork then starts with."""
     import importlib
 
     from deja.stages.store import duck
 
-    duck.core  # noqa: B018  (loads _duckdb; no database, no threads)
+    # DuckDB's first instance in a process pays its one-time start-up (about
+    # four times a later one's): paid here, on an instance closed again, so
+    # no DuckDB thread or lock is alive when the server forks
+    con = duck.core.connect()
+    try:
+        con.execute("SELECT epoch_ms(now()::TIMESTAMPTZ), 'x' LIKE '%x%', regexp_matches('a', 'a')").fetchall()
+    finally:
+        con.close()
     for name in ("deja.pipeline.entry", "deja.pipeline.cli_search", "deja.pipeline.api", "deja.pipeline.cli_common",
                  "deja.hooks.dispatch", "deja.hooks.common", "deja.hooks.context", "deja.hooks.prompt",
                  "deja.hooks.tool", "deja.hooks.precompact", "deja.queries.search", "deja.queries.rank",

@@ -174,9 +174,12 @@ class ArrowBatch:
     """
 
     def __init__(self, store: Store, gen: int, ordinals: SessionOrdinals,
-                 flush_bytes: int | None = None):
+                 flush_bytes: int | None = None, con=None, merge_chunk: int | None = None,
+                 vocab_at_once: int | None = None):
         import pyarrow as pa
 
+        self.con, self.merge_chunk = con, merge_chunk  # the run's DuckDB, for a vocabulary too big to sort here
+        self.vocab_at_once = vocab_at_once or VOCAB_AT_ONCE
         self.flush_bytes = flush_bytes or FLUSH_BYTES
         self.store, self.root, self.gen = store, store.root, gen
         self.ordinals = ordinals
@@ -249,7 +252,8 @@ class ArrowBatch:
 
         self.flush()
         parts: list[Part] = []
-        vocab = []  # each bucket's words, stemmed there: Arrow holds them far smaller than Python strings
+        vocab = VocabParts(self.root / ".tmp" / f"vocab-{self.gen:06d}", self.con, self.merge_chunk,
+                           self.vocab_at_once)
         name = self.store.new_part_name(self.gen)
         try:
             for key in self.records.keys():
@@ -265,14 +269,15 @@ class ArrowBatch:
                 table = self.postings.read(bucket)
                 self.postings.drop(bucket)
                 parts.append(("postings", *write.write_bucket(table, bucket, self.root, name)))
-                vocab.append(write.vocab_of(write.token_counts(table), stem_many))
+                vocab.add(write.vocab_of(write.token_counts(table), stem_many))
                 del table
+            part = vocab.write(self.root, f"vocab/{name}")
+            if part:
+                parts.append(("vocab",) + part)
         finally:
             self.records.close()
             self.postings.close()
-        if vocab:
-            table = pa.concat_tables(vocab).sort_by([("stem", "ascending"), ("token", "ascending")])
-            parts.append(("vocab",) + write.write_table(table, self.root, f"vocab/{name}", layout.VOCAB_ROW_GROUP))
+            vocab.close()
         if self.docs:
             table = pa.concat_tables(self.docs).sort_by("record_id")
             self.docs = []
@@ -331,6 +336,68 @@ class ArrowBatch:
             "rec_len": lengths.column("rec_len_max"),
         })
         return postings, docs
+
+
+VOCAB_AT_ONCE = 1_500_000  # words: a run's vocabulary up to this is sorted in memory
+
+
+class VocabParts:
+    """A big run's vocabulary, bucket by bucket, written as one part sorted by
+    stem. Each bucket's words are distinct from the others' (a word has one
+    bucket), so the part is their union in order. Up to ``VOCAB_AT_ONCE``
+    words that is one sort in memory; past it (a year of text-heavy history
+    has millions of one-off ids and hashes), each bucket's words wait sorted
+    in a temporary Parquet file and DuckDB merges them under the run's memory
+    limit (stages/store/merge.py), so the vocabulary never holds memory in
+    proportion to the corpus."""
+
+    def __init__(self, folder, con, chunk: int | None, at_once: int = VOCAB_AT_ONCE):
+        import shutil
+
+        self.folder, self.con, self.chunk, self.at_once = folder, con, chunk, at_once
+        for old in folder.parent.glob("vocab-*"):  # a killed run's (the caller holds the writer lock)
+            shutil.rmtree(old, ignore_errors=True)
+        self.held: list = []
+        self.rows = 0
+        self.files: list[str] = []
+
+    def add(self, table) -> None:
+        self.held.append(table)
+        self.rows += table.num_rows
+        if self.con is not None and self.rows > self.at_once:
+            self._spill()
+
+    def _spill(self) -> None:
+        import pyarrow.parquet as pq
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for table in self.held:  # (vocab_of sorts each bucket's words by stem, token)
+            path = self.folder / f"{len(self.files):03d}.parquet"
+            pq.write_table(table, path, row_group_size=layout.VOCAB_ROW_GROUP, compression="lz4")
+            self.files.append(str(path))
+        self.held = []
+
+    def write(self, root, rel: str) -> tuple[str, int] | None:
+        import pyarrow as pa
+
+        from deja.stages.store import merge
+
+        if not self.files:
+            if not self.held:
+                return None
+            table = pa.concat_tables(self.held).sort_by([("stem", "ascending"), ("token", "ascending")])
+            self.held = []
+            return write.write_table(table, root, rel, layout.VOCAB_ROW_GROUP)
+        self._spill()
+        rows = merge.copy_sorted(self.con, "SELECT token, stem, n FROM read_parquet($files) WHERE $range",
+                                 self.files, layout.VOCAB_KEYS, root, rel, layout.VOCAB_ROW_GROUP, self.chunk)
+        return rel, rows
+
+    def close(self) -> None:
+        import shutil
+
+        self.held = []
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _trim() -> None:

@@ -205,7 +205,9 @@ class Run:
         if volume <= limit and not self.rebuild:
             return ListBatch(self.con, self.store, self.gen, self.ordinals)
         flush = self.env.get("DEJA_FLUSH_BYTES")  # (tests: several flushes from a small corpus)
-        return ArrowBatch(self.store, self.gen, self.ordinals, int(flush) if flush else None)
+        words = self.env.get("DEJA_VOCAB_AT_ONCE")  # (tests: a vocabulary merged from disk)
+        return ArrowBatch(self.store, self.gen, self.ordinals, int(flush) if flush else None,
+                          con=self.con, merge_chunk=self.merge_chunk, vocab_at_once=int(words) if words else None)
 
     def read_all(self, reads: list[mf.Action], volume: int):
         """FileOutputs in plan order; a big run (``volume`` bytes to read) fans out

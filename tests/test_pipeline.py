@@ -617,3 +617,22 @@ def test_a_partition_too_big_to_sort_in_memory_is_written_a_role_at_a_time_alike
         stats = [meta.row_group(g).column(1).statistics for g in range(meta.num_row_groups)]
         assert all(st.min == st.max for st in stats)
     assert not (tmp_path / ".tmp" / "spill-000001-records").exists()
+
+
+def test_a_vocabulary_too_big_to_sort_in_memory_is_merged_from_disk_into_the_same_part(home):
+    """Past DEJA_VOCAB_AT_ONCE words (a million and a half by default) a big
+    run's vocabulary waits on disk by bucket and DuckDB merges it under the
+    run's memory limit: the same store, the vocabulary one sorted part."""
+    from conftest import store_digest, unsorted_parts
+
+    held, merged = home.root / "held.db", home.root / "merged.db"
+    base = dict(DEJA_SMALL_RUN_BYTES="0", DEJA_FLUSH_BYTES="2000")
+    home.run("index", extra_env=dict(samples_env(home, held), **base))
+    home.run("index", extra_env=dict(samples_env(home, merged), **base, DEJA_VOCAB_AT_ONCE="50",
+                                     DEJA_MEMORY_LIMIT="16MB"))
+    assert store_digest(merged) == store_digest(held)
+    assert unsorted_parts(merged) == []
+    con = duckdb.connect(str(merged / "catalog.duckdb"), read_only=True)
+    vocab = [f for d, f in con.execute("SELECT dataset, file FROM generation").fetchall() if d == "vocab"]
+    con.close()
+    assert len(vocab) == 1 and not list((merged / ".tmp").glob("vocab-*"))

@@ -81,11 +81,18 @@ def main() -> None:
                              "hook_event_name": "PreToolUse", "tool_name": "Bash",
                              "tool_input": {"command": command}, "tool_use_id": "t2"},
     }
-    env = dict(os.environ, DEJA_INDEX_DIR=str(index))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench.bench_index import serve_down, serve_up
+
+    env = dict(os.environ, DEJA_INDEX_DIR=str(index), DEJA_SERVE="off")
+    served = serve_up(env)
     ledger = [index.with_name(index.name + ".hookseen")]
-    print(f"index {index}\ncwd {cwd}\nruns {args.runs} per hook (whole process)\n")
-    print(f"{'hook':<18} {'median':>8} {'p90':>8} {'min':>8}  answered")
-    for name, payload in payloads.items():
+    print(f"index {index}\ncwd {cwd}\nruns {args.runs} per hook (whole process), in-process "
+          "(DEJA_SERVE=off) and served (a warm deja serve)\n")
+    print(f"{'hook':<27} {'median':>8} {'p90':>8} {'min':>8}  answered")
+    rows = [(name, payload, env) for name, payload in payloads.items()]
+    rows += [(f"{name} served", payload, served) for name, payload in payloads.items()]
+    for name, payload, env in rows:
         sub = name.split()[0]
         data = json.dumps(payload).encode()
         times, answered = [], 0
@@ -104,7 +111,9 @@ def main() -> None:
             answered += bool(proc.stdout.strip())
         times.sort()
         p90 = times[min(len(times) - 1, int(round(0.9 * (len(times) - 1))))]
-        print(f"{name:<18} {statistics.median(times):>6.0f}ms {p90:>6.0f}ms {times[0]:>6.0f}ms  {answered}/{len(times)}")
+        print(f"{name:<27} {statistics.median(times):>6.0f}ms {p90:>6.0f}ms {times[0]:>6.0f}ms  {answered}/{len(times)}")
+    last = serve_down(served) or {}
+    print(f"\nserver: {last.get('rss_mb')} MB resident after {last.get('requests')} requests")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ bench/README.md), then reports medians of:
   unchanged `deja index` on an up-to-date store
   append    one turn appended to a live transcript → `deja index` → searchable
   size      the store's bytes against the corpus's
-  search    `deja search --json <query>` whole process (median over queries × runs)
+  search    `deja search --json <query>` whole process (median over queries × runs),
+            in-process (DEJA_SERVE=off) and handed to a warm `deja serve`
 Peak RSS: the index process's own high-water mark, and the peak of the sum over
 its process tree (it and its reader processes), sampled every 20 ms from /proc.
 """
@@ -70,7 +71,35 @@ def env_for(corpus_dir: Path, index: Path) -> dict:
         DEJA_INDEX_DIR=str(index),
         DEJA_CLAUDE_ROOT=str(corpus_dir / "claude" / "projects"),
         DEJA_CODEX_ROOT=str(corpus_dir / "codex"),
+        DEJA_SERVE="off",  # in-process figures; the served ones turn it on (serve_up)
     )
+
+
+def serve_up(env: dict) -> dict:
+    """Start `deja serve` for this store and wait until it answers; the env a served client uses."""
+    on = dict(env, DEJA_SERVE="on", DEJA_SERVE_IDLE="600")
+    subprocess.Popen(deja() + ["serve"], env=on, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+    for _ in range(200):
+        if serve_status(on):
+            return on
+        time.sleep(0.05)
+    raise SystemExit("deja serve did not start")
+
+
+def serve_status(env: dict) -> dict | None:
+    code = "import json\nfrom deja.pipeline import serve_client\nprint(json.dumps(serve_client.status()))"
+    exe = Path(deja()[0]).with_name("python") if Path(deja()[0]).name == "deja" else Path(sys.executable)
+    out = subprocess.run([str(exe), "-c", code], env=env, capture_output=True, text=True).stdout
+    return json.loads(out or "null")
+
+
+def serve_down(env: dict) -> dict | None:
+    """Stop the server; its last report (memory, requests)."""
+    got = serve_status(env)
+    if got:
+        os.kill(got["pid"], 15)
+    return got
 
 
 def timed(cmd: list[str], env: dict) -> tuple[float, int, str]:
@@ -207,6 +236,15 @@ def main() -> None:
                 xs.append(timed(deja() + ["search", "--json"] + q.split(), env)[0])
         report["search_json_median_ms"] = round(statistics.median(xs) * 1000)
         report["search_json_p90_ms"] = round(sorted(xs)[int(len(xs) * 0.9)] * 1000)
+        served = serve_up(env)
+        xs = []
+        for _ in range(max(3, args.runs)):
+            for q in SEARCHES:
+                xs.append(timed(deja() + ["search", "--json"] + q.split(), served)[0])
+        report["search_json_served_median_ms"] = round(statistics.median(xs) * 1000)
+        report["search_json_served_p90_ms"] = round(sorted(xs)[int(len(xs) * 0.9)] * 1000)
+        last = serve_down(served) or {}
+        report["server_rss_mb"] = last.get("rss_mb")
 
     if args.json:
         print(json.dumps(report, indent=2))

@@ -338,15 +338,15 @@ class ArrowBatch:
         return postings, docs
 
 
-VOCAB_AT_ONCE = 1_500_000  # words: a run's vocabulary up to this is sorted in memory
+VOCAB_AT_ONCE = 500_000  # words: a run's vocabulary up to this is sorted in memory (bench/README.md)
 
 
 class VocabParts:
     """A big run's vocabulary, bucket by bucket, written as one part sorted by
     stem. Each bucket's words are distinct from the others' (a word has one
     bucket), so the part is their union in order. Up to ``VOCAB_AT_ONCE``
-    words that is one sort in memory; past it (a year of text-heavy history
-    has millions of one-off ids and hashes), each bucket's words wait sorted
+    words that is one sort in memory; past it (text-heavy history has a
+    million one-off ids and hashes per 200 MB), each bucket's words wait sorted
     in a temporary Parquet file and DuckDB merges them under the run's memory
     limit (stages/store/merge.py), so the vocabulary never holds memory in
     proportion to the corpus."""

@@ -53,10 +53,16 @@ def serve(env=os.environ) -> int:
         return 1  # a folder someone else made or points elsewhere: serve nothing from it
     os.chmod(folder, 0o700)
     lock = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return 1  # another server holds it (a racing start)
+    for attempt in range(40):  # a stale server told to leave lets go within moments
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            alive = client.status(env)
+            if attempt == 39 or (alive and alive.get("code") == client.code_hash()):
+                os.close(lock)
+                return 1  # another server serves this store (a racing start)
+            time.sleep(0.05)
     try:
         os.unlink(path)  # a socket a crashed server left: nobody listens on it (we hold the lock)
     except FileNotFoundError:
@@ -126,6 +132,7 @@ class Server:
         self.requests = 0
         self.failed = 0
         self.running: dict[int, socket.socket] = {}  # forked copy → its client's connection
+        self.stopping: set[int] = set()  # copies whose client left: told to stop
         self.uid = os.getuid()
 
     def loop(self) -> int:
@@ -139,10 +146,14 @@ class Server:
                 left = self.idle - (time.monotonic() - self.last)
                 if left <= 0 and not self.running:
                     return 0
+                waiting = [c for pid, c in self.running.items() if pid not in self.stopping]
                 try:
-                    ready, _, _ = select.select([self.listener, wake_r], [], [], max(0.05, min(left, 30.0)))
+                    ready, _, _ = select.select([self.listener, wake_r, *waiting], [], [], max(0.05, min(left, 30.0)))
                 except InterruptedError:
                     ready = []
+                for conn in waiting:
+                    if conn in ready:
+                        self.client_left(conn)
                 if wake_r in ready:
                     try:
                         os.read(wake_r, 512)
@@ -174,6 +185,7 @@ class Server:
             if pid == 0:
                 break
             conn = self.running.pop(pid, None)
+            self.stopping.discard(pid)
             if conn is None:
                 continue
             code = os.waitstatus_to_exitcode(status)
@@ -183,6 +195,24 @@ class Server:
             except OSError:
                 pass
             conn.close()
+
+    def client_left(self, conn: socket.socket) -> None:
+        """A client closed its connection before its command ended (killed,
+        even by SIGKILL, which it cannot pass on): the command stops too."""
+        try:
+            if conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
+                return  # (a client says nothing after its request: not expected, ignored)
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        for pid, c in self.running.items():
+            if c is conn:
+                self.stopping.add(pid)
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except OSError:
+                    pass
 
     def accept(self) -> None:
         try:
@@ -264,6 +294,8 @@ class Server:
             from deja.pipeline import entry
 
             entry._ENTRY = True  # a process's own entry point: it may leave by os._exit
+            if os.environ.get("DEJA_FAULT_SLOW"):  # tests: a command still running when its client dies
+                time.sleep(float(os.environ["DEJA_FAULT_SLOW"]))
             entry.main(argv)
             code = 0
         except SystemExit as exc:

@@ -620,7 +620,7 @@ def test_a_partition_too_big_to_sort_in_memory_is_written_a_role_at_a_time_alike
 
 
 def test_a_vocabulary_too_big_to_sort_in_memory_is_merged_from_disk_into_the_same_part(home):
-    """Past DEJA_VOCAB_AT_ONCE words (a million and a half by default) a big
+    """Past DEJA_VOCAB_AT_ONCE words (half a million by default) a big
     run's vocabulary waits on disk by bucket and DuckDB merges it under the
     run's memory limit: the same store, the vocabulary one sorted part."""
     from conftest import store_digest, unsorted_parts

@@ -224,6 +224,7 @@ def test_a_hung_or_babbling_server_means_the_in_process_answer(served, reply):
             assert time.monotonic() - t < 30
     finally:
         listener.close()
+        path.unlink(missing_ok=True)
         for c in held:
             c.close()
 
@@ -290,3 +291,16 @@ def test_doctor_reports_the_server(served):
     text = _run(served, "doctor").stdout
     assert f"server: running, pid {rep['pid']}" in text
     assert json.loads(_run(served, "doctor", "--json", DEJA_SERVE="off").stdout)["server"]["state"] == "off"
+
+
+def test_a_client_killed_mid_command_stops_its_copy(served):
+    """SIGKILL cannot be passed on: the server sees the client's end of the
+    socket close and stops the command it was running for it."""
+    _run(served, "search", "pool")
+    _started(served)
+    proc = subprocess.Popen(deja_cmd() + ["search", "pool"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(served.env, DEJA_FAULT_SLOW="60"))
+    assert _wait(lambda: _status(served)["running"] == 1, 10)
+    proc.kill()
+    proc.wait()
+    assert _wait(lambda: _status(served)["running"] == 0, 5)

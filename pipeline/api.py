@@ -635,6 +635,11 @@ def handoff(to: str, ident: str | None = None, *, harness: str | None = None, cw
         file = None
         command = handover.handoff_command(
             prefix, f"deja handoff --to {to} --print {_quote(state.harness + ':' + state.session_id)}", source["cwd"])
+    # the usage log's `handoff` event (ids and counts only): `deja stats` counts them
+    from deja.hooks.packet import metric
+
+    metric.log(config.index_dir(env), "handoff", bytes=len(prompt.encode("utf-8")), n=1,
+               sessions=f"{state.harness}:{state.session_id}", to=to)
     return {"from": source, "to": to, "prompt": prompt, "file": file, "command": command}
 
 

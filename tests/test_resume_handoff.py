@@ -109,6 +109,18 @@ def test_handoff_writes_the_working_state_and_prints_the_command_that_starts_the
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
+def test_each_handoff_is_counted_by_stats_from_the_usage_log(store):
+    home, project = store  # (shared by this file's tests: counted from here on)
+    before = json.loads(home.run("stats", "--json").stdout)["handoffs_received"]
+    run_in(home, project, "handoff", "--to", "codex")
+    run_in(home, project, "handoff", "--to", "gemini", "--print")
+    assert json.loads(home.run("stats", "--json").stdout)["handoffs_received"] == before + 2
+    events = [json.loads(line) for line in (home.root / "index.db.usage").read_text().splitlines()]
+    handoffs = [e for e in events if e["kind"] == "handoff"][-2:]
+    assert [(e["to"], e["sessions"]) for e in handoffs] == [("codex", f"claude:{S_NEW}"), ("gemini", f"claude:{S_NEW}")]
+    assert all("stripe" not in json.dumps(e) for e in events)  # ids and counts only
+
+
 def test_handoff_to_gemini_and_qwen_uses_their_interactive_prompt_flag(store):
     home, project = store
     assert run_in(home, project, "handoff", "--to", "gemini").stdout.startswith('gemini -i "$(cat ')

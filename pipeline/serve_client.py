@@ -36,6 +36,11 @@ SERVED = frozenset({"search", "last", "show", "ctx", "blame", "how", "fix",
 IN_SERVER = False  # set in the server's forked copies: they answer, never ask
 
 
+# Commands that may page their output on a terminal (`less` reads keys from the
+# controlling terminal, which a copy forked by the server does not have).
+PAGED = frozenset({"show"})
+
+
 def enabled(env=os.environ) -> bool:
     return not IN_SERVER and (env.get("DEJA_SERVE") or "on").lower() not in ("off", "0", "no", "false")
 
@@ -98,6 +103,8 @@ def request(argv: list[str], hook: bool) -> int | None:
     caller must run it itself (nothing has been written to its output then)."""
     if not enabled():
         return None
+    if argv[0] in PAGED and os.isatty(1):
+        return None  # a pager wants this process's terminal: the server's copy has none of its own
     path = socket_path()
     try:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -304,3 +304,21 @@ def test_a_client_killed_mid_command_stops_its_copy(served):
     proc.kill()
     proc.wait()
     assert _wait(lambda: _status(served)["running"] == 0, 5)
+
+
+def test_show_on_a_terminal_runs_in_process(served):
+    """`deja show` may page on a terminal, and a pager reads keys from the
+    process's own terminal, which the server's copy does not have."""
+    _run(served, "search", "pool")
+    before = _started(served)["requests"]
+    main, other = os.openpty()
+    try:
+        proc = subprocess.run(deja_cmd() + ["show", S1[:8]], stdout=other, stderr=subprocess.PIPE,
+                              env=dict(served.env, DEJA_PAGER="cat"), timeout=60, cwd=served.home)
+    finally:
+        os.close(other)
+        os.close(main)
+    assert proc.returncode == 0
+    assert _status(served)["requests"] == before
+    piped = _run(served, "show", S1[:8])
+    assert piped.returncode == 0 and _status(served)["requests"] == before + 1

@@ -68,6 +68,7 @@ def serve(env=os.environ) -> int:
     except FileNotFoundError:
         pass
     _preload()
+    os.chdir("/")  # not the first client's folder: a server must not hold a directory or a mount busy
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:

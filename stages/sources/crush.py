@@ -33,7 +33,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import clip, json_cell, parse_ts
+from deja.stages.sources.jsonl import clip, speech, json_cell, parse_ts
 from deja.stages.sources.locate import crush_data_dir, crush_files, crush_projects, include_subagents
 
 HARNESS = "crush"
@@ -134,16 +134,11 @@ def _message(role, items: list, ts, at: int, flags: dict, res: ReadResult) -> li
             if flags["TOOL_OUTPUT"] and isinstance(output, str) and output.strip():
                 out.append(Message("tool-output", clip(output)[0], ts, tool="shell", exit_code=code,
                                    is_error=code not in (None, 0), byte_offset=at))
-    speech = []
-    if role in ("user", "assistant"):
-        text, cut = clip("\n".join(t for t in texts if t.strip()))
-        res.clipped += cut
-        if text.strip():
-            speech.append(Message(role, text, ts, byte_offset=at))
+    said = speech(role, texts, ts, at, res) if role in ("user", "assistant") else []
     files = work.files_record(paths) if flags["PATHS"] else None
     if files:
         out.append(Message("files", files, ts, byte_offset=at))
-    return speech + out
+    return said + out
 
 
 def _call(data: dict, ts, at: int, flags: dict, paths: list[str], res: ReadResult) -> list[Message]:

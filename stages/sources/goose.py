@@ -33,7 +33,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts, read_head
+from deja.stages.sources.jsonl import Lines, clip, speech, is_regular_file, parse_ts, read_head
 from deja.stages.sources.locate import goose_data_dir, goose_db, goose_files, include_subagents
 
 HARNESS = "goose"
@@ -98,13 +98,11 @@ def _messages(role, content, ts, at: int, flags: dict, res: ReadResult) -> list[
             out.extend(_request(block, ts, at, flags, paths))
         elif kind == "toolResponse" and flags["TOOL_OUTPUT"]:
             out.extend(_response(block, ts, at))
-    text, cut = clip("\n".join(t for t in texts if t.strip()))
-    res.clipped += cut
-    speech = [Message(role, text, ts, byte_offset=at)] if text.strip() else []
+    said = speech(role, texts, ts, at, res)
     files = work.files_record(paths) if flags["PATHS"] else None
     if files:
         out.append(Message("files", files, ts, byte_offset=at))
-    return speech + out
+    return said + out
 
 
 def _request(block: dict, ts, at: int, flags: dict, paths: list[str]) -> list[Message]:

@@ -31,7 +31,7 @@ from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart
 from deja.stages.sources.dialect import Dialect, Turn, flags as work_flags
-from deja.stages.sources.jsonl import clip, json_cell, parse_ts
+from deja.stages.sources.jsonl import clip, speech, json_cell, parse_ts
 
 HARNESS = "grok"
 DIALECT = Dialect(file_tools=frozenset(("read_file", "write_file", "edit_file")), shell_tools=frozenset(("bash",)),
@@ -108,13 +108,8 @@ def _message(msg: dict, ts, at: int, cwd: str, flags: dict, res: ReadResult) -> 
                 res.clipped += cut
                 tool = item.get("toolName") if isinstance(item.get("toolName"), str) else None
                 out.append(Message("tool-output", text, ts, tool=tool, is_error=failed, byte_offset=at))
-    speech = []
-    if role in ("user", "assistant"):
-        text, cut = clip("\n".join(t for t in texts if t.strip()))
-        res.clipped += cut
-        if text.strip():
-            speech.append(Message(role, text, ts, byte_offset=at))
-    return speech + turn.messages(ts, at) + out
+    said = speech(role, texts, ts, at, res) if role in ("user", "assistant") else []
+    return said + turn.messages(ts, at) + out
 
 
 def _result(output) -> tuple[str, bool | None]:

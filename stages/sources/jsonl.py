@@ -167,6 +167,16 @@ def clip(text: str) -> tuple[str, bool]:
     return text[:MESSAGE_CAP], True
 
 
+def speech(role: str, texts: list[str], ts, at: int, res) -> list:
+    """One turn's said text blocks as a single clipped message (none when blank);
+    ``res`` (the ReadResult) counts a clip."""
+    from .base import Message
+
+    text, cut = clip("\n".join(t for t in texts if t.strip()))
+    res.clipped += cut
+    return [Message(role, text, ts, byte_offset=at)] if text.strip() else []
+
+
 
 
 def read_document(path: str):

@@ -34,7 +34,7 @@ import orjson
 from deja.stages import work_records as work
 from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import clip, parse_ts
+from deja.stages.sources.jsonl import clip, speech, parse_ts
 from deja.stages.sources.locate import include_subagents, zed_db, zed_files
 
 HARNESS = "zed"
@@ -145,7 +145,7 @@ def _message(msg, ts, at: int, res: ReadResult) -> list[Message]:
         segs = msg.get("segments") if isinstance(msg.get("segments"), list) else []
         texts = [s["text"] for s in segs if isinstance(s, dict) and s.get("type") == "text"
                  and isinstance(s.get("text"), str)]
-        return _speech(role, texts, ts, at, res)
+        return speech(role, texts, ts, at, res)
     if isinstance(msg.get("User"), dict):
         texts = []
         for c in msg["User"].get("content") or []:
@@ -155,7 +155,7 @@ def _message(msg, ts, at: int, res: ReadResult) -> list[Message]:
                 m = c["Mention"].get("content")
                 if isinstance(m, str):
                     texts.append(m)
-        return _speech("user", texts, ts, at, res)
+        return speech("user", texts, ts, at, res)
     if isinstance(msg.get("Agent"), dict):
         agent = msg["Agent"]
         texts, paths, work_msgs = [], [], []
@@ -167,18 +167,12 @@ def _message(msg, ts, at: int, res: ReadResult) -> list[Message]:
                 work_msgs.extend(_tool(c["ToolUse"], ts, at, flags, paths))
         if flags["TOOL_OUTPUT"]:
             work_msgs.extend(_results(agent.get("tool_results"), ts, at))
-        out = _speech("assistant", texts, ts, at, res) + work_msgs
+        out = speech("assistant", texts, ts, at, res) + work_msgs
         files = work.files_record(paths) if flags["PATHS"] else None
         if files:
             out.append(Message("files", files, ts, byte_offset=at))
         return out
     return []
-
-
-def _speech(role: str, texts: list[str], ts, at: int, res: ReadResult) -> list[Message]:
-    text, cut = clip("\n".join(t for t in texts if t.strip()))
-    res.clipped += cut
-    return [Message(role, text, ts, byte_offset=at)] if text.strip() else []
 
 
 def _tool(use: dict, ts, at: int, flags: dict, paths: list[str]) -> list[Message]:

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Hook latency (design.md §5: median ≤ 150 ms, whole process), as an agent pays it.
+"""Hook latency, whole process, as an agent pays it (issue 17's budgets, warm:
+hook-context ≤ 20 ms, hook-prompt ≤ 40 ms, hook-tool ≤ 20 ms, silent ≤ 15 ms).
 
     python bench/bench_hooks.py INDEX_DIR [--runs 15] [--cwd /path/of/a/project]
 
 Runs `deja hook-context`, `hook-prompt` and `hook-tool` as fresh processes with
-hooks-contract payloads on stdin against an existing index dir (DEJA_INDEX_DIR),
-and prints the median, p90 and min wall time of each, plus whether it answered.
+hooks-contract payloads on stdin against an existing index dir (DEJA_INDEX_DIR)
+three ways: in-process (DEJA_SERVE=off, the cold path), `deja hook-*` served by a
+warm `deja serve`, and the compiled hook client the launcher runs (when a C
+compiler is here); it prints the median, p90 and min wall time of each, plus
+whether it answered.
 The "already shown" ledger is removed before every run so each run does the
 full work (no dedupe short-cut). Without --cwd, the project of the most
 busiest project in the index is used, with its most touched file and most
@@ -84,15 +88,21 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from bench.bench_index import serve_down, serve_up
 
+    payloads["hook-tool (silent)"] = dict(payloads["hook-tool (Bash)"], tool_input={"command": "make frobnicate-quux"})
     env = dict(os.environ, DEJA_INDEX_DIR=str(index), DEJA_SERVE="off")
     served = serve_up(env)
     ledger = [index.with_name(index.name + ".hookseen")]
-    print(f"index {index}\ncwd {cwd}\nruns {args.runs} per hook (whole process), in-process "
-          "(DEJA_SERVE=off) and served (a warm deja serve)\n")
-    print(f"{'hook':<27} {'median':>8} {'p90':>8} {'min':>8}  answered")
-    rows = [(name, payload, env) for name, payload in payloads.items()]
-    rows += [(f"{name} served", payload, served) for name, payload in payloads.items()]
-    for name, payload, env in rows:
+    client = hook_client()
+    print(f"index {index}\ncwd {cwd}\nruns {args.runs} per hook (whole process): in-process (DEJA_SERVE=off), "
+          "served (`deja hook-*` asking a warm deja serve) and client (the compiled hook client the\n"
+          "hook launcher runs, as an agent pays it)\n")
+    print(f"{'hook':<30} {'median':>8} {'p90':>8} {'min':>8}  answered")
+    rows = [(name, payload, env, deja()) for name, payload in payloads.items()]
+    rows += [(f"{name} served", payload, served, deja()) for name, payload in payloads.items()]
+    if client:
+        real = dict(served, DEJA_REAL=deja()[0])
+        rows += [(f"{name} client", payload, real, [client]) for name, payload in payloads.items()]
+    for name, payload, env, cmd in rows:
         sub = name.split()[0]
         data = json.dumps(payload).encode()
         times, answered = [], 0
@@ -103,7 +113,7 @@ def main() -> None:
                 except OSError:
                     pass
             t0 = time.perf_counter()
-            proc = subprocess.run(deja() + [sub], input=data, env=env, capture_output=True)
+            proc = subprocess.run(cmd + [sub], input=data, env=env, capture_output=True)
             dt = time.perf_counter() - t0
             if i == 0:
                 continue  # warm the page cache
@@ -111,9 +121,26 @@ def main() -> None:
             answered += bool(proc.stdout.strip())
         times.sort()
         p90 = times[min(len(times) - 1, int(round(0.9 * (len(times) - 1))))]
-        print(f"{name:<27} {statistics.median(times):>6.0f}ms {p90:>6.0f}ms {times[0]:>6.0f}ms  {answered}/{len(times)}")
+        print(f"{name:<30} {statistics.median(times):>6.1f}ms {p90:>6.1f}ms {times[0]:>6.1f}ms  {answered}/{len(times)}")
     last = serve_down(served) or {}
-    print(f"\nserver: {last.get('rss_mb')} MB resident after {last.get('requests')} requests")
+    warm = last.get("warm") or []
+    print(f"\nserver: {last.get('rss_mb')} MB resident (main) + {len(warm)} warm "
+          f"({', '.join(str(w.get('rss_mb')) for w in warm)} MB); {last.get('pss_mb')} MB proportional in all, "
+          f"after {last.get('requests')} requests")
+    if not client:
+        print("(no C compiler: the hook client rows are missing)")
+
+
+def hook_client() -> str | None:
+    """The compiled hook client (hooks/client_build.py), built in a temp dir."""
+    import tempfile
+
+    from deja.hooks import client_build
+
+    where = Path(tempfile.mkdtemp(prefix="deja-bench-client-")) / "deja-hook"
+    client_build.build(where, dict(os.environ, DEJA_HOOK_CLIENT="on"))
+    path = client_build.client_path(where)
+    return str(path) if path.exists() else None
 
 
 if __name__ == "__main__":

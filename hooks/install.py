@@ -2,9 +2,12 @@
 (the other agents: hooks/install_agents.py), and install the /recover skill (``skills/recover/SKILL.md``) where each agent reads it.
 
 hooks-contract §4.2, §4.3; seed "Claude SessionStart hook". Every entry runs a
-small launcher, ``~/.config/deja/bin/deja-hook``: three lines of shell that find
+small launcher, ``~/.config/deja/bin/deja-hook``: a few lines of shell that find
 the binary when the hook runs (DEJA_BIN, the path install ran from, PATH, the
-usual install locations), so moving or upgrading deja rewrites no config.
+usual install locations), so moving or upgrading deja rewrites no config. With
+a C compiler at hand, install also builds the hook client beside it
+(hooks/client_build.py), which the launcher runs first: it asks the warm
+server, and becomes deja itself whenever it cannot be served.
 
 Config files are edited, not rewritten: only the ``hooks.<Event>`` arrays deja
 touches are replaced in the original text, so every other byte of the user's
@@ -128,9 +131,15 @@ def launcher_text(binary: str) -> str:
     q = "'" + binary.replace("'", "'\\''") + "'"
     return (
         "#!/bin/sh\n"
-        "# deja hook launcher (deja install): finds deja when the hook runs; prints nothing if it is gone\n"
-        f'for d in "$DEJA_BIN" {q} "$(command -v deja 2>/dev/null)" "$HOME/.local/bin/deja" /opt/homebrew/bin/deja '
-        '/usr/local/bin/deja /usr/bin/deja; do [ -n "$d" ] && [ -x "$d" ] && exec "$d" "$@"; done; exit 0\n'
+        "# deja hook launcher (deja install): finds deja when the hook runs; prints nothing if it is gone.\n"
+        "# The hook client beside it (deja-client, when a C compiler built it) asks the warm server first.\n"
+        f'for d in "$DEJA_BIN" {q}; do [ -n "$d" ] && [ -x "$d" ] && break; d=; done\n'
+        '[ -n "$d" ] || for d in "$(command -v deja 2>/dev/null)" "$HOME/.local/bin/deja" /opt/homebrew/bin/deja '
+        '/usr/local/bin/deja /usr/bin/deja; do [ -n "$d" ] && [ -x "$d" ] && break; d=; done\n'
+        '[ -n "$d" ] || exit 0\n'
+        'c="${0%/*}/deja-client"\n'
+        '[ -x "$c" ] && DEJA_REAL="$d" && export DEJA_REAL && exec "$c" "$@"\n'
+        'exec "$d" "$@"\n'
     )
 
 
@@ -566,6 +575,9 @@ def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str 
     from deja.hooks import install_mcp as mcp
 
     launcher, lchanged = write_launcher(home, env, binary)
+    from deja.hooks import client_build
+
+    built = client_build.build(launcher, env)
     results = []
     for t in targets:
         if t in mcp.ONLY_MCP:
@@ -600,6 +612,8 @@ def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str 
         results[0].notes.append(str(exc))
     if lchanged and results:
         results[0].notes.insert(0, f"launcher written: {launcher}")
+    if built and results:
+        results[0].notes.insert(1 if lchanged else 0, built)
     return results
 
 
@@ -639,7 +653,10 @@ def uninstall(targets: list[str], home: Path, env: Mapping[str, str]) -> list[Re
         t for t in mcp.TARGETS if mcp.wired(t, home, env)]
     launcher = launcher_path(home, env)
     if not remaining and launcher.exists():
+        from deja.hooks import client_build
+
         launcher.unlink()
+        client_build.remove(launcher)
         for d in (launcher.parent, launcher.parent.parent):  # bin/, then deja/ when nothing else is there
             try:
                 d.rmdir()

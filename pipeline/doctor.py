@@ -116,14 +116,19 @@ def report(env: Mapping[str, str]) -> dict:
 
 def server_report(env: Mapping[str, str]) -> dict:
     """The warm server (deja serve) of this store: its own report when it runs."""
+    from deja.hooks import client_build
+    from deja.hooks.install import launcher_path
     from deja.pipeline import serve_client
 
+    # the compiled hook client beside the launcher (hooks/client_build.py): built, outdated or absent
+    launcher = launcher_path(config.home(env), env)
+    hook_client = client_build.state(launcher) if launcher.exists() else None
     if not serve_client.enabled(env):
-        return {"state": "off", "socket": serve_client.socket_path(env)}
+        return {"state": "off", "socket": serve_client.socket_path(env), "hook_client": hook_client}
     got = serve_client.status(env)
     if not got:
-        return {"state": "not running", "socket": serve_client.socket_path(env)}
-    return {"state": "running", **got}
+        return {"state": "not running", "socket": serve_client.socket_path(env), "hook_client": hook_client}
+    return {"state": "running", **got, "hook_client": hook_client}
 
 
 def render(rep: dict) -> str:
@@ -180,8 +185,12 @@ def render(rep: dict) -> str:
         lines.append(f"warning: {e['what']} {e['path']} is {e['problem']}; fix: {e['fix']}")
     srv = rep.get("server") or {}
     if srv.get("state") == "running":
+        warm = srv.get("warm") or []
         lines.append(f"server: running, pid {srv['pid']}, deja {srv['version']}, up {_duration(srv['uptime_s'])}, "
-                     f"{srv['rss_mb']} MB, {counted(srv['requests'], 'request')} ({srv['failed']} failed)")
+                     f"{srv['rss_mb']} MB"
+                     + (f" + {len(warm)} warm ({', '.join(str(w.get('rss_mb')) + ' MB' for w in warm)}; "
+                        f"{srv.get('pss_mb')} MB shared out)" if warm else "")
+                     + f", {counted(srv['requests'], 'request')} ({srv['failed']} failed)")
     elif srv:
         lines.append(f"server: {srv['state']}" + (" (DEJA_SERVE=off)" if srv["state"] == "off" else
                                                   " (the next hook or search starts it)"))
@@ -196,6 +205,10 @@ def render(rep: dict) -> str:
                 lines.append(f"  {'':<8} mcp: {'deja server' if m['wired'] else 'not wired'}  {m['path']}"
                              + ("; usage block written" if w[name].get("guidance") else ""))
         lines.append(f"  launcher {w['launcher'] or 'not installed (run `deja install --auto`)'}")
+        client = srv.get("hook_client")
+        if client:
+            lines.append(f"  hook client {client}" + {"absent": " (no C compiler at install: hooks start deja itself)",
+                                                     "outdated": " (run `deja install --auto` to rebuild it)"}.get(client, ""))
     return "\n".join(lines)
 
 

@@ -1,29 +1,35 @@
 """``deja serve``: the warm process behind the hooks and the hot commands.
 
 A fresh ``deja`` process spends most of a hook's or a search's time before it
-reads anything: the interpreter, deja's modules, DuckDB's library, the
-redaction rules compiled. The server pays that once, then serves each request
-(pipeline/serve_client.py) by forking: the copy starts with everything loaded,
-takes the client's stdin, stdout and stderr, directory and environment, and
-runs the same entry point the client would have run (``entry.main``). So:
+reads anything: the interpreter, deja's modules, DuckDB's library and
+instance, the catalog, the Parquet footers. The server pays that once.
+
+The main process imports what the served commands import, opens no database,
+and listens. It forks *warm processes* (``warm_main``): each keeps a DuckDB
+connection and the live store open from one request to the next
+(``read.keep_open``: sessions, docs and the commands in memory, footers
+cached, reopened as soon as the catalog's files change). A request goes to an
+idle warm process; when every one is busy (two agents, a slow search), to a
+copy forked for it from the main process, which starts with everything
+imported and nothing open. Either way the request runs the entry point the
+client would have run (``entry.main``) on the client's own stdin, stdout and
+stderr (sent over the socket as descriptors), in its directory and
+environment. So:
 
 * answers are the in-process answers, byte for byte, by construction;
-* every request opens the store as it is now: a new index generation, a
-  packet just captured, a half-written run (never read: the catalog says what
-  is live) are seen exactly as a fresh process sees them, and a busy writer
-  blocks no one;
-* requests run side by side (two agents, the CLI), and one slow or crashed
-  request holds nothing else;
-* the server's own memory stays what it was after start-up, whatever the
-  requests did (each copy exits).
+* every request sees the store as it is now: a new index generation, a packet
+  just captured, a half-written run (never read: the catalog says what is
+  live), as a fresh process sees them, and a busy writer blocks no one;
+* requests run side by side, and one slow or crashed request holds nothing else;
+* memory stays flat: a warm process leaves after ``WARM_REQUESTS`` requests
+  or past ``WARM_MB`` resident, and the main process forks a fresh one.
 
-The server keeps no DuckDB database open: a fork must not copy a database's
-threads and locks (it opens and closes one at start-up, which pays DuckDB's
-one-time start-up for every copy). It listens on a Unix socket in a private folder (0700,
-socket 0600, and only its own user's connections are served: SO_PEERCRED),
-exits after ``DEJA_SERVE_IDLE`` seconds without a request (default 30
-minutes), when its socket is taken away, or when a client runs other code
-(an upgrade: the client then starts a new one).
+The socket is in a private folder (0700, socket 0600), and only its own
+user's connections are served (SO_PEERCRED). The server exits after
+``DEJA_SERVE_IDLE`` seconds without a request (default 30 minutes), when its
+socket is taken away, and when its code changes (a client of other code, or
+any of its files edited: checked between requests): the next client starts
+a server of the new code.
 """
 
 from __future__ import annotations
@@ -41,6 +47,11 @@ import time
 from deja.pipeline import serve_client as client
 
 IDLE_S = 30 * 60
+WARM = 2  # warm processes at most (DEJA_SERVE_WARM): one, and another when a request finds it busy
+WARM_REQUESTS = 5000  # a warm process leaves after this many requests …
+WARM_MB = 200  # … or past this many MB resident (DEJA_SERVE_WARM_MB): memory stays flat
+CODE_CHECK_S = 1.0
+MAX_REQUEST = 8 << 20  # longer requests are refused (the client then runs the command itself)
 
 
 def serve(env=os.environ) -> int:
@@ -120,6 +131,16 @@ def _preload() -> None:
             pass
 
 
+class Warm:
+    """The main process's handle on one warm process: its end of their
+    socket pair, and the client connection it is answering (None: idle)."""
+
+    def __init__(self, pid: int, sock: socket.socket):
+        self.pid, self.sock = pid, sock
+        self.conn: socket.socket | None = None
+        self.stopping = False  # its client left: the command was interrupted
+
+
 class Server:
     inode = None
 
@@ -127,14 +148,22 @@ class Server:
         self.listener, self.path = listener, path
         Server.inode = os.stat(path).st_ino
         self.idle = float(env.get("DEJA_SERVE_IDLE") or IDLE_S)
-        self.code = client.code_hash()
+        self.max_warm = _int(env.get("DEJA_SERVE_WARM"), WARM)
+        self.code = client.code_key()  # what clients send: equal, or they run other code
+        self.full = client.code_hash()  # every file: an edit in place, seen between requests
+        self.checked = time.monotonic()
         self.started = time.time()
         self.last = time.monotonic()
         self.requests = 0
+        self.warm_requests = 0
         self.failed = 0
+        self.stale = False
         self.running: dict[int, socket.socket] = {}  # forked copy → its client's connection
         self.stopping: set[int] = set()  # copies whose client left: told to stop
+        self.warm: list[Warm] = []
         self.uid = os.getuid()
+
+    # ------------------------------------------------------------------ the loop
 
     def loop(self) -> int:
         wake_r, wake_w = os.pipe()
@@ -142,16 +171,26 @@ class Server:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        self.wake = wake_r
         try:
+            if self.max_warm:
+                self.spawn_warm()
             while True:
+                busy = bool(self.running) or any(w.conn for w in self.warm)
                 left = self.idle - (time.monotonic() - self.last)
-                if left <= 0 and not self.running:
+                if (left <= 0 or self.stale) and not busy:
                     return 0
                 waiting = [c for pid, c in self.running.items() if pid not in self.stopping]
+                waiting += [w.conn for w in self.warm if w.conn is not None and not w.stopping]
+                socks = [w.sock for w in self.warm]
+                ears = [wake_r, *socks, *waiting] + ([] if self.stale else [self.listener])
                 try:
-                    ready, _, _ = select.select([self.listener, wake_r, *waiting], [], [], max(0.05, min(left, 30.0)))
+                    ready, _, _ = select.select(ears, [], [], max(0.05, min(left, 1.0)))
                 except InterruptedError:
                     ready = []
+                for w in list(self.warm):
+                    if w.sock in ready:
+                        self.warm_said(w)
                 for conn in waiting:
                     if conn in ready:
                         self.client_left(conn)
@@ -161,11 +200,14 @@ class Server:
                     except BlockingIOError:
                         pass
                 self.reap()
-                if self.listener in ready:
+                if self.listener in ready and not self.stale:
                     self.accept()
                 if not self.still_ours():
                     return 0
+                self.check_code()
         finally:
+            for w in self.warm:
+                w.sock.close()  # a warm process whose main is gone leaves
             signal.set_wakeup_fd(-1)
             os.close(wake_r)
             os.close(wake_w)
@@ -177,8 +219,84 @@ class Server:
         except OSError:
             return False
 
+    def check_code(self) -> None:
+        """Once a second, between requests: has any file of deja changed (an
+        edit in place, which a folder's time does not show)? Then this
+        server's code is stale: it stops listening and leaves."""
+        if time.monotonic() - self.checked < CODE_CHECK_S:
+            return
+        self.checked = time.monotonic()
+        if client.code_hash() != self.full:
+            self.go_stale()
+
+    def go_stale(self) -> None:
+        self.stale = True
+        try:
+            if self.still_ours():
+                os.unlink(self.path)  # the next client finds no server and starts one of its code
+        except OSError:
+            pass
+
+    # ------------------------------------------------------------------ the processes
+
+    def spawn_warm(self) -> None:
+        """Fork a warm process: it keeps DuckDB and the live store open from one
+        request to the next (this process never opens a database: its forks
+        must not copy one)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                self.close_inherited()
+                warm_main(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.warm.append(Warm(pid, ours))
+
+    def close_inherited(self) -> None:
+        """In a forked process: the listener, the other processes' sockets and
+        every client connection are the main process's, not this one's."""
+        self.listener.close()
+        for w in self.warm:
+            w.sock.close()
+            if w.conn is not None:
+                w.conn.close()
+        for c in self.running.values():
+            c.close()
+
+    def warm_said(self, w: Warm) -> None:
+        """A warm process finished a request (``exit N``), or died."""
+        try:
+            msg = w.sock.recv(64)
+        except OSError:
+            msg = b""
+        if msg.startswith(b"exit "):
+            if w.conn is not None:
+                self.failed += msg != b"exit 0"
+                self.answer(w.conn, msg.decode("ascii", "replace") + "\n")
+                w.conn, w.stopping = None, False
+            return
+        # gone: it left to give its memory back, or crashed; its client hears "exit 1"
+        # (a hook's client still exits 0) and the next request has a fresh one
+        self.warm.remove(w)
+        w.sock.close()
+        if w.conn is not None:
+            self.failed += 1
+            self.answer(w.conn, "exit 1\n")
+        if not self.stale and len(self.warm) < 1 and self.max_warm:
+            self.spawn_warm()
+
+    def answer(self, conn: socket.socket, line: str) -> None:
+        try:
+            conn.sendall(line.encode())
+        except OSError:
+            pass
+        conn.close()
+
     def reap(self) -> None:
-        while self.running:
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -188,14 +306,10 @@ class Server:
             conn = self.running.pop(pid, None)
             self.stopping.discard(pid)
             if conn is None:
-                continue
+                continue  # a warm process: its socket said so
             code = os.waitstatus_to_exitcode(status)
             self.failed += code != 0
-            try:
-                conn.sendall(f"exit {code if code >= 0 else 128 - code}\n".encode())
-            except OSError:
-                pass
-            conn.close()
+            self.answer(conn, f"exit {code if code >= 0 else 128 - code}\n")
 
     def client_left(self, conn: socket.socket) -> None:
         """A client closed its connection before its command ended (killed,
@@ -210,10 +324,13 @@ class Server:
         for pid, c in self.running.items():
             if c is conn:
                 self.stopping.add(pid)
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except OSError:
-                    pass
+                _kill(pid, signal.SIGTERM)
+        for w in self.warm:
+            if w.conn is conn:
+                w.stopping = True
+                _kill(w.pid, signal.SIGINT)  # the command stops; the process serves on
+
+    # ------------------------------------------------------------------ a request
 
     def accept(self) -> None:
         try:
@@ -226,17 +343,29 @@ class Server:
                 conn.close()
                 return
             conn.settimeout(1.0)
-            req = json.loads(_receive_line(conn))
-            if req.get("status"):
-                conn.sendall(json.dumps(self.report()).encode() + b"\n")
+            head = _receive_line(conn)
+            if head.startswith(b"{"):  # deja doctor, tests: the server's report
+                req = json.loads(head)
+                if req.get("status"):
+                    conn.sendall(json.dumps(self.report()).encode() + b"\n")
+                else:  # a client of older code, speaking JSON
+                    conn.sendall(b"stale\n")
                 conn.close()
                 return
-            if req.get("code") != self.code:
+            proto, _, size = head.strip().partition(b" ")
+            if proto != client.PROTOCOL or not size.isdigit() or int(size) > MAX_REQUEST:
+                conn.sendall(b"stale\n")  # another protocol: another deja's client
+                conn.close()
+                return
+            req = client.decode_request(_receive_exactly(conn, int(size)))
+            # the compiled hook client (hooks/client.c) cannot know the
+            # package's code key and sends none: the server looks at its own
+            if req["code"] != self.code and (req["code"] or client.code_key() != self.code):
                 # the client runs other code (deja was upgraded or edited): it
                 # answers itself and starts a server of its own code
                 conn.sendall(b"stale\n")
                 conn.close()
-                self.idle = 0
+                self.go_stale()
                 return
             conn.sendall(b"go\n")
             _, fds, _, _ = socket.recv_fds(conn, 1, 3)
@@ -245,12 +374,20 @@ class Server:
                 return
             self.last = time.monotonic()
             self.requests += 1
+            idle = next((w for w in self.warm if w.conn is None), None)
+            if idle is not None and self.warm_sends(idle, req, fds):
+                conn.sendall(f"ok {idle.pid} warm\n".encode())
+                idle.conn = conn
+                self.warm_requests += 1
+                return
             pid = os.fork()
             if pid == 0:
                 self.child(conn, fds, req)  # never returns
             conn.sendall(f"ok {pid}\n".encode())
             self.running[pid] = conn
-        except (OSError, ValueError, TypeError, AttributeError):
+            if idle is None and len(self.warm) < self.max_warm and not self.stale:
+                self.spawn_warm()  # every warm process was busy: one more for next time
+        except (OSError, ValueError, TypeError, AttributeError, IndexError):
             conn.close()
         finally:
             for fd in fds:
@@ -258,6 +395,14 @@ class Server:
                     os.close(fd)
                 except OSError:
                     pass
+
+    def warm_sends(self, w: Warm, req: dict, fds: list[int]) -> bool:
+        """Hand a request and the client's descriptors to a warm process."""
+        try:
+            socket.send_fds(w.sock, [json.dumps(req).encode()], fds)
+            return True
+        except OSError:  # too big for one message, or the process is gone: a fork answers
+            return False
 
     def same_user(self, conn: socket.socket) -> bool:
         try:
@@ -272,63 +417,173 @@ class Server:
         code = 1
         try:
             signal.set_wakeup_fd(-1)
-            for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE, signal.SIGINT):
+            for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
-            signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as Python's own start-up sets it
-            self.listener.close()
             conn.close()
-            for i, fd in enumerate(fds):
-                os.dup2(fd, i)
-                os.close(fd)
-            os.environ.clear()
-            os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
-            try:
-                os.chdir(req.get("cwd") or "/")
-            except OSError:
-                os.chdir(os.environ.get("HOME") or "/")
-            sys.stdin = open(0, "r", encoding=sys.stdin.encoding or "utf-8", errors="surrogateescape", closefd=False)
-            sys.stdout = open(1, "w", encoding=sys.stdout.encoding or "utf-8", errors="strict", closefd=False)
-            sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-            argv = [str(a) for a in req.get("argv") or []]
-            sys.argv = ["deja", *argv]
-            client.IN_SERVER = True  # this copy answers; it never asks a server itself
-            from deja.pipeline import entry
-
-            entry._ENTRY = True  # a process's own entry point: it may leave by os._exit
-            if os.environ.get("DEJA_FAULT_SLOW"):  # tests: a command still running when its client dies
-                time.sleep(float(os.environ["DEJA_FAULT_SLOW"]))
-            entry.main(argv)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except BaseException:
-            code = 1
+            self.close_inherited()
+            code = run_command(req, fds, entry_point=True)
         finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except Exception:
-                pass
             os._exit(code)
 
     def report(self) -> dict:
         from deja.pipeline.usage import version
 
+        pids = [os.getpid(), *(w.pid for w in self.warm)]
         return {"pid": os.getpid(), "version": version(), "code": self.code,
                 "uptime_s": round(time.time() - self.started, 1), "rss_mb": rss_mb(os.getpid()),
-                "requests": self.requests, "failed": self.failed, "running": len(self.running),
+                "warm": [{"pid": w.pid, "rss_mb": rss_mb(w.pid), "busy": w.conn is not None} for w in self.warm],
+                "pss_mb": round(sum(pss_mb(p) or 0 for p in pids), 1),
+                "requests": self.requests, "warm_requests": self.warm_requests, "failed": self.failed,
+                "running": len(self.running) + sum(w.conn is not None for w in self.warm),
                 "idle_exit_s": self.idle, "socket": self.path}
 
 
+def warm_main(sock: socket.socket) -> None:
+    """A warm process: request after request from the main process, each run
+    as a forked copy would run it (``run_command``), on a DuckDB connection
+    and a live store kept open between them (stages/store/read.py: reopened
+    when the catalog changes). It leaves when its main process does, and
+    after ``WARM_REQUESTS`` requests or past ``WARM_MB`` resident, to give its
+    memory back: the main process starts another."""
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGCHLD, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # only a running command is interrupted
+    from deja.stages.store import read
+
+    read.keep_open(True)
+    _BASE["env"] = dict(os.environ)
+    limit_mb = _int(os.environ.get("DEJA_SERVE_WARM_MB"), WARM_MB)
+    served = 0
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 18, 3)
+        except OSError:
+            return
+        if not msg:
+            return  # the main process is gone
+        code = 1
+        try:
+            req = json.loads(msg)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            code = run_command(req, fds, entry_point=False)
+        except BaseException:
+            code = 1
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _settle()
+        try:
+            sock.send(f"exit {code}".encode())
+        except OSError:
+            return
+        served += 1
+        if served >= WARM_REQUESTS or (rss_mb(os.getpid()) or 0) > limit_mb:
+            return
+
+
+def run_command(req: dict, fds: list[int], entry_point: bool) -> int:
+    """Become the client for one command: its descriptors as 0, 1 and 2, its
+    environment, directory and arguments; run ``entry.main``; its exit status.
+    ``entry_point``: a forked copy, which exits after this one command."""
+    code = 1
+    try:
+        for i, fd in enumerate(fds):
+            os.dup2(fd, i)
+            os.close(fd)
+        fds.clear()
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
+        try:
+            os.chdir(req.get("cwd") or "/")
+        except OSError:
+            os.chdir(os.environ.get("HOME") or "/")
+        _stdio()
+        argv = [str(a) for a in req.get("argv") or []]
+        sys.argv = ["deja", *argv]
+        client.IN_SERVER = True  # this process answers; it never asks a server itself
+        from deja.pipeline import entry
+
+        entry._ENTRY = entry_point  # a forked copy may leave by os._exit; a warm process must not
+        if os.environ.get("DEJA_FAULT_SLOW"):  # tests: a command still running when its client dies
+            time.sleep(float(os.environ["DEJA_FAULT_SLOW"]))
+        entry.main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+    return code
+
+
+def _stdio() -> None:
+    sys.stdin = open(0, "r", encoding="utf-8", errors="surrogateescape", closefd=False)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="strict", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+
+
+_BASE: dict = {}
+
+
+def _settle() -> None:
+    """After a warm request: the client's descriptors let go (its stdout must
+    reach its end now: the agent reads until then), and the process as it was
+    before the request: its environment, directory, colours."""
+    if not _BASE:
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    for i in range(3):
+        os.dup2(null, i)
+    os.close(null)
+    _stdio()
+    os.environ.clear()
+    os.environ.update(_BASE["env"])
+    os.chdir("/")
+    cli_common = sys.modules.get("deja.pipeline.cli_common")
+    if cli_common is not None:
+        cli_common.set_color("auto")
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+def _int(value, default: int) -> int:
+    try:
+        return int(value) if value not in (None, "") else default
+    except ValueError:
+        return default
+
+
+def _receive_exactly(conn: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        data = conn.recv(min(1 << 20, n - len(buf)))
+        if not data:
+            raise ValueError("short request")
+        buf += data
+    return bytes(buf)
+
+
 def _receive_line(conn: socket.socket) -> bytes:
-    """One request line (JSON)."""
+    """The request's first line: a JSON status request, or the protocol's head."""
     buf = b""
     while not buf.endswith(b"\n"):
-        data = conn.recv(1 << 16)
+        data = conn.recv(1)
         if not data:
             break
         buf += data
-        if len(buf) > 8 << 20:
+        if len(buf) > 4096:
             raise ValueError("request too long")
     return buf
 
@@ -344,4 +599,17 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
-__all__ = ["serve", "rss_mb"]
+def pss_mb(pid: int) -> float | None:
+    """Proportional set size: a page shared by the main and the warm
+    processes (forked, so most are) counted once over all of them."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+__all__ = ["serve", "rss_mb", "pss_mb"]

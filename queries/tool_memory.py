@@ -46,10 +46,10 @@ def past_runs(live, norm: str) -> list[tuple]:
             # literal range lets DuckDB skip row groups outside it; the text is
             # compared here, where it costs nothing per row
             ids = [h[0] for h in hits]
-            keys = [k for (k,) in live.con.execute(
+            keys = [] if live.in_memory("command") else [k for (k,) in live.con.execute(
                 f"SELECT session_key FROM sessions WHERE ord IN (SELECT unnest({sql_list(sorted({h[1] for h in hits}))}))"
             ).fetchall()]
-            rows = live.con.execute(cols.format(live.records_of(keys)) + f" AND record_id BETWEEN {min(ids)} AND "
+            rows = live.con.execute(cols.format(live.records_of(keys, role="command")) + f" AND record_id BETWEEN {min(ids)} AND "
                                     f"{max(ids)} AND record_id IN (SELECT unnest({sql_list(ids)}))").fetchall()
     if rows is None:
         rows = live.con.execute(cols.format("records") + " AND (lower(text) = ? OR starts_with(lower(text), ?))",

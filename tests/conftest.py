@@ -36,6 +36,9 @@ class Home:
             "HOME": str(self.home),
             "DEJA_INDEX_DIR": str(self.index),
             "PATH": os.environ.get("PATH", ""), "DEJA_SERVE": "off",
+            # `deja install` compiles the hook client when it finds a compiler: only the
+            # tests about it (tests/test_serve.py) pay for that
+            "DEJA_HOOK_CLIENT": "off",
             "LANG": "C.UTF-8",
             # a query refreshes the store first; tests that are not about that keep it still
             "DEJA_NO_REFRESH": "1",

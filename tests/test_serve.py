@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -322,3 +323,148 @@ def test_show_on_a_terminal_runs_in_process(served):
     assert _status(served)["requests"] == before
     piped = _run(served, "show", S1[:8])
     assert piped.returncode == 0 and _status(served)["requests"] == before + 1
+
+
+# ---------------------------------------------------------------- warm processes
+
+
+def test_requests_are_answered_by_a_warm_process_that_stays(served):
+    """The server keeps a warm process (DuckDB and the live store open)
+    between requests: one after the other, the same process answers."""
+    _run(served, "search", "pool")
+    _started(served)
+    want = _run(served, "search", "--json", "connection", "pool", DEJA_SERVE="off").stdout
+    before = _status(served)
+    for _ in range(3):
+        assert _run(served, "search", "--json", "connection", "pool").stdout == want
+    after = _status(served)
+    assert after["warm_requests"] == before["warm_requests"] + 3
+    assert [w["pid"] for w in after["warm"]] == [w["pid"] for w in before["warm"]]
+
+
+def test_a_dead_warm_process_is_replaced(served):
+    _run(served, "search", "pool")
+    warm = _started(served)["warm"][0]["pid"]
+    os.kill(warm, signal.SIGKILL)
+    assert _wait(lambda: warm not in [w["pid"] for w in _status(served)["warm"]], 10)
+    off = _run(served, "search", "--json", "pool", DEJA_SERVE="off")
+    assert _run(served, "search", "--json", "pool").stdout == off.stdout
+    assert _wait(lambda: bool(_status(served)["warm"]), 10)
+    assert _run(served, "search", "--json", "pool").stdout == off.stdout
+
+
+def test_a_warm_process_past_its_memory_gives_way_to_a_fresh_one(served):
+    """Resident memory stays flat: a warm process past DEJA_SERVE_WARM_MB
+    leaves after its answer and the server forks a fresh one."""
+    _run(served, "search", "pool", DEJA_SERVE_WARM_MB="1")
+    first = _started(served)["warm"][0]["pid"]
+    off = _run(served, "search", "--json", "pool", DEJA_SERVE="off")
+    assert _run(served, "search", "--json", "pool").stdout == off.stdout
+    assert _wait(lambda: first not in [w["pid"] for w in _status(served)["warm"]], 10)
+    assert _run(served, "search", "--json", "pool").stdout == off.stdout
+
+
+def test_a_busy_warm_process_leaves_the_next_request_to_a_fork(served):
+    """One slow request does not hold the others: while the warm process is
+    busy, the next request is answered by a copy forked for it."""
+    _run(served, "search", "pool", DEJA_SERVE_WARM="1")
+    _started(served)
+    slow = subprocess.Popen(deja_cmd() + ["search", "pool"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(served.env, DEJA_FAULT_SLOW="30"))
+    try:
+        assert _wait(lambda: _status(served)["running"] == 1, 10)
+        off = _run(served, "search", "--json", "pool", DEJA_SERVE="off")
+        t = time.monotonic()
+        assert _run(served, "search", "--json", "pool").stdout == off.stdout
+        assert time.monotonic() - t < 20
+    finally:
+        slow.kill()
+        slow.wait()
+
+
+# ---------------------------------------------------------------- the compiled hook client
+
+needs_cc = pytest.mark.skipif(not any(shutil.which(c) for c in ("cc", "gcc", "clang")), reason="no C compiler")
+
+
+@pytest.fixture
+def wired(served):
+    """`deja install claude` with the hook client built: the launcher the agent runs."""
+    (served.home / ".claude").mkdir(exist_ok=True)
+    out = served.run("install", "claude", extra_env={"DEJA_HOOK_CLIENT": "on"})
+    assert "hook client built" in out.stdout + out.stderr
+    launcher = served.home / ".config" / "deja" / "bin" / "deja-hook"
+    assert os.access(launcher.with_name("deja-client"), os.X_OK)
+    return served, launcher
+
+
+def _hook(home: Home, launcher: Path, hook: str, stdin: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([str(launcher), hook], input=stdin, env=dict(home.env, **env), capture_output=True,
+                          text=True, timeout=60, cwd=home.home)
+
+
+@needs_cc
+def test_the_hook_client_is_served_with_the_in_process_bytes(wired):
+    home, launcher = wired
+    _run(home, "search", "pool")
+    _started(home)
+    for args, stdin in CASES:
+        if args[0].startswith("hook-") and stdin:
+            _hook(home, launcher, args[0], stdin.replace("$live", "warm"), DEJA_SERVE="off")
+    before = _status(home)["requests"]
+    hooks = [(a[0], s) for a, s in CASES if a[0].startswith("hook-")]
+    for i, (hook, stdin) in enumerate(hooks):
+        off = _hook(home, launcher, hook, stdin.replace("$live", f"off-{i}"), DEJA_SERVE="off")
+        on = _hook(home, launcher, hook, stdin.replace("$live", f"on-{i}"))
+        assert (on.returncode, on.stdout, on.stderr) == (off.returncode, off.stdout, off.stderr), hook
+    assert _status(home)["requests"] == before + len(hooks)
+
+
+@needs_cc
+def test_the_hook_client_without_a_server_runs_deja_which_starts_one(wired):
+    home, launcher = wired
+    assert _status(home) is None
+    off = _hook(home, launcher, "hook-prompt", PROMPT.replace("$live", "a"), DEJA_SERVE="off")
+    on = _hook(home, launcher, "hook-prompt", PROMPT.replace("$live", "b"))
+    assert on.stdout == off.stdout and on.returncode == 0
+    assert _started(home)["pid"]
+    # DEJA_SERVE=off: deja in-process, and no server asked
+    _stop(home)
+    _hook(home, launcher, "hook-prompt", PROMPT.replace("$live", "c"), DEJA_SERVE="off")
+    time.sleep(1.0)
+    assert _status(home) is None
+
+
+@needs_cc
+def test_the_hook_client_leaves_a_hung_server_for_deja_in_time(wired):
+    home, launcher = wired
+    path = _socket(home)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(8)
+    try:
+        off = _hook(home, launcher, "hook-prompt", PROMPT.replace("$live", "a"), DEJA_SERVE="off")
+        t = time.monotonic()
+        on = _hook(home, launcher, "hook-prompt", PROMPT.replace("$live", "b"), DEJA_SERVE_START="0")
+        assert on.stdout == off.stdout and on.returncode == 0
+        assert time.monotonic() - t < 30
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
+
+
+@needs_cc
+def test_the_hook_client_passes_other_commands_to_deja(wired):
+    home, launcher = wired
+    proc = subprocess.run([str(launcher), "--version"], env=dict(home.env), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("deja ")
+
+
+@needs_cc
+def test_doctor_and_uninstall_know_the_hook_client(wired):
+    home, launcher = wired
+    assert json.loads(_run(home, "doctor", "--json").stdout)["server"]["hook_client"] == "built"
+    assert "hook client built" in _run(home, "doctor").stdout
+    home.run("uninstall", "claude")
+    assert not launcher.exists() and not launcher.with_name("deja-client").exists()

@@ -22,6 +22,9 @@ from .layout import ALL_BUCKETS, LATE_SESSION_COLUMNS
 from .catalog import Busy, Store
 
 
+HOT_ROLES = ("command",)
+
+
 class LiveStore:
     """The live Parquet files and the in-memory connection whose views read them."""
 
@@ -35,6 +38,8 @@ class LiveStore:
         self.any_rejected = states is None or "rejected" in states
         self.records_view = records_view  # the `records` view exists (see records_source)
         self.damaged: list[str] = []  # parts left out: a query met them torn, missing or unreadable
+        self.hot = False  # the small datasets are tables in memory (a warm server's store, open_live)
+        self._hot: set[str] = set()  # the tables of one role's records made so far (records_of)
 
     def tolerant(self, fn):
         """``fn()``, run again without each damaged part it meets."""
@@ -67,7 +72,8 @@ class LiveStore:
                 paths.remove(part)
         self.part_keys.pop(part, None)
         self.damaged.append(part)
-        _views(self.con, self.files, self.records_view)
+        self._hot.clear()
+        _views(self.con, self.files, self.records_view, self.hot)
 
     def damage_notice(self) -> str | None:
         """One line for stderr naming the damaged parts met, and what repairs them."""
@@ -88,11 +94,26 @@ class LiveStore:
         wanted = {f"bucket={b:02d}" for b in buckets} | {f"bucket={ALL_BUCKETS}"}
         return [f for f in self.files.get("postings", []) if f.rsplit("/", 2)[-2] in wanted]
 
-    def records_of(self, keys) -> str:
+    def in_memory(self, role: str | None) -> bool:
+        """This role's records are (or will be, on first use) a table in memory:
+        ``records_of`` ignores the sessions then."""
+        return self.hot and role in HOT_ROLES and self.has("records")
+
+    def records_of(self, keys, role: str | None = None) -> str:
         """A FROM source for the records of these sessions that opens only the
         parts holding them. Every part costs a footer read, and a fetch by id
         decompresses each part's text whole (DuckDB prunes row groups by ranges,
-        not by id lists): a few sessions' snippets read a few parts, not all."""
+        not by id lists): a few sessions' snippets read a few parts, not all.
+        ``role``: the caller reads only that role's records; a hot store keeps
+        the commands in memory (short, and every shell command's hook looks
+        its command up)."""
+        if self.in_memory(role):
+            name = "hot_" + role
+            if name not in self._hot:
+                self.tolerant(lambda: self.con.execute(
+                    f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM records WHERE role = '{role}'"))
+                self._hot.add(name)
+            return name
         keys = set(keys)
         every = self.files.get("records", [])
         parts = [f for f in every if (held := self.part_keys.get(f)) is None or not keys.isdisjoint(held)]
@@ -122,6 +143,31 @@ class Damaged(Exception):
     """A part no query can do without (sessions) is damaged: one line, what repairs it."""
 
 
+# The warm server's processes (pipeline/serve.py) keep the live store open
+# between requests: the views bound, Parquet footers cached, on the process's
+# shared connection. It is reopened when the catalog's files change (a run
+# committed, a promote, a forget): parts are immutable, so the same catalog
+# means the same live store.
+_kept: dict = {"on": False}
+
+
+def keep_open(on: bool) -> None:
+    """Keep the live store of the shared connection open between requests."""
+    _kept.clear()
+    _kept["on"] = on
+
+
+def _catalog_key(store: Store) -> tuple:
+    key = [str(store.root)]
+    for path in (store.catalog_path, store.catalog_path.with_name(store.catalog_path.name + ".wal")):
+        try:
+            st = os.stat(path)
+            key.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            key.append(None)
+    return tuple(key)
+
+
 def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None = None,
               attached: bool = False, records_view: bool = True) -> LiveStore:
     """The live store as views on one in-memory DuckDB connection.
@@ -138,6 +184,16 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
     store = Store(root)
     if not store.exists():
         raise NoIndex(f"no index at {root}; run `deja index` first")
+    key = None
+    if _kept["on"] and con is not None and duck.is_shared(con):
+        key = _catalog_key(store)  # (read before the catalog: a commit in between means a reopen next time)
+        kept = _kept.get("live")
+        if kept is not None and _kept.get("key") == key and kept.con is con:
+            if attached:
+                con.execute("DETACH cat")
+            return kept
+        _kept.pop("live", None)
+        records_view = True  # bound once for every request that follows
     con = con or duck.connect()
     if not attached:
         attach_catalog(con, store, retries)
@@ -164,38 +220,41 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
     if lifecycle:
         con.executemany("INSERT INTO lifecycle VALUES (?, ?, ?, ?)", lifecycle)
     live = LiveStore(store.root, files, con, part_keys, {r[1] for r in lifecycle}, records_view)
-    live.tolerant(lambda: _views(con, files, records_view))  # a view binds its parts' footers now
+    live.hot = key is not None
+    live.tolerant(lambda: _views(con, files, records_view, live.hot))  # a view binds its parts' footers now
+    if key is not None:
+        _kept.update(live=live, key=key)
     return live
 
 
-def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool) -> None:
-    """The views of the live parts: sessions, deletes, docs, vocab and (``records_view``) records."""
+def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool, hot: bool = False) -> None:
+    """The views of the live parts: sessions, deletes, docs, vocab and (``records_view``) records.
+    ``hot``: the small datasets are read into memory instead (a warm server's
+    process, which answers request after request from them); records stay Parquet."""
+    kind = "TABLE" if hot else "VIEW"
+
+    def define(name: str, select: str) -> None:
+        con.execute(f"CREATE OR REPLACE {kind} {name} AS {select}")
+
     sessions = files.get("sessions", [])
     if sessions:
-        con.execute(f"CREATE OR REPLACE VIEW sessions AS SELECT * FROM read_parquet({_list(sessions)})")
-        have = {d[0] for d in con.execute("SELECT * FROM sessions LIMIT 0").description}
-        late = [f"NULL::{t} AS {c}" for c, t in LATE_SESSION_COLUMNS if c not in have]
-        if late:  # a part from before these columns (until the next run rewrites it)
-            con.execute(f"CREATE OR REPLACE VIEW sessions AS SELECT *, {', '.join(late)} "
-                        f"FROM read_parquet({_list(sessions)})")
+        have = {d[0] for d in con.execute(f"SELECT * FROM read_parquet({_list(sessions)}) LIMIT 0").description}
+        # a part from before the late columns has NULLs for them (until the next run rewrites it)
+        late = "".join(f", NULL::{t} AS {c}" for c, t in LATE_SESSION_COLUMNS if c not in have)
+        define("sessions", f"SELECT *{late} FROM read_parquet({_list(sessions)})")
     else:
-        con.execute("CREATE OR REPLACE VIEW sessions AS SELECT NULL::VARCHAR AS session_key, NULL::INTEGER AS ord WHERE false")
+        define("sessions", "SELECT NULL::VARCHAR AS session_key, NULL::INTEGER AS ord WHERE false")
     deletes = files.get("deletes", [])
-    if deletes:
-        con.execute(f"CREATE OR REPLACE VIEW deletes AS SELECT record_id FROM read_parquet({_list(deletes)})")
-    else:
-        con.execute("CREATE OR REPLACE VIEW deletes AS SELECT NULL::BIGINT AS record_id WHERE false")
+    define("deletes", f"SELECT record_id FROM read_parquet({_list(deletes)})" if deletes
+           else "SELECT NULL::BIGINT AS record_id WHERE false")
     docs = files.get("docs", [])
-    if docs:
-        con.execute(f"CREATE OR REPLACE VIEW docs AS SELECT * FROM read_parquet({_list(docs)})")
-    else:
-        con.execute("CREATE OR REPLACE VIEW docs AS SELECT NULL::BIGINT AS record_id, NULL::INTEGER AS session, "
-                    "NULL::TINYINT AS role, NULL::INTEGER AS rec_len WHERE false")
+    define("docs", f"SELECT * FROM read_parquet({_list(docs)})" if docs else
+           "SELECT NULL::BIGINT AS record_id, NULL::INTEGER AS session, NULL::TINYINT AS role, NULL::INTEGER AS rec_len WHERE false")
     vocab = files.get("vocab", [])
     if vocab:
-        con.execute(f"CREATE OR REPLACE VIEW vocab AS SELECT * FROM read_parquet({_list(vocab)})")
+        define("vocab", f"SELECT * FROM read_parquet({_list(vocab)})")
     else:
-        con.execute("DROP VIEW IF EXISTS vocab")
+        con.execute(f"DROP {kind} IF EXISTS vocab")
     records = files.get("records", [])
     if records and records_view:
         con.execute(f"CREATE OR REPLACE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")

@@ -1,0 +1,261 @@
+/* deja-client: the hooks' way into the warm server (deja serve), compiled by
+ * `deja install` beside the hook launcher when a C compiler is at hand.
+ *
+ * A hook is paid for on every prompt and every tool call. Python's own start
+ * costs more than a warm answer takes, so the launcher runs this program
+ * first: it speaks the Python client's protocol (pipeline/serve_client.py),
+ * hands the server its stdin, stdout and stderr, and exits when the server's
+ * process has answered. Whenever it cannot be served (no server, a hung or
+ * babbling one, one of other code, DEJA_SERVE=off, a command that is not a
+ * hook) it becomes `deja` itself, with the same arguments and its stdin
+ * untouched: $DEJA_REAL, the executable the launcher found.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define ACK_MS 500 /* as serve_client.ACK_S */
+
+static char **args;
+
+static void fallback(void) {
+    const char *real = getenv("DEJA_REAL");
+    if (real && *real) {
+        args[0] = (char *)real;
+        execv(real, args);
+    }
+    _exit(0); /* no deja to run: a hook prints nothing and never fails the agent */
+}
+
+static const char *HOOKS[] = {"hook-context", "hook-prompt", "hook-tool", "hook-tool-after",
+                              "hook-precompact", NULL};
+
+static int is_hook(const char *a) {
+    for (int i = 0; HOOKS[i]; i++)
+        if (strcmp(a, HOOKS[i]) == 0) return 1;
+    return 0;
+}
+
+static uint64_t fnv(const char *s, size_t n) {
+    uint64_t h = 0xCBF29CE484222325ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001B3ULL;
+    }
+    return h;
+}
+
+/* serve_client.socket_path, letter for letter */
+static int socket_path(char *out, size_t size) {
+    const char *home = getenv("HOME");
+    const char *index = getenv("DEJA_INDEX_DIR");
+    char key[4096];
+    int n = snprintf(key, sizeof key, "%s%c%s", home ? home : "", 0, index ? index : "");
+    if (n < 0 || (size_t)n >= sizeof key) return -1;
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fnv(key, (size_t)n));
+    hex[12] = 0;
+    char dir[4096];
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    struct stat st;
+    if (xdg && *xdg && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) && access(xdg, W_OK) == 0) {
+        n = snprintf(dir, sizeof dir, "%s/deja", xdg);
+    } else {
+        const char *h = home;
+        if (!h || !*h) {
+            struct passwd *pw = getpwuid(getuid());
+            h = pw ? pw->pw_dir : "";
+        }
+        const char *cache = getenv("XDG_CACHE_HOME");
+        if (cache && *cache)
+            n = snprintf(dir, sizeof dir, "%s/deja/run", cache);
+        else
+            n = snprintf(dir, sizeof dir, "%s/.cache/deja/run", h);
+    }
+    if (n < 0 || (size_t)n >= sizeof dir) return -1;
+    n = snprintf(out, size, "%s/s-%s.sock", dir, hex);
+    if (n < 0 || (size_t)n >= size) return -1;
+    if (strlen(out) > 100) { /* a deep HOME: the temp dir, as Python's tempfile.gettempdir() picks it */
+        const char *tmp = NULL;
+        const char *cands[] = {getenv("TMPDIR"), getenv("TEMP"), getenv("TMP"), "/tmp", "/var/tmp", "/usr/tmp", NULL};
+        for (int i = 0; cands[i] || i < 3; i++) {
+            if (cands[i] && *cands[i] && access(cands[i], W_OK | X_OK) == 0) {
+                tmp = cands[i];
+                break;
+            }
+        }
+        if (!tmp) return -1;
+        n = snprintf(out, size, "%s/deja-%u/s-%s.sock", tmp, (unsigned)getuid(), hex);
+        if (n < 0 || (size_t)n >= size) return -1;
+    }
+    return 0;
+}
+
+static int wait_readable(int fd, int ms) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r;
+    do {
+        r = poll(&p, 1, ms);
+    } while (r < 0 && errno == EINTR);
+    return r > 0;
+}
+
+/* one reply line, without its newline; "" on silence, garbage or a timeout */
+static void read_line(int fd, char *buf, size_t size, int ms) {
+    size_t n = 0;
+    buf[0] = 0;
+    while (n + 1 < size) {
+        if (ms >= 0 && !wait_readable(fd, ms)) {
+            buf[0] = 0;
+            return;
+        }
+        ssize_t got = read(fd, buf + n, 1);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        if (buf[n] == '\n') {
+            buf[n] = 0;
+            return;
+        }
+        n++;
+    }
+    buf[n] = 0;
+    if (n + 1 >= size) buf[0] = 0;
+}
+
+static int send_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static volatile pid_t target;
+static volatile int warm;
+
+static void forward(int sig) {
+    if (target > 0) kill(target, warm ? SIGINT : sig);
+}
+
+int main(int argc, char **argv) {
+    args = argv;
+    const char *off = getenv("DEJA_SERVE");
+    if (argc < 2 || !is_hook(argv[1])) fallback();
+    if (off && (!strcasecmp(off, "off") || !strcmp(off, "0") || !strcasecmp(off, "no") || !strcasecmp(off, "false")))
+        fallback();
+    char path[4096];
+    if (socket_path(path, sizeof path) != 0) fallback();
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) fallback();
+    strcpy(addr.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) fallback();
+    if (connect(s, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        close(s);
+        fallback(); /* deja itself starts a server for next time */
+    }
+    /* the request: DEJA2 <length>\n, then NUL-separated fields (serve_client.encode_request);
+       an empty code key: the server checks that its own code is current */
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) {
+        const char *h = getenv("HOME");
+        snprintf(cwd, sizeof cwd, "%s", h ? h : "/");
+    }
+    size_t len = 0;
+    char nargs[32];
+    snprintf(nargs, sizeof nargs, "%d", argc - 1);
+    len += 1 + strlen(cwd) + 1 + strlen(nargs);
+    for (int i = 1; i < argc; i++) len += 1 + strlen(argv[i]);
+    for (char **e = environ; *e; e++) len += 1 + strlen(*e);
+    char head[64];
+    int hn = snprintf(head, sizeof head, "DEJA2 %zu\n", len);
+    char *msg = malloc((size_t)hn + len + 1);
+    if (!msg) fallback();
+    char *p = msg;
+    memcpy(p, head, (size_t)hn);
+    p += hn;
+    /* code key: empty */
+    *p++ = 0;
+    p = stpcpy(p, cwd) + 1;
+    p = stpcpy(p, nargs);
+    for (int i = 1; i < argc; i++) {
+        *p++ = 0;
+        p = stpcpy(p, argv[i]);
+    }
+    for (char **e = environ; *e; e++) {
+        *p++ = 0;
+        p = stpcpy(p, *e);
+    }
+    if (send_all(s, msg, (size_t)(p - msg)) != 0) {
+        close(s);
+        fallback();
+    }
+    free(msg);
+    char line[256];
+    read_line(s, line, sizeof line, ACK_MS);
+    if (strcmp(line, "go") != 0) { /* stale, garbage or silence: nothing ran */
+        close(s);
+        fallback();
+    }
+    int fds[3] = {0, 1, 2};
+    char byte = 'F';
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof fds)];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(c), fds, sizeof fds);
+    ssize_t sent;
+    do {
+        sent = sendmsg(s, &mh, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent != 1) {
+        close(s);
+        fallback();
+    }
+    read_line(s, line, sizeof line, ACK_MS);
+    if (strncmp(line, "ok ", 3) != 0) {
+        close(s);
+        fallback();
+    }
+    /* the command runs, writing to our stdout: wait for its end, passing on
+       the signals meant for it (a warm process is only ever interrupted) */
+    char *end;
+    long pid = strtol(line + 3, &end, 10);
+    warm = strstr(end, "warm") != NULL;
+    target = (pid_t)pid;
+    struct sigaction sa = {.sa_handler = forward};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    read_line(s, line, sizeof line, -1);
+    close(s);
+    return 0; /* a hook never fails the agent, whatever its status */
+}

@@ -95,6 +95,8 @@ def run(payload: dict, out: c.Output, once: bool = False) -> None:
     env = os.environ
     sid = c.session_id(payload)
     cwd = c.project_cwd(payload, env)
+    if not may_say(kind, what, cwd, env):
+        raise c.Silent("no history")
     project = c.project_name(cwd)
     ledger = c.Ledger(c.index_root(env), sid)
     live = c.open_warm(env)
@@ -116,6 +118,33 @@ def run(payload: dict, out: c.Output, once: bool = False) -> None:
         raise c.Silent("nothing to say")
     out.emit("PreToolUse", line)
     ledger.add("tool:" + c.fingerprint(line))
+
+
+def may_say(kind: str, what: str, cwd: str, env) -> bool:
+    """False when the store has no history this hook could name, known from
+    the history map (stages/store/history_map.py) without DuckDB: the common
+    case, a command or a file never seen, costs a small read. True when the
+    map is missing or out of date."""
+    from deja.stages.store import history_map
+
+    known = history_map.load(c.index_root(env))
+    if known is None:
+        return True
+    if kind == "command":
+        norm = normalise(what)
+        from deja.stages.work_records import program_of
+
+        return known.may_have_command(norm) or could_be_missing(program_of(norm))
+    return known.notes or known.may_have_file(os.path.basename(_absolute(what, cwd)))
+
+
+def _absolute(path: str, cwd: str) -> str:
+    return os.path.normpath(os.path.join(cwd, path)) if not os.path.isabs(path) and cwd else path
+
+
+def could_be_missing(prog: str) -> bool:
+    """A program name this machine does not have (missing_program may name it)."""
+    return bool(prog) and bool(re.fullmatch(r"[\w.+-]+", prog)) and not shutil.which(prog)
 
 
 def command_facts(live, command: str, project: str):
@@ -163,7 +192,7 @@ def command_history(live, norm: str, runs: list[tuple]) -> str:
 
 def missing_program(live, prog: str) -> str:
     """A program this machine has never had, named from two sightings."""
-    if not prog or not re.fullmatch(r"[\w.+-]+", prog) or shutil.which(prog):
+    if not could_be_missing(prog):
         return ""
     from deja.queries.tool_memory import not_found_sightings
 
@@ -195,8 +224,7 @@ def file_facts(live, path: str, cwd: str, project: str):
 
 
 def file_history(live, path: str, cwd: str, project: str) -> str:
-    if not os.path.isabs(path) and cwd:
-        path = os.path.normpath(os.path.join(cwd, path))
+    path = _absolute(path, cwd)
     base = os.path.basename(path)
     if not base:
         return ""

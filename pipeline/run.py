@@ -29,7 +29,7 @@ from deja.pipeline.sessions import build_sessions, project_names
 from deja.stages import normalize
 from deja.stages.policy import drop_filter
 from deja.stages.sources import harnesses, locate, projects
-from deja.stages.store import config, duck, index_state, write
+from deja.stages.store import config, duck, history_map, index_state, write
 from deja.stages.store.catalog import Store
 from deja.stages.store.compact import MAX_PARTS, compact, needs_compaction
 from deja.stages.store.config import CONTENT_VERSION
@@ -97,6 +97,8 @@ class Run:
         self.merge_chunk = bound_memory(self.con, store.root, env)
         self.summary = Summary()
         self.new_parts: list[tuple[str, str, int]] = []  # (dataset, rel path, rows)
+        self.history = None  # the history map sealed for the catalog this run started from (stages/store/history_map.py)
+        self.history_added = False  # this run's keys are in it
         self.done: list[FileOutput] = []
         self.compact_due = False
         self.batch: ArrowBatch | ListBatch | None = None
@@ -411,6 +413,11 @@ class Run:
                  kept_faults(old, out), out.edge_hash or None]
             )
         self.write_sessions()
+        # what the tool hook may skip DuckDB for, with this run's keys, before the commit
+        history_map.add(self.store.root, self.con, [str(self.store.root / r) for d, r, _ in self.new_parts if d == "records"],
+                        [str(self.store.root / r) for d, r, _ in self.new_parts if d == "sessions"], self.history,
+                        ([], []) if self.rebuild else (self.live["records"], self.live["sessions"]))
+        self.history_added = True
         change = index_state.RunCommit(
             generation=self.gen, next_record_id=self.next_record_id, rebuild=self.rebuild, dropped=list(dropped or []),
             new_parts=self.new_parts, facts=self.store.part_facts(self.con, self.new_parts), sizes=self.sizes,
@@ -539,9 +546,14 @@ def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progr
     with store.writer_lock(wait, notice=notice):
         run = None
         try:
+            history = None if rebuild else history_map.load(store.root)  # (before the run opens the catalog)
             store.init(con)
             run = Run(store, env, rebuild, progress, con, prune_gone)
-            return run.execute()
+            run.history = history
+            summary = run.execute()
+            if history is not None or run.history_added:  # (a map this run did not vouch for stays unsealed)
+                history_map.seal(store.root)  # the catalog as this run left it (committed, compacted, detached)
+            return summary
         except Exception as exc:
             if not disk_full(exc):
                 raise

@@ -42,11 +42,13 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
     if not store.exists():
         return None
     sources = locate.sources(env, problems)  # (first: no DuckDB needed, which may still be warming up)
-    from deja.stages.store.read import Damaged, attach_catalog
+    from deja.stages.store.read import Damaged, attach_catalog, keeping
 
     from deja.stages.store import duck
 
     con = duck.shared() if con is None else con
+    if not check_disk and keeping():
+        return _pending_warm(store, con, sources)
     cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error"]
     if check_disk:  # `deja index`: a same-size, same-mtime rewrite is checked for (manifest.edge_hash)
         cols.append("edge_hash")
@@ -81,6 +83,35 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
     if check_disk and not actions:  # only `deja index` cleans up after a killed run; queries need not look
         clean = current and store.parquet_files() == live
     return actions, sessions, clean
+
+
+def _pending_warm(store: Store, con, sources) -> tuple[list[mf.Action], int, bool] | None:
+    """``pending`` for a query in a warm server's process: the manifest is read
+    from the catalog once per catalog state (stages/store/read.per_catalog),
+    and only the files on disk are looked at again."""
+    from deja.stages.store import duck
+    from deja.stages.store.read import Damaged, attach_catalog, per_catalog
+
+    cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error", "gone_at"]
+
+    def manifest() -> dict:
+        attach_catalog(con, store, retries=3)
+        try:
+            try:
+                rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
+                names = cols
+            except duck.BinderException:  # a catalog from before gone_at
+                rows = con.execute(f"SELECT {', '.join(cols[:-1])} FROM cat.manifest").fetchall()
+                names = cols[:-1]
+        finally:
+            con.execute("DETACH cat")
+        return {r[0]: dict(zip(names, r)) for r in rows}
+
+    try:
+        known = per_catalog(store, "manifest", manifest)
+    except (Busy, Damaged, duck.Error):
+        return None
+    return [a for a in mf.plan(sources, known, verify=False) if a.kind != mf.SKIP], 0, True
 
 
 def _catalog_current(con) -> bool:

@@ -210,6 +210,15 @@ class SessionRanker:
             # part by two roles' snippets) parses its footer once
             con.execute("SET parquet_metadata_cache = true")
             made, fill = load_sql("search_tables").replace("$project_rule", project_match.named()).split(";\n", 1)
+            # a warm server's store keeps the last search's session and record
+            # tables while the next asks for the same roles and filters
+            same = (self.roles, q.harness, q.project, q.since_ms, q.session)
+            if self.store.hot and self.store.memo.get("q_tables") == same:
+                con.execute(fill)
+                self._loaded = set()
+                self._stats = self.store.memo["q_stats"]
+                return self.load(tokens)
+            self.store.memo.pop("q_tables", None)
             con.execute(made, {"harness": q.harness, **project_match.named_params(q.project), "since": q.since_ms,
                                "session": q.session})
             con.execute(fill)
@@ -225,6 +234,8 @@ class SessionRanker:
             self._loaded = set()
             n, avgdl = con.execute("SELECT count(*), avg(dl) FROM q_sessions").fetchone()
             self._stats = (n, float(avgdl or 20.0))
+            if self.store.hot:
+                self.store.memo.update(q_tables=same, q_stats=self._stats)
         new = sorted(set(tokens) - self._loaded)
         if new:
             self._loaded.update(new)

@@ -59,24 +59,22 @@ def snippets(store: LiveStore, roles: tuple[int, ...], ords: list[int], groups: 
 
 
 def _texts_sql(store: LiveStore, best: list[tuple[int, int, int | None]], keys: list[str], ords: list[int]) -> str:
-    """The query for the best records' texts. Parts keep each role in row
-    groups of their own: with the records' roles (the ranking returns
-    them), each role is read only from the parts of the sessions whose
-    best records have it, so a part whose best record was said does not
-    decompress its tool output."""
+    """The query for the best records' texts: one scan of the parts of the
+    sessions that hold them (each part opened costs a reader's start, which
+    at a dozen parts is most of the fetch). Parts keep each role in row
+    groups of their own: with the records' roles (the ranking returns them),
+    the row groups of the other roles are skipped by their statistics, so a
+    part whose best records were said does not decompress its tool output."""
+    ids = [rid for _, rid, _ in best]
     if any(role is None for _, _, role in best):
         return duck.inline(f"SELECT record_id, text FROM {store.records_of(keys)} "
-                           "WHERE record_id IN (SELECT unnest($ids))", ids=[rid for _, rid, _ in best])
+                           "WHERE record_id IN (SELECT unnest($ids))", ids=ids)
     key_of = dict(zip(ords, keys))
-    per_role: dict[int, tuple[list[int], set[str]]] = {}
-    for o, rid, role in best:
-        got = per_role.setdefault(role, ([], set()))
-        got[0].append(rid)
-        got[1].add(key_of.get(o, ""))
-    return " UNION ALL ".join(
-        duck.inline(f"SELECT record_id, text FROM {store.records_of(sessions)} "
-                    f"WHERE role = '{role_name(role)}' AND record_id IN (SELECT unnest($ids))", ids=rids)
-        for role, (rids, sessions) in sorted(per_role.items()))
+    holding = {key_of.get(o, "") for o, _, _ in best}
+    roles = sorted({role_name(role) for _, _, role in best})
+    return duck.inline(f"SELECT record_id, text FROM {store.records_of(holding)} "
+                       "WHERE role IN (SELECT unnest($roles)) AND record_id IN (SELECT unnest($ids))",
+                       roles=roles, ids=ids)
 
 
 def _collect(rows, pick) -> dict[int, list[str]]:

@@ -27,13 +27,28 @@ IDENTIFIERS = frozenset({
 REACH = 8192
 
 
+# Texts already shown, and how: an answer repeats its names and titles, and
+# a warm server (pipeline/serve.py) shows the same sessions request after
+# request. The rules are code, so a text is always shown the same way.
+_SEEN: dict[str, str] = {}
+SEEN_MAX, SEEN_LEN = 8192, 2048  # entries kept (then forgotten at once), and the longest text kept
+
+
 def shown(text: str) -> str:
     """``text`` under the current redaction rules."""
     if not text:
         return text
+    got = _SEEN.get(text)
+    if got is not None:
+        return got
     from .redact import redact
 
-    return redact(text)[0]
+    out = redact(text)[0]
+    if len(text) <= SEEN_LEN:
+        if len(_SEEN) >= SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[text] = out
+    return out
 
 
 def shown_head(text: str, limit: int) -> str:

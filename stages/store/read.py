@@ -40,6 +40,7 @@ class LiveStore:
         self.damaged: list[str] = []  # parts left out: a query met them torn, missing or unreadable
         self.hot = False  # the small datasets are tables in memory (a warm server's store, open_live)
         self._hot: set[str] = set()  # the tables of one role's records made so far (records_of)
+        self.memo: dict = {}  # what queries keep of this store between requests (a hot store only)
 
     def tolerant(self, fn):
         """``fn()``, run again without each damaged part it meets."""
@@ -157,6 +158,27 @@ def keep_open(on: bool) -> None:
     _kept["on"] = on
 
 
+def keeping() -> bool:
+    """This process keeps the live store open between requests (a warm server's)."""
+    return _kept["on"]
+
+
+def per_catalog(store: Store, name: str, compute):
+    """In a process that keeps the store open: ``compute()``'s value, computed
+    again only when the catalog's files change (what a query reads of the
+    catalog itself, like the manifest). Elsewhere, simply ``compute()``."""
+    if not _kept["on"]:
+        return compute()
+    key = _catalog_key(store)
+    memo = _kept.setdefault("memo", {})
+    got = memo.get(name)
+    if got is not None and got[0] == key:
+        return got[1]
+    value = compute()
+    memo[name] = (key, value)
+    return value
+
+
 def _catalog_key(store: Store) -> tuple:
     key = [str(store.root)]
     for path in (store.catalog_path, store.catalog_path.with_name(store.catalog_path.name + ".wal")):
@@ -187,10 +209,10 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
     key = None
     if _kept["on"] and con is not None and duck.is_shared(con):
         key = _catalog_key(store)  # (read before the catalog: a commit in between means a reopen next time)
+        con.execute("DETACH DATABASE IF EXISTS cat")  # (the freshness check may have left it attached, or not)
+        attached = False
         kept = _kept.get("live")
         if kept is not None and _kept.get("key") == key and kept.con is con:
-            if attached:
-                con.execute("DETACH cat")
             return kept
         _kept.pop("live", None)
         records_view = True  # bound once for every request that follows

@@ -68,6 +68,8 @@ def main() -> None:
     ap.add_argument("index", type=Path)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--cwd")
+    ap.add_argument("--soak", type=int, default=0,
+                    help="then N more requests (every hook and a search, in turn), the server's memory every N/10")
     ap.add_argument("--prompt", default="why does the integration test time out when the database pool is exhausted?")
     args = ap.parse_args()
     index = args.index.expanduser().resolve()
@@ -122,6 +124,8 @@ def main() -> None:
         times.sort()
         p90 = times[min(len(times) - 1, int(round(0.9 * (len(times) - 1))))]
         print(f"{name:<30} {statistics.median(times):>6.1f}ms {p90:>6.1f}ms {times[0]:>6.1f}ms  {answered}/{len(times)}")
+    if args.soak:
+        soak(args.soak, payloads, served, client, ledger)
     last = serve_down(served) or {}
     warm = last.get("warm") or []
     print(f"\nserver: {last.get('rss_mb')} MB resident (main) + {len(warm)} warm "
@@ -129,6 +133,32 @@ def main() -> None:
           f"after {last.get('requests')} requests")
     if not client:
         print("(no C compiler: the hook client rows are missing)")
+
+
+def soak(n: int, payloads: dict, env: dict, client: str | None, ledger: list[Path]) -> None:
+    """The server's resident memory over ``n`` requests: it must stay flat (a
+    warm process past its limit gives way to a fresh one)."""
+    from bench.bench_index import serve_status
+
+    jobs = [(name.split()[0], json.dumps(p).encode()) for name, p in payloads.items()]
+    print(f"\nsoak: {n} requests; the server's memory (main + warm, RSS; all, proportional):")
+    t0 = time.perf_counter()
+    for i in range(n):
+        sub, data = jobs[i % (len(jobs) + 1)] if i % (len(jobs) + 1) < len(jobs) else ("search", None)
+        if i % 50 == 0:
+            for p in ledger:
+                p.unlink(missing_ok=True)
+        if sub == "search":
+            subprocess.run(deja() + ["search", "--json", "connection", "pool", "timeout"], env=env, capture_output=True)
+        else:
+            subprocess.run(([client] if client else deja()) + [sub], input=data, capture_output=True,
+                           env=dict(env, DEJA_REAL=deja()[0]))
+        if (i + 1) % max(1, n // 10) == 0:
+            st = serve_status(env) or {}
+            warm = st.get("warm") or []
+            print(f"  {i + 1:>6} requests  {time.perf_counter() - t0:6.0f} s  main {st.get('rss_mb')} MB  "
+                  f"warm {[w.get('rss_mb') for w in warm]} MB  all {st.get('pss_mb')} MB proportional  "
+                  f"(served {st.get('requests')}, warm {st.get('warm_requests')}, failed {st.get('failed')})")
 
 
 def hook_client() -> str | None:

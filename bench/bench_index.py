@@ -102,6 +102,17 @@ def serve_down(env: dict) -> dict | None:
     return got
 
 
+def _spawned(rollout: Path) -> bool:
+    """A Codex rollout whose session_meta names the thread that spawned it."""
+    with open(rollout, "rb") as fh:
+        try:
+            meta = json.loads(fh.readline()).get("payload") or {}
+        except ValueError:
+            return False
+    source = meta.get("source") if isinstance(meta, dict) else None
+    return isinstance(source, dict) and "subagent" in source
+
+
 def timed(cmd: list[str], env: dict) -> tuple[float, int, str]:
     """(wall seconds, peak RSS of the child in MB, stdout)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -207,13 +218,25 @@ def main() -> None:
 
     if "append" in only:
         rng = random.Random(7)
-        files = sorted((src / "claude" / "projects").rglob("*.jsonl")) + sorted((src / "codex" / "sessions").rglob("*.jsonl"))
+        # sessions a person continues: not a subagent's transcript (Claude's agent-*.jsonl,
+        # a Codex thread its session_meta says a subagent spawned), which deja leaves
+        # out unless DEJA_INCLUDE_SUBAGENTS=1; the real profile has both
+        files = [f for f in sorted((src / "claude" / "projects").rglob("*.jsonl")) if not f.name.startswith("agent-")]
+        files += [f for f in sorted((src / "codex" / "sessions").rglob("*.jsonl")) if not _spawned(f)]
+
+        def append(rng) -> str:
+            """A new turn appended to a random session (one with a turn to continue)."""
+            while True:
+                f = rng.choice(files)
+                try:
+                    return append_turn(str(f), "claude" if "/claude/" in str(f) else "codex")["marker"]
+                except ValueError:  # no user or assistant line to continue (a summary-only file)
+                    continue
+
         scratch = work / "live"
         idx_t, total_t = [], []
         for i in range(max(3, args.runs)):
-            f = rng.choice(files)
-            harness = "claude" if "/claude/" in str(f) else "codex"
-            marker = append_turn(str(f), harness)["marker"]
+            marker = append(rng)
             t0 = time.perf_counter()
             timed(deja() + ["index"], env)
             t1 = time.perf_counter()
@@ -230,8 +253,7 @@ def main() -> None:
         timed(deja() + ["search", "--json", "warm", "up"], served)
         found_t = []
         for i in range(max(3, args.runs)):
-            f = rng.choice(files)
-            marker = append_turn(str(f), "claude" if "/claude/" in str(f) else "codex")["marker"]
+            marker = append(rng)
             t0 = time.perf_counter()
             _, _, out = timed(deja() + ["search", "--json", marker], served)
             found_t.append(time.perf_counter() - t0)

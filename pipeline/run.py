@@ -33,7 +33,7 @@ from deja.stages.store import config, duck, history_map, index_state, write
 from deja.stages.store.catalog import Store
 from deja.stages.store.compact import MAX_PARTS, compact, needs_compaction
 from deja.stages.store.config import CONTENT_VERSION
-from deja.stages.store.limits import WORKERS, bound_memory
+from deja.stages.store.limits import WORKERS, bound_memory, release
 from deja.stages.store.purge import purge_records
 
 # Reads bigger than this go to worker processes (both cores); smaller ones,
@@ -542,6 +542,7 @@ def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progr
     env = os.environ if env is None else env
     store = store or Store(config.index_dir(env))
     wait = config.lock_wait_seconds(env) if lock_wait is None else lock_wait
+    lent = con is not None  # the caller's connection: it gets its settings back (limits.release)
     con = con if con is not None else duck.connect()
     with store.writer_lock(wait, notice=notice):
         run = None
@@ -561,6 +562,9 @@ def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progr
             if not committed and getattr(run, "parts", None) is not None:
                 store.discard(set(run.parts))  # the live parts the run started from
             raise DiskFull(store.root, committed) from exc
+        finally:
+            if lent:
+                release(con)
 
 
 class DiskFull(Exception):

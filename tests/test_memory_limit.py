@@ -126,3 +126,32 @@ def test_a_merge_cut_into_key_ranges_writes_what_one_sort_writes(tmp_path):
         a = con.execute(f"SELECT {cols} FROM read_parquet(?)", [str(tmp_path / f"{name}-ranges.parquet")]).fetchall()
         b = con.execute(f"SELECT {cols} FROM read_parquet(?)", [str(tmp_path / f"{name}-one.parquet")]).fetchall()
         assert a == b, name
+
+
+def test_a_run_on_a_borrowed_connection_gives_its_settings_back(tmp_path):
+    """A search ingests an appended turn on the process's own connection (a
+    warm server's, which answers request after request on it): the run's
+    memory limit, spill folder, threads and unkept insertion order end with it."""
+    from conftest import Home, claude_assistant, claude_user, write_jsonl
+    from deja.pipeline.run import run_index
+    from deja.stages.store import duck
+
+    home = Home(tmp_path)
+    sid = "cccc0000-0000-4000-8000-00000000000c"
+    path = home.claude_file(sid)
+    write_jsonl(path, [claude_user(sid, "why is the pool exhausted?", "2026-03-04T10:00:00.000Z", "u1")])
+    home.run("index")
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(__import__("json").dumps(claude_assistant(
+            sid, [{"type": "text", "text": "every worker holds a connection"}], "2026-03-04T10:00:30.000Z", "a1",
+            msg_id="msg_a1")) + "\n")
+    con = duck.connect()
+    names = ("memory_limit", "temp_directory", "preserve_insertion_order", "threads")
+
+    def settings() -> dict:
+        return {n: con.execute(f"SELECT current_setting('{n}')").fetchone()[0] for n in names}
+
+    before = settings()
+    run_index(dict(home.env, DEJA_MEMORY_LIMIT="16MB"), con=con)
+    assert settings() == before
+    assert home.search("worker", "connection")["hits"]

@@ -29,3 +29,14 @@ def bound_memory(con, root: Path, env: Mapping[str, str] | None = None) -> int:
     con.execute("SET preserve_insertion_order = false")
     con.execute(f"SET threads = {threads}")
     return limit // (8 * threads)
+
+
+def release(con) -> None:
+    """Undo ``bound_memory`` on a connection that outlives the run: the process's
+    shared one, which a search or a warm server's next queries go on using (with
+    insertion order not kept, a table made in order would not keep it)."""
+    for name in ("memory_limit", "temp_directory", "preserve_insertion_order", "threads"):
+        try:
+            con.execute(f"RESET {name}")
+        except Exception:  # (a connection the run's failure left unusable: nothing to keep)
+            pass

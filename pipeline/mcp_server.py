@@ -279,8 +279,12 @@ def serve(env: Mapping[str, str] | None = None, stdin=None, stdout=None) -> None
     import anyio
 
     from deja.pipeline.access import environ
+    from deja.stages.store import read
 
     env = environ(env)
+    # one process serves many calls: the live store stays open between them
+    # and is reopened when the catalog changes, as in deja serve's warm processes
+    read.keep_open(True)
     anyio.run(_serve, env, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
 
 

@@ -9,6 +9,7 @@ none can outrank relevance.
 from __future__ import annotations
 
 import math
+import os
 import time
 
 from deja.stages.store import duck
@@ -63,22 +64,48 @@ def worn_lift(n: int) -> float:
 
 def worn_counts(root, now: float | None = None) -> dict[str, int]:
     """Session key → how often recall served it to an agent in the last WORN_DAYS,
-    read from the usage log beside the index in one pass (a bounded file)."""
-    from deja.stages.store.config import usage_log
-
-    try:
-        with open(usage_log(root), "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return {}
-    horizon = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((now or time.time()) - WORN_DAYS * 86400)).encode()
+    read from the usage log beside the index (a bounded file): in one pass,
+    or in a process that keeps the store open, only what was appended since."""
     from collections import Counter
 
-    # fixed offsets and bytes, no JSON parse: a full log is a few thousand lines on the hooks' path
-    # (an event names each session once: the hooks and the MCP server log distinct keys)
-    keys = b" ".join(line.rpartition(b'"sessions":"')[2].partition(b'"')[0] for line in data.splitlines()
-                     if line.startswith(_WORN_KINDS, 26) and line[6:25] >= horizon)
+    from deja.stages.store.config import usage_log
+    from deja.stages.store.read import keeping
+
+    events = _worn_events(usage_log(root), keeping())
+    if not events:
+        return {}
+    horizon = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((now or time.time()) - WORN_DAYS * 86400)).encode()
+    keys = b" ".join(k for t, k in events if t >= horizon)
     return {k.decode("utf-8", "replace"): n for k, n in Counter(keys.split()).items()}
+
+
+# a warm process's usage log as read so far: ((inode, head), bytes read, the worn events in them)
+_TAIL: dict = {}
+
+
+def _worn_events(path, incremental: bool) -> list[tuple[bytes, bytes]]:
+    """(time, session keys) of the log's recall and MCP events. Fixed offsets
+    and bytes, no JSON parse: a full log is a few thousand lines on the hooks'
+    path (an event names each session once: the hooks and the MCP server log
+    distinct keys). ``incremental``: keep what was read, and read only the
+    lines appended since (the log is only appended to; a rewrite or a
+    rotation, seen as another inode or another first line, starts over)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+            got = _TAIL.get(str(path)) if incremental else None
+            if got is None or got[0] != (os.fstat(fh.fileno()).st_ino, head):
+                got = ((os.fstat(fh.fileno()).st_ino, head), 0, [])
+            fh.seek(got[1])
+            data = fh.read()
+    except OSError:
+        return []
+    end = data.rfind(b"\n") + 1  # a line still being written is read next time
+    events = got[2] + [(line[6:25], line.rpartition(b'"sessions":"')[2].partition(b'"')[0])
+                       for line in data[:end].splitlines() if line.startswith(_WORN_KINDS, 26)]
+    if incremental:
+        _TAIL[str(path)] = (got[0], got[1] + end, events)
+    return events
 
 
 def freshness(updated_ms: int | None, now_ms: float) -> float:
@@ -109,10 +136,17 @@ class SessionRanker:
             self._worn = {}
             counts = worn_counts(self.store.root)
             if counts and self.store.has("sessions"):
-                rows = self.store.con.execute(
-                    "SELECT ord, session_key FROM sessions WHERE session_key IN (SELECT unnest(?::VARCHAR[]))",
-                    [sorted(counts)]).fetchall()
-                self._worn = {o: counts[k] for o, k in rows}
+                if self.store.hot:  # a warm store: every session's ord, once per catalog
+                    ords = self.store.memo.get("key_ord")
+                    if ords is None:
+                        ords = self.store.memo["key_ord"] = dict(self.store.con.execute(
+                            "SELECT session_key, ord FROM sessions").fetchall())
+                    self._worn = {ords[k]: n for k, n in counts.items() if k in ords}
+                else:
+                    rows = self.store.con.execute(
+                        "SELECT ord, session_key FROM sessions WHERE session_key IN (SELECT unnest(?::VARCHAR[]))",
+                        [sorted(counts)]).fetchall()
+                    self._worn = {o: counts[k] for o, k in rows}
         return self._worn
 
     def rank(self, groups: list[list[str]], need_and: bool, min_groups: int = 1, and_min: int | None = None,
@@ -241,8 +275,10 @@ class SessionRanker:
             self._loaded.update(new)
             files = self.store.postings_for_buckets({bucket_of(t) for t in new})
             if files:
+                # a literal IN list: the Parquet reader filters by it directly, where a
+                # list bound as a subquery became a semi join (twice the time)
                 con.execute(duck.inline(
                     "INSERT INTO q_postings SELECT p.token, p.record_id, d.session, p.tf, d.role, d.rec_len "
                     "FROM read_parquet($files) p JOIN q_docs d ON p.record_id = d.record_id "
-                    "WHERE p.token IN (SELECT unnest($tokens))", files=files, tokens=new))
+                    f"WHERE p.token IN ({duck.sql_list(new)[1:-1]})", files=files))
         return self._stats

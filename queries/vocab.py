@@ -8,6 +8,8 @@ the ladder (``queries/search.py``) ask again for free.
 
 from __future__ import annotations
 
+import bisect
+
 from deja.stages.stems import stem
 from deja.stages.store import duck
 from deja.stages.store.read import LiveStore
@@ -25,6 +27,22 @@ def _fuzzy_want(terms: list[str], vocab: dict) -> list[str]:
     return [t for t in terms if len(t) >= 4 and vocab["n"].get(t, 0) < FUZZY_COMMON]
 
 
+def _between_marks(marks: list[str] | None, stems: list[str]) -> str:
+    """``AND (rowid BETWEEN …)`` over the rows that can hold these stems, from
+    a hot vocabulary's marks (read.VOCAB_MARK: the stem of every n-th row of a
+    table in stem order); '' without marks."""
+    if not marks:
+        return ""
+    from deja.stages.store.read import VOCAB_MARK
+
+    spans = []
+    for s in stems:
+        # from the last mark before the stem to the first mark after it (a stem may span marks)
+        lo, hi = max(bisect.bisect_left(marks, s) - 1, 0), bisect.bisect_right(marks, s)
+        spans.append(f"rowid BETWEEN {lo * VOCAB_MARK} AND {hi * VOCAB_MARK}")
+    return f"AND ({' OR '.join(spans)}) "
+
+
 class Vocabulary:
     def __init__(self, store: LiveStore):
         self.store = store
@@ -40,10 +58,11 @@ class Vocabulary:
         stem → tokens; ``n``: every count known so far."""
         todo = sorted({stem(t) for t in terms} - set(self.stems))
         if todo and self.store.has("vocab"):
-            # a literal IN list: DuckDB skips the sorted vocabulary's row groups by it
+            # a literal IN list: DuckDB skips the sorted vocabulary's row groups by it;
+            # a warm store's table in memory, by the rows between its marks
             rows = self.store.con.execute(
                 f"SELECT token, stem, sum(n) FROM vocab WHERE stem IN ({duck.sql_list(todo)[1:-1]}) "
-                "GROUP BY token, stem").fetchall()
+                f"{_between_marks(self.store.vocab_marks, todo)}GROUP BY token, stem").fetchall()
             for t, st, n in rows:
                 self.stems.setdefault(st, []).append(t)
                 self.counts[t] = n

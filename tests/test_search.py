@@ -390,3 +390,45 @@ def test_a_pasted_page_of_words_ranks_without_overflow(corpus):
         assert all(r.best for r in ranked)
     finally:
         live.close()
+
+
+def test_a_warm_stores_vocabulary_finds_every_word_by_its_marks(tmp_path, monkeypatch):
+    """A warm server's vocabulary is a table in stem order with every n-th
+    stem kept aside; a lookup reads only the rows between two marks. Looked
+    up with marks every four rows (so stems span marks), every word and its
+    forms come back as a plain scan finds them."""
+    from conftest import Home, claude_assistant, claude_user, write_jsonl
+    from deja.queries.vocab import Vocabulary
+    from deja.stages.store import duck, read
+
+    home = Home(tmp_path)
+    words = ("retry retries retried retrying pool pooled pools pooling exhausted exhaust exhausting "
+             "migrate migration migrations index indexes indexed indexing tenant tenants scope scoped").split()
+    for i in range(6):
+        sid = f"{i:04d}0000-0000-4000-8000-00000000000{i}"
+        ts = f"2026-03-0{i + 1}T10:00:00.000Z"
+        write_jsonl(home.claude_file(sid), [
+            claude_user(sid, " ".join(words[i::2]) + f" word{i}x", ts, f"u{i}"),
+            claude_assistant(sid, [{"type": "text", "text": " ".join(words[i % 3::3])}], ts.replace(":00.000Z", ":30.000Z"),
+                             f"a{i}", msg_id=f"msg_{i}"),
+        ])
+    home.run("index")
+    monkeypatch.setattr(read, "VOCAB_MARK", 4)
+    plain = read.open_live(home.index)
+    assert plain.vocab_marks is None
+    read.keep_open(True)
+    try:
+        warm = read.open_live(home.index, con=duck.shared())
+        assert warm.hot and warm.vocab_marks and len(warm.vocab_marks) > 5
+        def found(store, terms) -> dict:  # (a stem's words come in no particular order)
+            v = Vocabulary(store).lookup(terms)
+            return dict(v, stems={k: sorted(w) for k, w in v["stems"].items()})
+
+        asked = words + ["word3x", "nowhere", "a", "zzzz"]
+        for i in range(0, len(asked), 3):
+            assert found(warm, asked[i:i + 3]) == found(plain, asked[i:i + 3])
+        got = found(warm, asked)
+        assert got == found(plain, asked) and got["exact"]["retried"] >= 1
+        assert got["stems"]["retri"] == ["retried", "retries", "retry", "retrying"]
+    finally:
+        read.keep_open(False)

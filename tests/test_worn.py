@@ -88,3 +88,39 @@ def test_stats_counts_the_mcp_servers_recalls(home):
     assert st["recall"]["mcp_calls"] == 3
     assert st["recall"]["recalls_served"] == 5 and st["recall"]["recall_sessions"] == 2
     assert "5 recalls served (3 through MCP)" in home.run("stats").stdout
+
+
+def test_a_warm_process_counts_from_what_was_appended_and_starts_over_after_a_trim(home, monkeypatch):
+    from deja.queries import rank
+    from deja.stages.store import read
+
+    def fresh() -> dict:  # what a process that reads the whole log finds
+        read.keep_open(False)
+        try:
+            return rank.worn_counts(home.index)
+        finally:
+            read.keep_open(True)
+
+    log = metric.log_path(home.index)
+    read.keep_open(True)
+    try:
+        _served(home, B, 3)
+        assert rank.worn_counts(home.index) == {f"claude:{B}": 3}
+        _served(home, A, 2)
+        assert rank.worn_counts(home.index) == fresh() == {f"claude:{B}": 3, f"claude:{A}": 2}
+        # a line still being written counts once it is whole
+        line = json.dumps({"t": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "kind": "mcp", "bytes": 1,
+                           "n": 1, "sessions": f"claude:{A}"}, separators=(",", ":")) + "\n"
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(line[:40])
+        assert rank.worn_counts(home.index)[f"claude:{A}"] == 2
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(line[40:])
+        assert rank.worn_counts(home.index)[f"claude:{A}"] == 3
+        # the log trimmed to its newest lines (a new file in its place): read again from its start
+        monkeypatch.setattr(metric, "LOG_TRIM_BYTES", 1)
+        monkeypatch.setattr(metric, "LOG_KEEP_LINES", 2)
+        _served(home, B, 1)
+        assert rank.worn_counts(home.index) == fresh() == {f"claude:{A}": 1, f"claude:{B}": 1}
+    finally:
+        read.keep_open(False)

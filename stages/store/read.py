@@ -23,6 +23,7 @@ from .catalog import Busy, Store
 
 
 HOT_ROLES = ("command",)
+VOCAB_MARK = 512  # a hot vocabulary's rows between two marks (a text-heavy 200 MB history: ~1,700 marks)
 
 
 class LiveStore:
@@ -41,6 +42,8 @@ class LiveStore:
         self.hot = False  # the small datasets are tables in memory (a warm server's store, open_live)
         self._hot: set[str] = set()  # the tables of one role's records made so far (records_of)
         self.memo: dict = {}  # what queries keep of this store between requests (a hot store only)
+        # a hot store's vocabulary: the stem of every VOCAB_MARK-th row (the table is in stem order)
+        self.vocab_marks: list[str] | None = None
 
     def tolerant(self, fn):
         """``fn()``, run again without each damaged part it meets."""
@@ -74,7 +77,7 @@ class LiveStore:
         self.part_keys.pop(part, None)
         self.damaged.append(part)
         self._hot.clear()
-        _views(self.con, self.files, self.records_view, self.hot)
+        self.vocab_marks = _views(self.con, self.files, self.records_view, self.hot)
 
     def damage_notice(self) -> str | None:
         """One line for stderr naming the damaged parts met, and what repairs them."""
@@ -243,16 +246,18 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
         con.executemany("INSERT INTO lifecycle VALUES (?, ?, ?, ?)", lifecycle)
     live = LiveStore(store.root, files, con, part_keys, {r[1] for r in lifecycle}, records_view)
     live.hot = key is not None
-    live.tolerant(lambda: _views(con, files, records_view, live.hot))  # a view binds its parts' footers now
+    live.vocab_marks = live.tolerant(lambda: _views(con, files, records_view, live.hot))  # a view binds its parts' footers now
     if key is not None:
         _kept.update(live=live, key=key)
     return live
 
 
-def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool, hot: bool = False) -> None:
+def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool,
+           hot: bool = False) -> list[str] | None:
     """The views of the live parts: sessions, deletes, docs, vocab and (``records_view``) records.
     ``hot``: the small datasets are read into memory instead (a warm server's
-    process, which answers request after request from them); records stay Parquet."""
+    process, which answers request after request from them); records stay
+    Parquet. Returns the vocabulary's marks (``LiveStore.vocab_marks``) of a hot store."""
     kind = "TABLE" if hot else "VIEW"
 
     def define(name: str, select: str) -> None:
@@ -273,7 +278,19 @@ def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_vi
     define("docs", f"SELECT * FROM read_parquet({_list(docs)})" if docs else
            "SELECT NULL::BIGINT AS record_id, NULL::INTEGER AS session, NULL::TINYINT AS role, NULL::INTEGER AS rec_len WHERE false")
     vocab = files.get("vocab", [])
-    if vocab:
+    marks = None
+    if vocab and hot:
+        # one row per word, in stem order, and every VOCAB_MARK-th row's stem
+        # kept aside: a lookup by stem reads the rows between two marks
+        # (Vocabulary.lookup), not the whole table (an index on it would cost
+        # a text-heavy history's vocabulary some 50 MB)
+        define("vocab", f"SELECT token, stem, sum(n)::BIGINT AS n FROM read_parquet({_list(vocab)}) "
+                        "GROUP BY token, stem ORDER BY stem, token")
+        marks = [m for (m,) in con.execute(
+            f"SELECT stem FROM vocab WHERE rowid % {VOCAB_MARK} = 0 ORDER BY rowid").fetchall()]
+        if any(a > b for a, b in zip(marks, marks[1:])):  # rows not in stem order: no ranges then
+            marks = None
+    elif vocab:
         define("vocab", f"SELECT * FROM read_parquet({_list(vocab)})")
     else:
         con.execute(f"DROP {kind} IF EXISTS vocab")
@@ -282,6 +299,7 @@ def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_vi
         con.execute(f"CREATE OR REPLACE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")
     else:
         con.execute("DROP VIEW IF EXISTS records")
+    return marks
 
 
 def _still_live(root: Path, path: str) -> bool:

@@ -27,19 +27,22 @@ def _fuzzy_want(terms: list[str], vocab: dict) -> list[str]:
     return [t for t in terms if len(t) >= 4 and vocab["n"].get(t, 0) < FUZZY_COMMON]
 
 
-def _between_marks(marks: list[str] | None, stems: list[str]) -> str:
+def _between_marks(marks: tuple[list[str], int] | None, stems: list[str]) -> str:
     """``AND (rowid BETWEEN …)`` over the rows that can hold these stems, from
     a hot vocabulary's marks (read.VOCAB_MARK: the stem of every n-th row of a
-    table in stem order); '' without marks."""
+    table in stem order, and how many rows they cover: rows added since, by an
+    appended turn's run, are read whole); '' without marks."""
     if not marks:
         return ""
     from deja.stages.store.read import VOCAB_MARK
 
+    stems_at, covered = marks
     spans = []
     for s in stems:
         # from the last mark before the stem to the first mark after it (a stem may span marks)
-        lo, hi = max(bisect.bisect_left(marks, s) - 1, 0), bisect.bisect_right(marks, s)
+        lo, hi = max(bisect.bisect_left(stems_at, s) - 1, 0), bisect.bisect_right(stems_at, s)
         spans.append(f"rowid BETWEEN {lo * VOCAB_MARK} AND {hi * VOCAB_MARK}")
+    spans.append(f"rowid >= {covered}")
     return f"AND ({' OR '.join(spans)}) "
 
 

@@ -419,7 +419,7 @@ def test_a_warm_stores_vocabulary_finds_every_word_by_its_marks(tmp_path, monkey
     read.keep_open(True)
     try:
         warm = read.open_live(home.index, con=duck.shared())
-        assert warm.hot and warm.vocab_marks and len(warm.vocab_marks) > 5
+        assert warm.hot and warm.vocab_marks and len(warm.vocab_marks[0]) > 5
         def found(store, terms) -> dict:  # (a stem's words come in no particular order)
             v = Vocabulary(store).lookup(terms)
             return dict(v, stems={k: sorted(w) for k, w in v["stems"].items()})
@@ -430,5 +430,46 @@ def test_a_warm_stores_vocabulary_finds_every_word_by_its_marks(tmp_path, monkey
         got = found(warm, asked)
         assert got == found(plain, asked) and got["exact"]["retried"] >= 1
         assert got["stems"]["retri"] == ["retried", "retries", "retry", "retrying"]
+    finally:
+        read.keep_open(False)
+
+
+def test_a_warm_store_takes_a_runs_new_parts_into_its_tables_as_a_fresh_open_reads_them(tmp_path):
+    """After an appended turn's run, a warm server's store adds the run's new
+    parts to the tables it holds instead of reading every part again: the
+    tables then hold what a fresh open of the same catalog holds, and the new
+    words are found (they follow the vocabulary's marked rows)."""
+    from conftest import Home, claude_assistant, claude_user, write_jsonl
+    from deja.queries.vocab import Vocabulary
+    from deja.stages.store import duck, read
+
+    home = Home(tmp_path)
+    sid = "dddd0000-0000-4000-8000-00000000000d"
+    path = home.claude_file(sid)
+    write_jsonl(path, [claude_user(sid, "the invoice export retries forever", "2026-03-04T10:00:00.000Z", "u1")])
+    home.run("index")
+
+    def tables(con) -> dict:
+        return {t: sorted(map(str, con.execute(f"SELECT * FROM {t}").fetchall()))
+                for t in ("sessions", "deletes", "docs", "vocab")}
+
+    read.keep_open(True)
+    try:
+        first = read.open_live(home.index, con=duck.shared())
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(__import__("json").dumps(claude_assistant(
+                sid, [{"type": "text", "text": "capped the quokkabackoff at five attempts"}],
+                "2026-03-04T10:00:30.000Z", "a1", msg_id="msg_a1")) + "\n")
+        home.run("index")
+        grown = read.open_live(home.index, con=duck.shared())
+        assert grown is not first and grown.hot
+        assert set(grown.files["docs"]) > set(first.files["docs"])  # the run added parts (not a rewrite)
+        got = tables(grown.con)
+        assert Vocabulary(grown).lookup(["quokkabackoff"])["exact"] == {"quokkabackoff": 1}
+        read.keep_open(True)  # forget the kept store; a new connection: a fresh open
+        duck._warm.pop("shared", None)
+        fresh = read.open_live(home.index, con=duck.shared())
+        assert tables(fresh.con) == got
+        assert home.search("quokkabackoff")["hits"]
     finally:
         read.keep_open(False)

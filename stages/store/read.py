@@ -42,8 +42,9 @@ class LiveStore:
         self.hot = False  # the small datasets are tables in memory (a warm server's store, open_live)
         self._hot: set[str] = set()  # the tables of one role's records made so far (records_of)
         self.memo: dict = {}  # what queries keep of this store between requests (a hot store only)
-        # a hot store's vocabulary: the stem of every VOCAB_MARK-th row (the table is in stem order)
-        self.vocab_marks: list[str] | None = None
+        # a hot store's vocabulary: the stem of every VOCAB_MARK-th row (the table is in stem
+        # order), and how many rows the marks cover (rows added since follow them)
+        self.vocab_marks: tuple[list[str], int] | None = None
 
     def tolerant(self, fn):
         """``fn()``, run again without each damaged part it meets."""
@@ -209,7 +210,7 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
     store = Store(root)
     if not store.exists():
         raise NoIndex(f"no index at {root}; run `deja index` first")
-    key = None
+    key = before = None
     if _kept["on"] and con is not None and duck.is_shared(con):
         key = _catalog_key(store)  # (read before the catalog: a commit in between means a reopen next time)
         con.execute("DETACH DATABASE IF EXISTS cat")  # (the freshness check may have left it attached, or not)
@@ -218,6 +219,8 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
         if kept is not None and _kept.get("key") == key and kept.con is con:
             return kept
         _kept.pop("live", None)
+        # the store of an earlier catalog: its tables stand where their parts are still live
+        before = kept if kept is not None and kept.con is con and kept.hot and not kept.damaged else None
         records_view = True  # bound once for every request that follows
     con = con or duck.connect()
     if not attached:
@@ -246,60 +249,91 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
         con.executemany("INSERT INTO lifecycle VALUES (?, ?, ?, ?)", lifecycle)
     live = LiveStore(store.root, files, con, part_keys, {r[1] for r in lifecycle}, records_view)
     live.hot = key is not None
-    live.vocab_marks = live.tolerant(lambda: _views(con, files, records_view, live.hot))  # a view binds its parts' footers now
+    try:  # (a view binds its parts' footers now)
+        live.vocab_marks = live.tolerant(lambda: _views(con, files, records_view, live.hot, before))
+    except duck.Error:
+        if before is None:
+            raise
+        live.vocab_marks = live.tolerant(lambda: _views(con, files, records_view, live.hot))  # read anew
     if key is not None:
         _kept.update(live=live, key=key)
     return live
 
 
 def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool,
-           hot: bool = False) -> list[str] | None:
+           hot: bool = False, before: "LiveStore | None" = None) -> tuple[list[str], int] | None:
     """The views of the live parts: sessions, deletes, docs, vocab and (``records_view``) records.
     ``hot``: the small datasets are read into memory instead (a warm server's
     process, which answers request after request from them); records stay
-    Parquet. Returns the vocabulary's marks (``LiveStore.vocab_marks``) of a hot store."""
+    Parquet. ``before``: the hot store this one follows on the same
+    connection: a dataset whose parts only grew (an appended turn's run adds
+    a part or two) gets the new parts' rows added to its table, not read again.
+    Returns a hot store's vocabulary marks (``LiveStore.vocab_marks``)."""
     kind = "TABLE" if hot else "VIEW"
-
-    def define(name: str, select: str) -> None:
-        con.execute(f"CREATE OR REPLACE {kind} {name} AS {select}")
-
-    sessions = files.get("sessions", [])
-    if sessions:
-        have = {d[0] for d in con.execute(f"SELECT * FROM read_parquet({_list(sessions)}) LIMIT 0").description}
-        # a part from before the late columns has NULLs for them (until the next run rewrites it)
-        late = "".join(f", NULL::{t} AS {c}" for c, t in LATE_SESSION_COLUMNS if c not in have)
-        define("sessions", f"SELECT *{late} FROM read_parquet({_list(sessions)})")
-    else:
-        define("sessions", "SELECT NULL::VARCHAR AS session_key, NULL::INTEGER AS ord WHERE false")
-    deletes = files.get("deletes", [])
-    define("deletes", f"SELECT record_id FROM read_parquet({_list(deletes)})" if deletes
-           else "SELECT NULL::BIGINT AS record_id WHERE false")
-    docs = files.get("docs", [])
-    define("docs", f"SELECT * FROM read_parquet({_list(docs)})" if docs else
-           "SELECT NULL::BIGINT AS record_id, NULL::INTEGER AS session, NULL::TINYINT AS role, NULL::INTEGER AS rec_len WHERE false")
-    vocab = files.get("vocab", [])
     marks = None
-    if vocab and hot:
-        # one row per word, in stem order, and every VOCAB_MARK-th row's stem
-        # kept aside: a lookup by stem reads the rows between two marks
-        # (Vocabulary.lookup), not the whole table (an index on it would cost
-        # a text-heavy history's vocabulary some 50 MB)
-        define("vocab", f"SELECT token, stem, sum(n)::BIGINT AS n FROM read_parquet({_list(vocab)}) "
-                        "GROUP BY token, stem ORDER BY stem, token")
-        marks = [m for (m,) in con.execute(
-            f"SELECT stem FROM vocab WHERE rowid % {VOCAB_MARK} = 0 ORDER BY rowid").fetchall()]
-        if any(a > b for a, b in zip(marks, marks[1:])):  # rows not in stem order: no ranges then
-            marks = None
-    elif vocab:
-        define("vocab", f"SELECT * FROM read_parquet({_list(vocab)})")
-    else:
-        con.execute(f"DROP {kind} IF EXISTS vocab")
+    for dataset in ("sessions", "deletes", "docs", "vocab"):
+        parts = files.get(dataset, [])
+        old = before.files.get(dataset, []) if before is not None else []
+        if hot and old and set(old) <= set(parts):
+            added = [p for p in parts if p not in set(old)]
+            if added:
+                con.execute(f"INSERT INTO {dataset} BY NAME SELECT {_HOT_COLUMNS[dataset]} "
+                            f"FROM read_parquet({_list(added)})")
+            if dataset == "vocab":
+                marks = before.vocab_marks  # (added rows follow the marked ones: Vocabulary.lookup reads them all)
+            continue
+        got = _define(con, kind, dataset, parts)
+        if dataset == "vocab":
+            marks = got
     records = files.get("records", [])
     if records and records_view:
         con.execute(f"CREATE OR REPLACE VIEW records AS SELECT * FROM read_parquet({_list(records)}, hive_partitioning=true)")
     else:
         con.execute("DROP VIEW IF EXISTS records")
     return marks
+
+
+# what a hot table takes of each part (sessions: BY NAME, so a part from before the late columns fits)
+_HOT_COLUMNS = {"sessions": "*", "deletes": "record_id", "docs": "*", "vocab": "token, stem, n"}
+
+
+def _define(con: duck.DuckDBPyConnection, kind: str, dataset: str, parts: list[str]) -> tuple[list[str], int] | None:
+    """One dataset's view (or hot table) over its parts; a hot vocabulary's marks."""
+
+    def define(select: str) -> None:
+        con.execute(f"CREATE OR REPLACE {kind} {dataset} AS {select}")
+
+    if dataset == "sessions":
+        if parts:
+            have = {d[0] for d in con.execute(f"SELECT * FROM read_parquet({_list(parts)}) LIMIT 0").description}
+            # a part from before the late columns has NULLs for them (until the next run rewrites it)
+            late = "".join(f", NULL::{t} AS {c}" for c, t in LATE_SESSION_COLUMNS if c not in have)
+            define(f"SELECT *{late} FROM read_parquet({_list(parts)})")
+        else:
+            define("SELECT NULL::VARCHAR AS session_key, NULL::INTEGER AS ord WHERE false")
+    elif dataset == "deletes":
+        define(f"SELECT record_id FROM read_parquet({_list(parts)})" if parts
+               else "SELECT NULL::BIGINT AS record_id WHERE false")
+    elif dataset == "docs":
+        define(f"SELECT * FROM read_parquet({_list(parts)})" if parts else
+               "SELECT NULL::BIGINT AS record_id, NULL::INTEGER AS session, NULL::TINYINT AS role, "
+               "NULL::INTEGER AS rec_len WHERE false")
+    elif not parts:
+        con.execute(f"DROP {kind} IF EXISTS vocab")
+    elif kind == "TABLE":
+        # the words in stem order, and every VOCAB_MARK-th row's stem kept
+        # aside: a lookup by stem reads the rows between two marks
+        # (Vocabulary.lookup), not the whole table (an index on it would cost
+        # a text-heavy history's vocabulary some 50 MB). Parts are in that
+        # order already: one part (a compacted store) costs no sort
+        define(f"SELECT token, stem, n FROM read_parquet({_list(parts)}) ORDER BY stem, token")
+        marks = [m for (m,) in con.execute(
+            f"SELECT stem FROM vocab WHERE rowid % {VOCAB_MARK} = 0 ORDER BY rowid").fetchall()]
+        if all(a <= b for a, b in zip(marks, marks[1:])):  # (rows not in stem order: no marks)
+            return marks, con.execute("SELECT count(*) FROM vocab").fetchone()[0]
+    else:
+        define(f"SELECT * FROM read_parquet({_list(parts)})")
+    return None
 
 
 def _still_live(root: Path, path: str) -> bool:

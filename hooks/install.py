@@ -1,5 +1,6 @@
 """`deja install` / `deja uninstall`: wire the hooks into Claude Code and Codex
-(the other agents: hooks/install_agents.py), and install the /recover skill (``skills/recover/SKILL.md``) where each agent reads it.
+(the other agents: hooks/install_agents.py), and install deja's skills (``skills/recover``,
+``skills/deja``: hooks/install_skills.py) where each agent reads them.
 
 hooks-contract §4.2, §4.3; seed "Claude SessionStart hook". Every entry runs a
 small launcher, ``~/.config/deja/bin/deja-hook``: a few lines of shell that find
@@ -20,7 +21,7 @@ does not exist yet, removes a stale backup, so "no backup" means "deja created
 it"). Uninstall puts the backup back byte for byte when taking deja's entries
 out leaves exactly what it holds, deletes a file deja created and nobody added
 to, and otherwise removes deja's entries only, keeps the rest and says so. The
-/recover skills go the same way: a copy deja wrote is removed (a user's copy it
+skills go the same way: a copy deja wrote is removed (a user's copy it
 set aside comes back), with the folders deja made for it.
 
 Claude Code deletes its transcripts after ``cleanupPeriodDays`` (30 by
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from deja.hooks.install_skills import install_skills, remove_skills
+from deja.hooks.install_skills import SKILL_NAME, SKILLS, install_skills, remove_skills
 from deja.stages.recover.base import RecoverError
 from deja.stages.sources.retention import KEEP_HISTORY_DAYS, claude_cleanup_days
 
@@ -606,8 +607,9 @@ def install(targets: list[str], home: Path, env: Mapping[str, str], binary: str 
         results.extend(r for r in extra if r is not None)
     mcp.write_marker(home, env)
     try:
-        for p in install_skills(home, targets=[t for t in targets if t in TARGETS], env=env):
-            results[0].notes.append(f"installed the /recover skill at {p}")
+        skills = SKILLS if guidance else (SKILL_NAME,)  # the deja skill is usage guidance
+        for p in install_skills(home, targets=[t for t in targets if t in TARGETS], env=env, skills=skills):
+            results[0].notes.append(f"installed the /{p.parent.name} skill at {p}")
     except RecoverError as exc:
         results[0].notes.append(str(exc))
     if lchanged and results:

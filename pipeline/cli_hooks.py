@@ -102,14 +102,14 @@ def register(app) -> None:
         target: Optional[str] = typer.Argument(None, help="claude, codex, gemini, qwen, kimi, cursor, opencode, grok or copilot (or use --auto / --all)."),
         auto: bool = typer.Option(False, "--auto", help="Every agent found on this machine."),
         all_: bool = typer.Option(False, "--all", help="Claude Code, Codex and every other agent set up here."),
-        no_guidance: bool = typer.Option(False, "--no-guidance", help="Write no usage block into the agents' instruction files."),
+        no_guidance: bool = typer.Option(False, "--no-guidance", help="Write no usage block into the agents' instruction files and no deja usage skill."),
         keep_history: Optional[int] = typer.Option(
             None, "--keep-history", metavar="DAYS",
             help="Raise Claude Code's cleanupPeriodDays to DAYS so it deletes transcripts later "
                  "(e.g. --keep-history 365); alone, it wires nothing."),
         as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
     ) -> None:
-        """Wire deja's hooks, its MCP server, a usage block and the /recover skill into your agents.
+        """Wire deja's hooks, its MCP server, a usage block and skill, and the /recover skill into your agents.
 
         Example: deja install --auto --keep-history 365
         """
@@ -144,7 +144,7 @@ def register(app) -> None:
         all_: bool = typer.Option(False, "--all", help="Claude Code, Codex and every other agent set up here."),
         as_json: bool = typer.Option(False, "--json", help=HELP_JSON),
     ) -> None:
-        """Remove deja's hooks, MCP entries, usage blocks and /recover skills from your agents.
+        """Remove deja's hooks, MCP entries, usage blocks and skills from your agents.
 
         A settings file is put back byte for byte when deja's entries were its only
         change, and deleted when deja created it; otherwise only deja's entries go.

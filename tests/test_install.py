@@ -61,12 +61,28 @@ def test_uninstall_deletes_what_deja_created_and_its_skills(tmp_path):
     before = _tree(h.home)
     h.run("install", "--all")
     assert (h.home / ".claude" / "settings.json").is_file() and (h.home / ".codex" / "hooks.json").is_file()
-    skills = [h.home / ".claude" / "skills" / "recover" / "SKILL.md", h.home / ".agents" / "skills" / "recover" / "SKILL.md"]
+    skills = [h.home / root / "skills" / name / "SKILL.md" for root in (".claude", ".agents") for name in ("recover", "deja")]
     assert all(p.is_file() for p in skills)
     proc = h.run("uninstall", "--all")
     # the settings files deja created, the skills and their folders, the launcher: all gone
     assert _tree(h.home) == before
     assert "removed (deja created it)" in proc.stderr and "removed the /recover skill" in proc.stderr
+    assert "removed the /deja skill" in proc.stderr
+
+
+def test_the_usage_skill_is_guidance_written_once(tmp_path):
+    h = _home(tmp_path)
+    usage = [h.home / ".claude" / "skills" / "deja" / "SKILL.md", h.home / ".agents" / "skills" / "deja" / "SKILL.md"]
+    h.run("install", "--all", "--no-guidance")
+    assert not any(p.exists() for p in usage)  # --no-guidance: no usage block, no usage skill
+    assert (h.home / ".claude" / "skills" / "recover" / "SKILL.md").is_file()  # (recovery is not guidance)
+    proc = h.run("install", "--all")
+    assert all(p.is_file() for p in usage) and "installed the /deja skill" in proc.stderr
+    text = usage[0].read_text()
+    assert text.startswith("---\nname: deja\ndescription: ") and "recall_context" in text and "deja ctx" in text
+    stamp = [p.stat().st_mtime_ns for p in usage]
+    proc = h.run("install", "--all")  # up to date: nothing rewritten, nothing said about it
+    assert [p.stat().st_mtime_ns for p in usage] == stamp and "/deja skill" not in proc.stderr
 
 
 def test_uninstall_gives_back_the_users_own_skill(tmp_path):

@@ -124,15 +124,43 @@ def main() -> None:
         times.sort()
         p90 = times[min(len(times) - 1, int(round(0.9 * (len(times) - 1))))]
         print(f"{name:<30} {statistics.median(times):>6.1f}ms {p90:>6.1f}ms {times[0]:>6.1f}ms  {answered}/{len(times)}")
-    if args.soak:
-        soak(args.soak, payloads, served, client, ledger)
     last = serve_down(served) or {}
+    cold_starts(min(args.runs, 7), payloads["hook-prompt"], served, ledger)
+    if args.soak:
+        served = serve_up(env)
+        soak(args.soak, payloads, served, client, ledger)
+        last = serve_down(served) or {}
     warm = last.get("warm") or []
     print(f"\nserver: {last.get('rss_mb')} MB resident (main) + {len(warm)} warm "
           f"({', '.join(str(w.get('rss_mb')) for w in warm)} MB); {last.get('pss_mb')} MB proportional in all, "
           f"after {last.get('requests')} requests")
     if not client:
         print("(no C compiler: the hook client rows are missing)")
+
+
+def cold_starts(n: int, payload: dict, env: dict, ledger: list[Path]) -> None:
+    """The first request when no server runs: it starts one, detached, and
+    answers in-process this time (then the server is stopped again)."""
+    from bench.bench_index import serve_down, serve_status
+
+    data = json.dumps(payload).encode()
+    times = []
+    for _ in range(n):
+        for _ in range(100):
+            if not serve_status(env):
+                break
+            serve_down(env)
+            time.sleep(0.1)
+        for p in ledger:
+            p.unlink(missing_ok=True)
+        t0 = time.perf_counter()
+        subprocess.run(deja() + ["hook-prompt"], input=data, env=env, capture_output=True)
+        times.append((time.perf_counter() - t0) * 1000)
+        time.sleep(0.5)  # the server it started comes up
+    serve_down(env)
+    times.sort()
+    print(f"{'hook-prompt, no server yet':<30} {statistics.median(times):>6.1f}ms {times[-1]:>6.1f}ms "
+          f"{times[0]:>6.1f}ms  (starts one, answers in-process; median, max, min of {n})")
 
 
 def soak(n: int, payloads: dict, env: dict, client: str | None, ledger: list[Path]) -> None:

@@ -8,8 +8,9 @@ left on, as an agent runs it), initializes, then sends ``--calls`` recall
 calls one after another, cycling through the queries (by default words drawn
 from the index's own vocabulary, so each finds sessions). Prints the median,
 p90 and min latency as the client sees it (write the request, read the
-answer), and the server's resident memory after the first 20 calls and after
-the last (growth beyond noise would be a leak).
+answer), and the server's resident memory after the first 20 calls, after
+every tenth of the calls, and after the last (growth that does not level off
+would be a leak).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def main() -> None:
 
     ask(0, "initialize", {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "bench"}})
     proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-    times, answered, early = [], 0, None
+    times, answered, early, seen = [], 0, None, []
     for i in range(args.calls):
         t = time.perf_counter()
         msg = ask(i + 1, "tools/call", {"name": "recall", "arguments": {"query": queries[i % len(queries)]}})
@@ -73,13 +74,16 @@ def main() -> None:
         answered += "No past session" not in json.dumps(msg)
         if i == 19:
             early = rss_mb(proc.pid)
+        if (i + 1) % max(1, args.calls // 10) == 0:
+            seen.append(f"{i + 1}: {rss_mb(proc.pid):.0f}")
     late = rss_mb(proc.pid)
     proc.stdin.close()
     proc.wait(timeout=60)
     times.sort()
     print(f"recall in one server: median {statistics.median(times):.1f} ms, p90 {times[int(len(times) * 0.9)]:.1f} ms, "
           f"min {times[0]:.1f} ms over {len(times)} calls ({answered} found sessions)")
-    print(f"server RSS: {early:.0f} MB after 20 calls, {late:.0f} MB after {len(times)}")
+    print(f"server RSS: {early:.0f} MB after 20 calls, {late:.0f} MB after {len(times)} "
+          f"(calls: MB, every tenth: {', '.join(seen)})")
 
 
 if __name__ == "__main__":

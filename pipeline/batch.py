@@ -255,26 +255,24 @@ class ArrowBatch:
         vocab = VocabParts(self.root / ".tmp" / f"vocab-{self.gen:06d}", self.con, self.merge_chunk,
                            self.vocab_at_once)
         name = self.store.new_part_name(self.gen)
+        # The reader processes are done: the postings buckets are sorted and
+        # written (which releases the GIL) on two threads while this one stems
+        # each bucket's words for the vocabulary (Python, holding it) as they
+        # come. A thread holds one bucket at a time; the records partitions go
+        # first, alone (each is the largest thing a finish holds).
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(2, thread_name_prefix="deja-finish")
         try:
-            for key in self.records.keys():
-                rel = layout.records_rel(*key, name)
-                if self.records.size(key) <= RECORDS_AT_ONCE:
-                    rows = write.write_records_part(self.records.read(key), self.root, rel)
-                else:  # a partition too big to sort in memory: a pass per role
-                    rows = write.write_records_streamed(lambda: self.records.batches(key), ROLES, self.root, rel)
-                self.records.drop(key)
-                parts.append(("records", rel, rows))
-                _trim()
-            for bucket in self.postings.keys():
-                table = self.postings.read(bucket)
-                self.postings.drop(bucket)
-                parts.append(("postings", *write.write_bucket(table, bucket, self.root, name)))
-                vocab.add(write.vocab_of(write.token_counts(table), stem_many))
-                del table
+            parts += self._write_records(name)
+            for part, counts in pool.map(lambda b: self._write_bucket(b, name), self.postings.keys()):
+                parts.append(("postings", *part))
+                vocab.add(write.vocab_of(counts, stem_many))
             part = vocab.write(self.root, f"vocab/{name}")
             if part:
                 parts.append(("vocab",) + part)
         finally:
+            pool.shutdown(wait=True, cancel_futures=True)
             self.records.close()
             self.postings.close()
             vocab.close()
@@ -284,6 +282,27 @@ class ArrowBatch:
             parts.append(("docs",) + write.write_table(table, self.root, f"docs/{name}", layout.DOCS_ROW_GROUP))
         _trim()
         return parts
+
+    def _write_records(self, name: str) -> list[Part]:
+        """A records part per partition."""
+        parts: list[Part] = []
+        for key in self.records.keys():
+            rel = layout.records_rel(*key, name)
+            if self.records.size(key) <= RECORDS_AT_ONCE:
+                rows = write.write_records_part(self.records.read(key), self.root, rel)
+            else:  # a partition too big to sort in memory: a pass per role
+                rows = write.write_records_streamed(lambda: self.records.batches(key), ROLES, self.root, rel)
+            self.records.drop(key)
+            parts.append(("records", rel, rows))
+            _trim()
+        return parts
+
+    def _write_bucket(self, bucket: int, name: str):
+        """A bucket's postings part, and its words' posting counts (on a finish thread)."""
+        table = self.postings.read(bucket)
+        self.postings.drop(bucket)
+        part = write.write_bucket(table, bucket, self.root, name)
+        return part, write.token_counts(table)
 
     def postings_of(self, table):
         """Postings and docs rows of a batch of records, tokenised in slices of bounded text size."""

@@ -473,3 +473,29 @@ def test_a_warm_store_takes_a_runs_new_parts_into_its_tables_as_a_fresh_open_rea
         assert home.search("quokkabackoff")["hits"]
     finally:
         read.keep_open(False)
+
+
+def test_a_connection_that_held_the_stores_views_can_keep_it_open(tmp_path):
+    """A process that answered with views on its shared connection and then
+    keeps the store open (tables under the same names) must not trip over
+    the views, nor the other way round."""
+    from conftest import Home, claude_user, write_jsonl
+    from deja.stages.store import duck, read
+
+    home = Home(tmp_path)
+    sid = "eeee0000-0000-4000-8000-00000000000e"
+    write_jsonl(home.claude_file(sid), [claude_user(sid, "the flaky quokkatest again", "2026-03-04T10:00:00.000Z", "u1")])
+    home.run("index")
+    duck._warm.pop("shared", None)
+    try:
+        viewed = read.open_live(home.index, con=duck.shared())  # views
+        assert not viewed.hot
+        read.keep_open(True)
+        warm = read.open_live(home.index, con=duck.shared())  # tables under the same names
+        assert warm.hot and warm.con.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
+        read.keep_open(False)
+        again = read.open_live(home.index, con=duck.shared())  # and views again
+        assert not again.hot and again.con.execute("SELECT count(*) FROM vocab WHERE token = 'quokkatest'").fetchone()[0]
+    finally:
+        read.keep_open(False)
+        duck._warm.pop("shared", None)

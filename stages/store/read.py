@@ -301,7 +301,14 @@ def _define(con: duck.DuckDBPyConnection, kind: str, dataset: str, parts: list[s
     """One dataset's view (or hot table) over its parts; a hot vocabulary's marks."""
 
     def define(select: str) -> None:
-        con.execute(f"CREATE OR REPLACE {kind} {dataset} AS {select}")
+        try:
+            con.execute(f"CREATE OR REPLACE {kind} {dataset} AS {select}")
+        except duck.CatalogException:
+            # the other kind stands under that name on this connection (a process
+            # that opened the store before it kept it open, or the other way round)
+            other = "VIEW" if kind == "TABLE" else "TABLE"
+            con.execute(f"DROP {other} IF EXISTS {dataset}")
+            con.execute(f"CREATE {kind} {dataset} AS {select}")
 
     if dataset == "sessions":
         if parts:
@@ -319,7 +326,11 @@ def _define(con: duck.DuckDBPyConnection, kind: str, dataset: str, parts: list[s
                "SELECT NULL::BIGINT AS record_id, NULL::INTEGER AS session, NULL::TINYINT AS role, "
                "NULL::INTEGER AS rec_len WHERE false")
     elif not parts:
-        con.execute(f"DROP {kind} IF EXISTS vocab")
+        for k in ("VIEW", "TABLE"):  # (whichever kind stands: either errs on the other)
+            try:
+                con.execute(f"DROP {k} IF EXISTS vocab")
+            except duck.CatalogException:
+                pass
     elif kind == "TABLE":
         # the words in stem order, and every VOCAB_MARK-th row's stem kept
         # aside: a lookup by stem reads the rows between two marks

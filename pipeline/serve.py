@@ -589,23 +589,21 @@ def _receive_line(conn: socket.socket) -> bytes:
 
 
 def rss_mb(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
+    return _proc_mb(f"/proc/{pid}/status", "VmRSS:")
 
 
 def pss_mb(pid: int) -> float | None:
     """Proportional set size: a page shared by the main and the warm
     processes (forked, so most are) counted once over all of them."""
+    return _proc_mb(f"/proc/{pid}/smaps_rollup", "Pss:")
+
+
+def _proc_mb(path: str, key: str) -> float | None:
+    """A ``key: N kB`` line of a /proc file, in MB (None when the process is gone)."""
     try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("Pss:"):
+                if line.startswith(key):
                     return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         return None

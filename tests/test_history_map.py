@@ -46,6 +46,14 @@ def _hook(home: Home, tool: str, tool_input: dict) -> str:
     return proc.stdout
 
 
+def _lint_indexed(tmp_path) -> Home:
+    """A store of one session that ran `make lint` and edited app/a.py."""
+    home = Home(tmp_path)
+    _session(home, 1, "make lint", f"{CWD}/app/a.py")
+    home.run("index")
+    return home
+
+
 def test_a_command_or_file_never_seen_is_known_silent_without_duckdb(tmp_path):
     home = Home(tmp_path)
     for n in range(5):
@@ -64,9 +72,7 @@ def test_a_command_or_file_never_seen_is_known_silent_without_duckdb(tmp_path):
 
 
 def test_the_map_follows_every_index_run(tmp_path):
-    home = Home(tmp_path)
-    _session(home, 1, "make lint", f"{CWD}/app/a.py")
-    home.run("index")
+    home = _lint_indexed(tmp_path)
     assert _may_say(home, "command", "cargo build --release") is False
     for n in (2, 3):  # new sessions, and an appended command in an old one
         _session(home, n, "cargo build --release", f"{CWD}/app/b.py")
@@ -82,9 +88,7 @@ def test_a_catalog_written_by_anything_else_is_not_vouched_for(tmp_path):
     door may leave it for later): the map no longer describes the catalog, so
     every hook takes the full path until the next run, which reads the whole
     store again."""
-    home = Home(tmp_path)
-    _session(home, 1, "make lint", f"{CWD}/app/a.py")
-    home.run("index")
+    home = _lint_indexed(tmp_path)
     assert _may_say(home, "command", "make other") is False
     subprocess.run([sys.executable, "-c", "import deja; deja.promote('4a5b0001', state='accepted', reindex_now=False)"],
                    env=dict(home.env), check=True, timeout=60)
@@ -95,9 +99,7 @@ def test_a_catalog_written_by_anything_else_is_not_vouched_for(tmp_path):
 
 
 def test_a_store_from_before_the_map_gets_a_whole_one(tmp_path):
-    home = Home(tmp_path)
-    _session(home, 1, "make lint", f"{CWD}/app/a.py")
-    home.run("index")
+    home = _lint_indexed(tmp_path)
     map_file = tmp_path / "index.db.history"
     assert map_file.exists()
     map_file.unlink()  # what a store indexed by an older deja has
@@ -109,9 +111,7 @@ def test_a_store_from_before_the_map_gets_a_whole_one(tmp_path):
 
 
 def test_a_torn_map_is_unknown(tmp_path):
-    home = Home(tmp_path)
-    _session(home, 1, "make lint", f"{CWD}/app/a.py")
-    home.run("index")
+    home = _lint_indexed(tmp_path)
     map_file = tmp_path / "index.db.history"
     map_file.write_bytes(map_file.read_bytes()[:-3])
     assert _may_say(home, "command", "make other") is True

@@ -92,10 +92,10 @@ def _worn_events(path, incremental: bool) -> list[tuple[bytes, bytes]]:
     rotation, seen as another inode or another first line, starts over)."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(64)
+            seen = (os.fstat(fh.fileno()).st_ino, fh.read(64))  # which file: its inode and first bytes
             got = _TAIL.get(str(path)) if incremental else None
-            if got is None or got[0] != (os.fstat(fh.fileno()).st_ino, head):
-                got = ((os.fstat(fh.fileno()).st_ino, head), 0, [])
+            if got is None or got[0] != seen:
+                got = (seen, 0, [])
             fh.seek(got[1])
             data = fh.read()
     except OSError:

@@ -23,6 +23,8 @@ from deja.stages.store.refresh import background_failure, background_index
 
 INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
 INLINE_MAX_FILES = 8
+# what the plan reads of each transcript's manifest row (manifest.plan)
+MANIFEST_COLUMNS = ("path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error")
 
 
 def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
@@ -49,7 +51,7 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
     con = duck.shared() if con is None else con
     if not check_disk and keeping():
         return _pending_warm(store, con, sources)
-    cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error"]
+    cols = list(MANIFEST_COLUMNS)
     if check_disk:  # `deja index`: a same-size, same-mtime rewrite is checked for (manifest.edge_hash)
         cols.append("edge_hash")
     try:
@@ -58,11 +60,7 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
         return None
     actions = None
     try:
-        try:
-            rows = con.execute(f"SELECT {', '.join(cols)}, gone_at FROM cat.manifest").fetchall()
-            cols.append("gone_at")
-        except duck.BinderException:  # a catalog from before gone_at: the next index run adds it
-            rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
+        manifest = _manifest(con, cols)
         # only `deja index` says how many: the rows of the live sessions parts, as doctor
         # counts them (a file's session with no message has no row, so file_sessions overcounts)
         sessions = (con.execute("SELECT coalesce(sum(rows), 0) FROM cat.generation WHERE dataset = 'sessions'")
@@ -70,7 +68,6 @@ def pending(env: Mapping[str, str], con=None, check_disk: bool = True,
         # with the sizes written: a part torn since (a crash, a full disk) has another
         live = dict(con.execute("SELECT file, bytes FROM cat.generation").fetchall()) if check_disk else {}
         current = not check_disk or _catalog_current(con)
-        manifest = {r[0]: dict(zip(cols, r)) for r in rows}
         actions = [a for a in mf.plan(sources, manifest, verify=check_disk) if a.kind != mf.SKIP]
     except duck.Error:  # a catalog a killed first run left half-made: the full run repairs it
         actions = None
@@ -92,26 +89,32 @@ def _pending_warm(store: Store, con, sources) -> tuple[list[mf.Action], int, boo
     from deja.stages.store import duck
     from deja.stages.store.read import Damaged, attach_catalog, per_catalog
 
-    cols = ["path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error", "gone_at"]
-
     def manifest() -> dict:
         attach_catalog(con, store, retries=3)
         try:
-            try:
-                rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
-                names = cols
-            except duck.BinderException:  # a catalog from before gone_at
-                rows = con.execute(f"SELECT {', '.join(cols[:-1])} FROM cat.manifest").fetchall()
-                names = cols[:-1]
+            return _manifest(con, list(MANIFEST_COLUMNS))
         finally:
             con.execute("DETACH cat")
-        return {r[0]: dict(zip(names, r)) for r in rows}
 
     try:
         known = per_catalog(store, "manifest", manifest)
     except (Busy, Damaged, duck.Error):
         return None
     return [a for a in mf.plan(sources, known, verify=False) if a.kind != mf.SKIP], 0, True
+
+
+def _manifest(con, cols: list[str]) -> dict[str, dict]:
+    """path → its manifest row (the catalog attached as ``cat``), with
+    ``gone_at`` where the catalog has it (one from before it: the next index
+    run adds it)."""
+    from deja.stages.store import duck
+
+    try:
+        rows = con.execute(f"SELECT {', '.join(cols)}, gone_at FROM cat.manifest").fetchall()
+        cols = cols + ["gone_at"]
+    except duck.BinderException:
+        rows = con.execute(f"SELECT {', '.join(cols)} FROM cat.manifest").fetchall()
+    return {r[0]: dict(zip(cols, r)) for r in rows}
 
 
 def _catalog_current(con) -> bool:

@@ -67,6 +67,9 @@ class ListBatch:
     def finish(self) -> list[Part]:
         return []  # its one flush wrote everything
 
+    def close(self) -> None:
+        pass
+
     def flush(self) -> list[Part]:
         if not self.outs:
             return []
@@ -156,7 +159,7 @@ def _month(ms: int | None) -> str:
 # ---------------------------------------------------------------------------
 # big runs
 
-FLUSH_BYTES = 8 << 20
+FLUSH_BYTES = 4 << 20  # (8 held 10-15 MB more at a text-heavy run's peak, for no time saved)
 # A records partition whose spilled streams (lz4) are at most this is sorted
 # in memory; a bigger one is written a role at a time.
 RECORDS_AT_ONCE = 12 << 20
@@ -192,6 +195,12 @@ class ArrowBatch:
         # tokenizer makes a batch of many small files far cheaper than one call each
         self.to_tokenize: list = []
         self.to_tokenize_bytes = 0
+        # Slices are tokenised on a thread of their own while this one takes the
+        # readers' next files: the run's main thread was its critical path (the
+        # reader processes waited on it), and polars and the spill's writes let
+        # go of the GIL. One slice at a time, so memory stays one slice ahead.
+        self.tokenizer = None
+        self.tokenizing = None
         # Arrow's default pool (jemalloc/mimalloc) keeps freed memory; an index run
         # allocates and frees a flush's worth at a time, so the system allocator
         # (trimmed after each flush) keeps peak memory near the live data.
@@ -217,13 +226,35 @@ class ArrowBatch:
         return self.bytes >= self.flush_bytes
 
     def tokenize_pending(self) -> None:
+        if self.to_tokenize:
+            self.wait_tokenizer()
+            if self.tokenizer is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self.tokenizer = ThreadPoolExecutor(1, thread_name_prefix="deja-tokenize")
+            self.tokenizing = self.tokenizer.submit(self._tokenize, self.to_tokenize)
+        self.to_tokenize, self.to_tokenize_bytes = [], 0
+
+    def _tokenize(self, tables: list) -> None:
+        """(on the tokenizer thread) Postings wait on disk for the run's end (finish);
+        session ordinals are numbered here, in the order slices come."""
         import pyarrow as pa
 
-        if self.to_tokenize:  # postings wait on disk for the run's end (finish)
-            postings, docs = self.postings_of(pa.concat_tables(self.to_tokenize))
-            self.postings.append_by(postings, "bucket")
-            self.docs.append(docs)
-        self.to_tokenize, self.to_tokenize_bytes = [], 0
+        postings, docs = self.postings_of(pa.concat_tables(tables))
+        self.postings.append_by(postings, "bucket")
+        self.docs.append(docs)
+
+    def wait_tokenizer(self) -> None:
+        """The slice being tokenised is done (its error raised here)."""
+        job, self.tokenizing = self.tokenizing, None
+        if job is not None:
+            job.result()
+
+    def close(self) -> None:
+        """A run that failed: the tokenizer thread stops before the run's files go."""
+        if self.tokenizer is not None:
+            self.tokenizer.shutdown(wait=True, cancel_futures=True)
+            self.tokenizer = None
 
     def flush(self) -> list[Part]:
         """Records wait on disk by partition for the run's end (finish), like postings."""
@@ -251,23 +282,27 @@ class ArrowBatch:
         import pyarrow as pa
 
         self.flush()
+        self.wait_tokenizer()
+        self.close()
         parts: list[Part] = []
         vocab = VocabParts(self.root / ".tmp" / f"vocab-{self.gen:06d}", self.con, self.merge_chunk,
                            self.vocab_at_once)
         name = self.store.new_part_name(self.gen)
-        # The reader processes are done: the postings buckets are sorted and
-        # written (which releases the GIL) on two threads while this one stems
-        # each bucket's words for the vocabulary (Python, holding it) as they
-        # come. A thread holds one bucket at a time; the records partitions go
-        # first, alone (each is the largest thing a finish holds).
+        # The reader processes are done: the records partitions (one at a
+        # time: each is the largest thing a finish holds) and the postings
+        # buckets are sorted and written (which releases the GIL) on two
+        # threads, while this one stems each bucket's words for the vocabulary
+        # (Python, holding it) as they come. A thread holds one partition or
+        # one bucket at a time.
         from concurrent.futures import ThreadPoolExecutor
 
         pool = ThreadPoolExecutor(2, thread_name_prefix="deja-finish")
         try:
-            parts += self._write_records(name)
+            records = pool.submit(self._write_records, name)
             for part, counts in pool.map(lambda b: self._write_bucket(b, name), self.postings.keys()):
                 parts.append(("postings", *part))
                 vocab.add(write.vocab_of(counts, stem_many))
+            parts = records.result() + parts
             part = vocab.write(self.root, f"vocab/{name}")
             if part:
                 parts.append(("vocab",) + part)

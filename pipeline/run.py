@@ -556,6 +556,8 @@ def run_index(env: Mapping[str, str] | None = None, rebuild: bool = False, progr
                 history_map.seal(store.root)  # the catalog as this run left it (committed, compacted, detached)
             return summary
         except Exception as exc:
+            if run is not None and run.batch is not None:
+                run.batch.close()  # (its tokenizer thread may still be writing spill files)
             if not disk_full(exc):
                 raise
             committed = run is not None and run.committed

@@ -253,6 +253,25 @@ def test_disk_full_mid_run_commits_nothing_and_leaves_no_partial_part(home):
     assert [h["session"]["id"] for h in home.search("zebra", "cache", extra_env=env)["hits"]] == [SESSION]
 
 
+@pytest.mark.parametrize("spill", ["postings", "records"])
+def test_disk_full_in_a_big_runs_spill_commits_nothing_whichever_thread_met_it(home, spill):
+    # postings are spilled by the tokenizer thread, records by the run's own
+    env = corpus(home)
+    home.run("index", extra_env=env)
+    before = store_state(home.index)
+    answers_before = answers(home, env, home.index)
+    second_run_session(home, env)
+    proc = home.run("index", "--rebuild", check=False, extra_env=dict(env, **BIG, DEJA_FAULT_SPILL=spill))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"deja: no space left on the device of {home.index}: nothing was indexed and the previous index "
+        "is intact (free some space and run `deja index` again)"]
+    assert store_state(home.index) == before
+    assert answers(home, env, home.index) == answers_before
+    home.run("index", "--rebuild", extra_env=dict(env, **BIG))
+    assert [h["session"]["id"] for h in home.search("zebra", "cache", extra_env=env)["hits"]] == [SESSION]
+
+
 def test_disk_full_after_the_commit_says_the_index_was_updated(home):
     env = corpus(home)
     home.run("index", extra_env=env)

@@ -320,6 +320,27 @@ def test_the_catalog_names_each_records_parts_sessions_on_every_path(home):
     part_sessions_match(small)
 
 
+@pytest.mark.parametrize("top", [10**6, 2**62])  # ids packed with ranks in one int64; ids too far apart for it
+def test_a_buckets_postings_sort_by_token_bytes_then_record_id(top):
+    import random
+
+    import pyarrow as pa
+
+    from deja.stages.store.write import postings_order
+
+    rng = random.Random(7)
+    words = ["pool", "Pool", "pool_size", "zürich", "zurich", "使用", "ß", "a", "", "𝐀x", "pool2", "poo"]
+    rows = {(rng.choice(words) + rng.choice(["", "s", "é"]), rng.randrange(top)) for _ in range(3000)}
+    rows = list(rows)
+    rng.shuffle(rows)
+    table = pa.table({"token": [t for t, _ in rows], "record_id": pa.array([r for _, r in rows], pa.int64()),
+                      "tf": pa.array(range(len(rows)), pa.int32())})
+    got = table.take(postings_order(table))
+    assert list(zip(got["token"].to_pylist(), got["record_id"].to_pylist())) == sorted(
+        rows, key=lambda r: (r[0].encode(), r[1]))
+    assert len(postings_order(table.slice(0, 0))) == 0
+
+
 def test_big_runs_cut_records_row_groups_by_role_and_write_each_part_once(home):
     index = home.root / "big.db"
     home.run("index", extra_env=dict(samples_env(home, index), DEJA_SMALL_RUN_BYTES="0", DEJA_FLUSH_BYTES="2000"))

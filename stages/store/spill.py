@@ -25,6 +25,7 @@ run that spills (or by ``Store.discard``).
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import OrderedDict
 from pathlib import Path
@@ -35,6 +36,7 @@ MAX_OPEN = 128
 
 class Spill:
     def __init__(self, root: Path, gen: int, name: str):
+        self.name = name
         self.dir = Path(root) / ".tmp" / f"spill-{gen:06d}-{name}"
         for old in self.dir.parent.glob(f"spill-*-{name}"):  # a killed run's (the caller holds the writer lock)
             shutil.rmtree(old, ignore_errors=True)
@@ -56,6 +58,7 @@ class Spill:
                 oldest.close()
             segs = self.segments.setdefault(key, [])
             path = self.dir / f"{self.ids.setdefault(key, len(self.ids)):05d}-{len(segs):03d}.arrows"
+            _disk_fault(self.name)
             segs.append(path)
             w = self.open[key] = pa.ipc.new_stream(str(path), table.schema,
                                                    options=pa.ipc.IpcWriteOptions(compression="lz4"))
@@ -121,3 +124,13 @@ class Spill:
         self.open.clear()
         self.segments = {}
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _disk_fault(name: str) -> None:
+    """Tests fill the disk when a spill of ``name`` opens a stream
+    (DEJA_FAULT_SPILL=name): the postings spill is written by the tokenizer
+    thread, whose error must reach the run as any other."""
+    if os.environ.get("DEJA_FAULT_SPILL") == name:
+        import errno
+
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -154,14 +154,35 @@ def write_records_streamed(batches, roles, root: Path, rel: str) -> int:
 def write_bucket(table, bucket: int, root: Path, name: str) -> tuple[str, int]:
     """One bucket's postings as one part, sorted by token then record id, so a
     query's token filter skips row groups by their statistics."""
-    import polars as pl
-
-    # polars sorts strings on both cores, well ahead of pyarrow's sort_by (bench/README.md)
-    schema = table.schema
-    table = pl.from_arrow(table).sort(["token", "record_id"]).to_arrow().cast(schema)
+    table = table.take(postings_order(table))
     rel = postings_rel(bucket, name)
     _write(table, root / rel, POSTINGS_ROW_GROUP)
     return rel, table.num_rows
+
+
+def postings_order(table):
+    """The permutation that sorts postings by (token, record_id), byte order.
+
+    A bucket repeats each word once per record that has it, so only its
+    distinct words are sorted as strings; the rows then sort by (the word's
+    rank, record id) packed in one int64: a third of the time of sorting the
+    rows' strings (polars, on two cores), the largest cost of a finish."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if table.num_rows == 0:
+        return pa.array([], pa.int64())
+    words = pc.dictionary_encode(table.column("token").combine_chunks())
+    rank = np.empty(len(words.dictionary), np.int64)
+    rank[pc.array_sort_indices(words.dictionary).to_numpy()] = np.arange(len(rank))
+    ranks = rank[words.indices.to_numpy()]
+    ids = table.column("record_id").to_numpy()
+    low = int(ids.min())
+    span = int(ids.max()) - low + 1
+    if len(rank) * span < 1 << 62:
+        return pa.array(np.argsort(ranks * span + (ids - low), kind="stable"))
+    return pa.array(np.lexsort((ids, ranks)))
 
 
 def token_counts(postings):

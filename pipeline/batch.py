@@ -18,6 +18,7 @@ Both write the same rows; the rules they share are the functions below.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 
@@ -164,6 +165,9 @@ FLUSH_BYTES = 4 << 20  # (8 held 10-15 MB more at a text-heavy run's peak, for n
 # in memory; a bigger one is written a role at a time.
 RECORDS_AT_ONCE = 12 << 20
 TOKENIZE_SLICE = 2 << 20
+# Slices tokenised at a time. A second thread took the text profile from 16.2
+# to 15.5 s but its peak from 355 to 374 MB (bench/README.md).
+TOKENIZERS = 1
 
 
 class ArrowBatch:
@@ -195,12 +199,14 @@ class ArrowBatch:
         # tokenizer makes a batch of many small files far cheaper than one call each
         self.to_tokenize: list = []
         self.to_tokenize_bytes = 0
-        # Slices are tokenised on a thread of their own while this one takes the
+        # Slices are tokenised on threads of their own while this one takes the
         # readers' next files: the run's main thread was its critical path (the
         # reader processes waited on it), and polars and the spill's writes let
-        # go of the GIL. One slice at a time, so memory stays one slice ahead.
+        # go of the GIL. At most TOKENIZERS slices at a time, so memory stays
+        # that many slices ahead.
         self.tokenizer = None
-        self.tokenizing = None
+        self.tokenizing: list = []  # futures, oldest first
+        self.spill_lock = threading.Lock()
         # Arrow's default pool (jemalloc/mimalloc) keeps freed memory; an index run
         # allocates and frees a flush's worth at a time, so the system allocator
         # (trimmed after each flush) keeps peak memory near the live data.
@@ -213,6 +219,9 @@ class ArrowBatch:
 
         ids = pa.array(range(first_id, first_id + out.rows), pa.int64())
         table = normalize.to_table(out.cols).add_column(0, "record_id", ids)
+        for key in dict.fromkeys(out.cols["session_key"]):
+            # numbered here, in the order files come, not by whichever tokenizer thread gets there first
+            self.ordinals.of(key)
         out.cols = None
         self.tables.append((out.action.harness, table))
         n = table.column("text").nbytes
@@ -227,28 +236,29 @@ class ArrowBatch:
 
     def tokenize_pending(self) -> None:
         if self.to_tokenize:
-            self.wait_tokenizer()
+            while len(self.tokenizing) >= TOKENIZERS:
+                self.tokenizing.pop(0).result()
             if self.tokenizer is None:
                 from concurrent.futures import ThreadPoolExecutor
 
-                self.tokenizer = ThreadPoolExecutor(1, thread_name_prefix="deja-tokenize")
-            self.tokenizing = self.tokenizer.submit(self._tokenize, self.to_tokenize)
+                self.tokenizer = ThreadPoolExecutor(TOKENIZERS, thread_name_prefix="deja-tokenize")
+            self.tokenizing.append(self.tokenizer.submit(self._tokenize, self.to_tokenize))
         self.to_tokenize, self.to_tokenize_bytes = [], 0
 
     def _tokenize(self, tables: list) -> None:
-        """(on the tokenizer thread) Postings wait on disk for the run's end (finish);
-        session ordinals are numbered here, in the order slices come."""
+        """(on a tokenizer thread) Postings wait on disk for the run's end (finish),
+        in whichever order slices finish: each bucket is sorted when written."""
         import pyarrow as pa
 
         postings, docs = self.postings_of(pa.concat_tables(tables))
-        self.postings.append_by(postings, "bucket")
-        self.docs.append(docs)
+        with self.spill_lock:
+            self.postings.append_by(postings, "bucket")
+            self.docs.append(docs)
 
     def wait_tokenizer(self) -> None:
-        """The slice being tokenised is done (its error raised here)."""
-        job, self.tokenizing = self.tokenizing, None
-        if job is not None:
-            job.result()
+        """Every slice given to the tokenizer is done (the first error raised here)."""
+        while self.tokenizing:
+            self.tokenizing.pop(0).result()
 
     def close(self) -> None:
         """A run that failed: the tokenizer thread stops before the run's files go."""
@@ -381,7 +391,8 @@ class ArrowBatch:
         # a record's docs row: its session ordinal and role, and its length in tokens
         lengths = counts.group_by("record_id").aggregate([("rec_len", "max")])
         at = pc.index_in(lengths.column("record_id"), table.column("record_id"))
-        ords = pa.array([self.ordinals.of(k) for k in table.column("session_key").to_pylist()], pa.int32())
+        known = self.ordinals.known  # (numbered by add: tokenizer threads only read it)
+        ords = pa.array([known[k] for k in table.column("session_key").to_pylist()], pa.int32())
         codes = pa.array([role_code(r) for r in roles.to_pylist()], pa.int8())
         docs = pa.table({
             "record_id": lengths.column("record_id"),

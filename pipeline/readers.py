@@ -166,6 +166,8 @@ def _serve(conn, alive) -> None:
             conn.send(got)
         except (BrokenPipeError, OSError):
             return
+        del got
+        _trim()
 
 
 def _exit_with_run(alive) -> None:
@@ -185,3 +187,15 @@ def _picklable(exc: BaseException) -> bool:
         return True
     except Exception:
         return False
+
+
+def _trim() -> None:
+    """Hand the file's freed memory back to the OS before the next: glibc
+    keeps it otherwise, and a worker would hold its largest file's worth for
+    the rest of the run."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from .display import one_line
-from .outcome import backed_out, decision_line
+from .outcome import outcome
 from .sources import values as v
 from .sources.base import WORK_ROLES
 from .sources.projects import project_root, short_name
@@ -403,10 +403,10 @@ def merge_meta(o: dict, m: dict) -> None:
 
 def _outcome(m: dict, text: str, ts: int | None) -> None:
     """The latest decision line of the agent's own turns, and any backing out."""
-    line = decision_line(text)
+    line, backed = outcome(text)
     if line and (m["decision_ts"] is None or ts is None or ts >= m["decision_ts"]):
         m["decision"], m["decision_ts"] = line, ts
-    if not m["gave_up"] and backed_out(text):
+    if backed:
         m["gave_up"] = True
 
 

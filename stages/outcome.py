@@ -41,6 +41,50 @@ def _mentions(text: str, hints: tuple[str, ...]) -> bool:
     return any(h in low for h in hints)
 
 
+_HINTS = None  # (Aho-Corasick automaton of both hint lists, how many are decision hints), built on first use
+
+
+def outcome(text: str) -> tuple[str, bool]:
+    """``(decision_line(text), backed_out(text))`` in one pass: what an index
+    run asks of every assistant message.
+
+    One Aho-Corasick pass over the folded text finds the hints of both (29
+    substring scans before); backing out is then looked for only on the lines
+    that hold one of its hints (its phrases hold no line break), not with a
+    case-blind regex over the whole message. bench/README.md has the figures."""
+    global _HINTS
+    if not text:
+        return "", False
+    if _HINTS is None:
+        import ahocorasick_rs
+
+        _HINTS = (ahocorasick_rs.AhoCorasick(list(_DECISION_HINTS + _BACKED_OUT_HINTS)), len(_DECISION_HINTS))
+    folded = text
+    if not text.isascii() and any(c in text for c in "\u0130\u0131\u017f\u212a"):
+        folded = text.translate(_RE_I_EXTRA)
+    low = folded.lower()
+    automaton, n_decision = _HINTS
+    try:
+        found = automaton.find_matches_as_indexes(low, overlapping=True)
+    except UnicodeEncodeError:  # lone surrogates: the slow way
+        return decision_line(text), backed_out(text)
+    decision = any(i < n_decision for i, _, _ in found)
+    backed = [start for i, start, _ in found if i >= n_decision]
+    line = _decision_line(text) if decision and _DECISION.search(text) else ""
+    if not backed:
+        return line, False
+    if len(low) != len(text):  # folding moved offsets: the whole text
+        return line, _backed_out(text, [(0, len(text))])
+    spans = []
+    for start in backed:
+        ls = text.rfind("\n", 0, start) + 1
+        le = text.find("\n", start)
+        span = (ls, le if le >= 0 else len(text))
+        if not spans or spans[-1] != span:
+            spans.append(span)
+    return line, _backed_out(text, sorted(set(spans)))
+
+
 # prose that mentions backing out without doing it
 _NEGATED = re.compile(r"\b(?:not|n't|never|no need to|without|instead of|if|whether|should|could|would)\b[^.?!\n]{0,40}$", re.I)
 MAX_LINE = 300
@@ -53,6 +97,10 @@ def decision_line(text: str) -> str:
     """
     if not text or not _mentions(text, _DECISION_HINTS) or not _DECISION.search(text):
         return ""
+    return _decision_line(text)
+
+
+def _decision_line(text: str) -> str:
     units = _units(text)
     for i in range(len(units) - 1, -1, -1):
         line = _decision_at(units, i)
@@ -147,15 +195,22 @@ def backed_out(text: str) -> bool:
         return False
     if not _mentions(text, _BACKED_OUT_HINTS):
         return False
-    for m in _BACKED_OUT.finditer(text):
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        line_end = text.find("\n", m.end())
-        line = text[line_start : line_end if line_end >= 0 else len(text)]
-        if _is_code(line) or line.rstrip().endswith("?"):
-            continue
-        if _NEGATED.search(text[line_start : m.start()]):
-            continue
-        return True
+    return _backed_out(text, [(0, len(text))])
+
+
+def _backed_out(text: str, spans: list[tuple[int, int]]) -> bool:
+    """A phrase of _BACKED_OUT inside ``spans`` of ``text`` (whole lines, in
+    order) that is not code, a question or negated."""
+    for lo, hi in spans:
+        for m in _BACKED_OUT.finditer(text, lo, hi):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            line_end = text.find("\n", m.end())
+            line = text[line_start : line_end if line_end >= 0 else len(text)]
+            if _is_code(line) or line.rstrip().endswith("?"):
+                continue
+            if _NEGATED.search(text[line_start : m.start()]):
+                continue
+            return True
     return False
 
 

@@ -92,3 +92,25 @@ def test_search_and_session_start_show_the_decision_not_its_lead_in(tmp_path):
     assert proc.returncode == 0
     assert "decided: We switched the pool to pgbouncer transaction mode." in proc.stdout
     assert "Instead of the current" not in proc.stdout
+
+
+def test_the_index_runs_one_pass_that_answers_as_decision_line_and_backed_out_do():
+    """``outcome.outcome`` (one Aho-Corasick pass, backing out looked for on its
+    hint lines only) gives what the two rules give apart, on real-shaped turns,
+    case-blind look-alikes (İ ı ſ K), code, questions, negations and random mixes."""
+    import random
+
+    texts = [
+        LEAD_IN_THEN_CODE, "", "We reverted it.\nok", "we did not revert", "ROLLED BACK the change",
+        "İnstead of x we pinned y. Then more.", "gave up?\nthen we gave up", "```\nrevert\n```\nwe reverted",
+        "ſo we rolled back", "\ud800 we reverted", "The root cause was X. We switched to Y.",
+        "the \u212aelvin fix: we undid the change", "- reverted the migration\n+ kept it", "roll back\nroll back",
+        "### Root Cause\nThe pool was too small.\nWe rolled back the deploy.",
+    ]
+    rng = random.Random(11)
+    words = ["we", "reverted", "not", "the fix", "root cause", "gave up", "?", "\n", "İ", "ı", "ſ", "K", "x", ".",
+             "undid the change", "instead of", "backing out", "-", "```", "Decision:", "abandoned the approach"]
+    texts += ["".join(rng.choice(words) + rng.choice(["", " ", "\n"]) for _ in range(rng.randint(1, 40)))
+              for _ in range(3000)]
+    for text in texts:
+        assert outcome.outcome(text) == (decision_line(text), outcome.backed_out(text)), repr(text)

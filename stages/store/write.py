@@ -181,7 +181,7 @@ def postings_order(table):
     low = int(ids.min())
     span = int(ids.max()) - low + 1
     if len(rank) * span < 1 << 62:
-        return pa.array(np.argsort(ranks * span + (ids - low), kind="stable"))
+        return pa.array(np.argsort(ranks * span + (ids - low)))  # (keys are unique: no stable sort needed)
     return pa.array(np.lexsort((ids, ranks)))
 
 

@@ -437,7 +437,8 @@ class Run:
     def vocab_parts(self) -> int:
         """A big run leaves one vocabulary part (merging its flushes' parts costs
         a big run little and spares every search a read per part); small runs
-        let them pile up to the usual limit."""
+        let them pile up to the usual limit, then merge size-tiered like any
+        folder (stages/store/compact.py), never rewriting a big run's part."""
         return 1 if isinstance(self.batch, ArrowBatch) else MAX_PARTS
 
     def write_sessions(self) -> None:

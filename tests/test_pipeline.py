@@ -341,6 +341,21 @@ def test_a_buckets_postings_sort_by_token_bytes_then_record_id(top):
     assert len(postings_order(table.slice(0, 0))) == 0
 
 
+def test_small_runs_compact_their_vocabulary_parts_without_rewriting_a_big_runs(home):
+    # the big part holds a year's words: rewriting it every eighth appended turn cost ~1 s
+    env = samples_env(home, home.index)
+    home.run("index", extra_env=dict(env, DEJA_SMALL_RUN_BYTES="0"))
+    vocab = lambda: [r[0] for r in catalog(home, "SELECT file FROM generation WHERE dataset = 'vocab'")]
+    (big,) = vocab()
+    p = next((home.root / "samples" / "claude" / "projects").glob("*/*.jsonl"))
+    for i in range(12):
+        write_jsonl(p, [claude_user(S1, f"appended turn {i} about the okapi{i} cache", f"2026-03-09T11:{i:02d}:00Z",
+                                    f"k{i}")], "a")
+        home.run("index", extra_env=env)
+    assert big in vocab() and len(vocab()) <= 8
+    assert ids(home.search("okapi0", extra_env=env)) == [S1] and ids(home.search("okapi11", extra_env=env)) == [S1]
+
+
 def test_big_runs_cut_records_row_groups_by_role_and_write_each_part_once(home):
     index = home.root / "big.db"
     home.run("index", extra_env=dict(samples_env(home, index), DEJA_SMALL_RUN_BYTES="0", DEJA_FLUSH_BYTES="2000"))

@@ -94,8 +94,8 @@ def compact(store: Store, gen: int, force: bool = False, checked: bool = False, 
                 merging.deltas(parts, force, clear)
             elif dataset in ("postings", "docs") and clear:
                 merging.parts(dataset, folder, [f for f, _ in parts])
-            elif dataset == "vocab" and len(parts) > vocab_parts:
-                merging.parts(dataset, folder, [f for f, _ in parts])
+            elif dataset == "vocab" and len(parts) > vocab_parts and (vocab_parts < MAX_PARTS or force):
+                merging.parts(dataset, folder, [f for f, _ in parts])  # a big run's: one part
             else:
                 picked = pick(parts, force)
                 if picked:

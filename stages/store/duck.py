@@ -112,6 +112,11 @@ def _open(*args, **kwargs):
     # session setting: the connect config refuses it.)
     con = _load().connect(*args, **kwargs)
     con.execute("SET enable_progress_bar = false")
+    # The catalog is DuckDB's only file of ours (Parquet has its own codecs):
+    # every index run rewrites a row group of file_sessions, and choosing
+    # compression for its strings made the checkpoint at DETACH ~65 of an
+    # appended turn's ~210 ms. Uncompressed: ~8 ms, the file 15 % larger.
+    con.execute("SET force_compression = 'uncompressed'")
     return con
 
 

@@ -328,6 +328,28 @@ def test_show_on_a_terminal_runs_in_process(served):
 # ---------------------------------------------------------------- warm processes
 
 
+def test_a_warm_vocabulary_follows_appended_turns_through_their_compaction(served):
+    """A warm process adds an appended turn's words to its vocabulary table and,
+    when compaction merges those small parts, swaps their rows for the merged
+    part's without reading the large part again: every answer stays the one a
+    fresh process gives."""
+    s3 = "b0b0b0b0-0000-4000-8000-000000000003"
+    words = " ".join(f"lexeme{i}q" for i in range(4000))  # a large first vocabulary part
+    write_jsonl(served.claude_file(s3, CWD), [claude_user(s3, words, "2026-03-06T10:00:00Z", "u30", cwd=CWD)])
+    served.run("index", extra_env={"DEJA_SERVE": "off"})
+    _run(served, "search", "pool")
+    _started(served)
+    for i in range(10):  # the ninth vocabulary part makes compaction merge the small ones
+        write_jsonl(served.claude_file(S2, CWD), [claude_user(
+            S2, f"the okapi{i} importer drops rows with unicode names", f"2026-03-05T11:{i:02d}:00Z", f"v{i}",
+            cwd=CWD)], "a")
+        served.run("index")
+        assert json.loads(_run(served, "search", "--json", f"okapi{i}").stdout)["hits"], i
+        for query in ("importers", "lexeme3999q", "lexemes", f"okapi{max(i - 1, 0)}"):
+            got = _run(served, "search", "--json", query).stdout
+            assert got == _run(served, "search", "--json", query, DEJA_SERVE="off").stdout, (i, query)
+
+
 def test_requests_are_answered_by_a_warm_process_that_stays(served):
     """The server keeps a warm process (DuckDB and the live store open)
     between requests: one after the other, the same process answers."""

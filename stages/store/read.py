@@ -45,6 +45,8 @@ class LiveStore:
         # a hot store's vocabulary: the stem of every VOCAB_MARK-th row (the table is in stem
         # order), and how many rows the marks cover (rows added since follow them)
         self.vocab_marks: tuple[list[str], int] | None = None
+        # a hot vocabulary's parts added since it was read whole: part → (first, last rowid)
+        self.vocab_rows: dict[str, tuple[int, int]] = {}
 
     def tolerant(self, fn):
         """``fn()``, run again without each damaged part it meets."""
@@ -78,6 +80,7 @@ class LiveStore:
         self.part_keys.pop(part, None)
         self.damaged.append(part)
         self._hot.clear()
+        self.vocab_rows.clear()
         self.vocab_marks = _views(self.con, self.files, self.records_view, self.hot)
 
     def damage_notice(self) -> str | None:
@@ -250,10 +253,12 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
     live = LiveStore(store.root, files, con, part_keys, {r[1] for r in lifecycle}, records_view)
     live.hot = key is not None
     try:  # (a view binds its parts' footers now)
-        live.vocab_marks = live.tolerant(lambda: _views(con, files, records_view, live.hot, before))
+        live.vocab_marks = live.tolerant(lambda: _views(con, files, records_view, live.hot, before,
+                                                        live.vocab_rows))
     except duck.Error:
         if before is None:
             raise
+        live.vocab_rows.clear()
         live.vocab_marks = live.tolerant(lambda: _views(con, files, records_view, live.hot))  # read anew
     if key is not None:
         _kept.update(live=live, key=key)
@@ -261,19 +266,27 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
 
 
 def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_view: bool,
-           hot: bool = False, before: "LiveStore | None" = None) -> tuple[list[str], int] | None:
+           hot: bool = False, before: "LiveStore | None" = None,
+           vocab_rows: dict[str, tuple[int, int]] | None = None) -> tuple[list[str], int] | None:
     """The views of the live parts: sessions, deletes, docs, vocab and (``records_view``) records.
     ``hot``: the small datasets are read into memory instead (a warm server's
     process, which answers request after request from them); records stay
     Parquet. ``before``: the hot store this one follows on the same
     connection: a dataset whose parts only grew (an appended turn's run adds
     a part or two) gets the new parts' rows added to its table, not read again.
-    Returns a hot store's vocabulary marks (``LiveStore.vocab_marks``)."""
+    The vocabulary also lets go of parts added that way when compaction merged
+    them (their rows, recorded in ``vocab_rows``, are deleted and the merged
+    part's added): reading a text-heavy history's words whole again cost a
+    served appended turn ~0.2 s every few turns. Returns a hot store's
+    vocabulary marks (``LiveStore.vocab_marks``)."""
     kind = "TABLE" if hot else "VIEW"
     marks = None
     for dataset in ("sessions", "deletes", "docs", "vocab"):
         parts = files.get(dataset, [])
         old = before.files.get(dataset, []) if before is not None else []
+        if dataset == "vocab" and hot and vocab_rows is not None and parts:
+            marks = _hot_vocab(con, parts, before, vocab_rows)
+            continue
         if hot and old and set(old) <= set(parts):
             added = [p for p in parts if p not in set(old)]
             if added:
@@ -292,6 +305,47 @@ def _views(con: duck.DuckDBPyConnection, files: dict[str, list[str]], records_vi
         con.execute("DROP VIEW IF EXISTS records")
     return marks
 
+
+def _hot_vocab(con: duck.DuckDBPyConnection, parts: list[str], before: "LiveStore | None",
+               vocab_rows: dict[str, tuple[int, int]]) -> tuple[list[str], int] | None:
+    """A warm server's vocabulary table: its large parts read in stem order
+    (the marks cover them), each small part's rows added after them with their
+    rowids recorded in ``vocab_rows``. An appended turn's run adds a small
+    part; compaction merges small parts: their rows are deleted and the merged
+    part's added, and the large parts' rows are never read again."""
+    old = before.files.get("vocab", []) if before is not None else []
+    rows = dict(before.vocab_rows) if before is not None else {}
+    gone = set(old) - set(parts)
+    if old and gone <= set(rows):
+        marks = before.vocab_marks  # (added rows follow the marked ones: Vocabulary.lookup reads them all)
+        for part in gone:
+            lo, hi = rows.pop(part)
+            con.execute(f"DELETE FROM vocab WHERE rowid BETWEEN {lo} AND {hi}")
+        added = [p for p in parts if p not in set(old)]
+    else:  # read whole: the large parts in order, the small ones after them
+        sizes = {}
+        for p in parts:
+            try:
+                sizes[p] = os.path.getsize(p)
+            except OSError:
+                sizes[p] = 0
+        large = max(sizes.values())
+        base = [p for p in parts if sizes[p] * SMALL_VOCAB_PART >= large]
+        marks = _define(con, "TABLE", "vocab", base)
+        rows = {}
+        added = [p for p in parts if p not in set(base)]
+    for part in added:
+        last = con.execute("SELECT coalesce(max(rowid), -1) FROM vocab").fetchone()[0]
+        con.execute(f"INSERT INTO vocab BY NAME SELECT {_HOT_COLUMNS['vocab']} FROM read_parquet({_list([part])})")
+        rows[part] = (last + 1, con.execute("SELECT coalesce(max(rowid), -1) FROM vocab").fetchone()[0])
+    vocab_rows.clear()
+    vocab_rows.update(rows)
+    return marks
+
+
+# A vocabulary part this many times smaller than the largest is a small one
+# (an appended turn's words, or a few such merged): a hot table keeps track of its rows.
+SMALL_VOCAB_PART = 8
 
 # what a hot table takes of each part (sessions: BY NAME, so a part from before the late columns fits)
 _HOT_COLUMNS = {"sessions": "*", "deletes": "record_id", "docs": "*", "vocab": "token, stem, n"}

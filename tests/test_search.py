@@ -475,6 +475,49 @@ def test_a_warm_store_takes_a_runs_new_parts_into_its_tables_as_a_fresh_open_rea
         read.keep_open(False)
 
 
+def test_a_warm_vocabulary_swaps_merged_small_parts_without_reading_its_large_part_again(tmp_path):
+    """Appended turns' runs add small vocabulary parts, and compaction merges
+    them: a warm store deletes their rows and adds the merged part's, keeping
+    the large part's rows (and marks) as they were, and holds what a fresh open
+    of the same catalog holds."""
+    from conftest import Home, claude_assistant, claude_user, write_jsonl
+    from deja.queries.vocab import Vocabulary
+    from deja.stages.store import duck, read
+
+    home = Home(tmp_path)
+    sid = "eeee0000-0000-4000-8000-00000000000e"
+    path = home.claude_file(sid)
+    write_jsonl(path, [claude_user(sid, " ".join(f"lexeme{i}q" for i in range(3000)), "2026-03-04T10:00:00.000Z", "u1")])
+    home.run("index")
+
+    def vocab(con) -> list:
+        return sorted(con.execute("SELECT token, stem, n FROM vocab").fetchall())
+
+    read.keep_open(True)
+    try:
+        live = read.open_live(home.index, con=duck.shared())
+        marks, merged = live.vocab_marks, False
+        assert marks
+        for i in range(12):
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(__import__("json").dumps(claude_assistant(
+                    sid, [{"type": "text", "text": f"the okapi{i}x importer drops rows"}],
+                    f"2026-03-04T10:{i + 1:02d}:00.000Z", f"a{i}", msg_id=f"msg_{i}")) + "\n")
+            home.run("index")
+            parts = set(live.files["vocab"])
+            live = read.open_live(home.index, con=duck.shared())
+            merged |= bool(parts - set(live.files["vocab"]))
+            assert live.vocab_marks is marks  # the large part was not read again
+            assert Vocabulary(live).lookup([f"okapi{i}x"])["exact"] == {f"okapi{i}x": 1}
+        assert merged  # compaction merged the small parts along the way
+        got = vocab(live.con)
+        read.keep_open(True)  # forget the kept store; a new connection: a fresh open
+        duck._warm.pop("shared", None)
+        assert vocab(read.open_live(home.index, con=duck.shared()).con) == got
+    finally:
+        read.keep_open(False)
+
+
 def test_a_connection_that_held_the_stores_views_can_keep_it_open(tmp_path):
     """A process that answered with views on its shared connection and then
     keeps the store open (tables under the same names) must not trip over

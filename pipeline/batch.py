@@ -26,6 +26,7 @@ from deja.stages import tokenize
 
 from deja.stages.store import write
 from deja.stages.store import layout
+from deja.stages.store.limits import trim_heap
 from deja.stages.sources.base import ROLE_CODES, ROLES
 from deja.stages.stems import stem_many
 
@@ -282,7 +283,7 @@ class ArrowBatch:
                 self.records.append(key, rows)
         del tables, by_harness
         self.bytes = 0
-        _trim()
+        trim_heap()
         return []
 
     def finish(self) -> list[Part]:
@@ -325,7 +326,7 @@ class ArrowBatch:
             table = pa.concat_tables(self.docs).sort_by("record_id")
             self.docs = []
             parts.append(("docs",) + write.write_table(table, self.root, f"docs/{name}", layout.DOCS_ROW_GROUP))
-        _trim()
+        trim_heap()
         return parts
 
     def _write_records(self, name: str) -> list[Part]:
@@ -339,7 +340,7 @@ class ArrowBatch:
                 rows = write.write_records_streamed(lambda: self.records.batches(key), ROLES, self.root, rel)
             self.records.drop(key)
             parts.append(("records", rel, rows))
-            _trim()
+            trim_heap()
         return parts
 
     def _write_bucket(self, bucket: int, name: str):
@@ -463,13 +464,3 @@ class VocabParts:
 
         self.held = []
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _trim() -> None:
-    """Hand freed heap back to the OS (glibc keeps it otherwise)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

@@ -71,7 +71,9 @@ def _fast_search(argv: list[str]) -> None:
 def _fast_index(argv: list[str]) -> None:
     """`deja index [--rebuild] [--json] [--prune-gone]`: run often (shell profiles, after every
     turn), so it skips typer like search does."""
-    _one_arena()
+    from deja.stages.store.limits import one_arena
+
+    one_arena()  # (before DuckDB, polars and pyarrow start their threads)
     from deja.pipeline.cli_index import index_command
 
     p = _parser("deja index")
@@ -80,20 +82,6 @@ def _fast_index(argv: list[str]) -> None:
     p.add_argument("--prune-gone", dest="prune_gone", action="store_true")
     ns = p.parse_args(argv)
     index_command(ns.rebuild, ns.as_json, ns.prune_gone)
-
-
-def _one_arena() -> None:
-    """One malloc arena for an index run, set before DuckDB, polars and
-    pyarrow start their threads. glibc gives each thread that allocates beside
-    another an arena of its own, and each keeps what its thread freed: a
-    text-heavy run (tokenizer and finish threads) peaked 20-45 MB higher, for
-    no time saved (bench/README.md)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-8, 1)  # M_ARENA_MAX
-    except (OSError, AttributeError):
-        pass
 
 
 def _quick_exit() -> None:

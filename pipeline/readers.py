@@ -152,6 +152,7 @@ def _serve(conn, alive) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle; the worker ends with it
     threading.Thread(target=_exit_with_run, args=(alive,), daemon=True).start()
     from deja.pipeline.ingest import process_file
+    from deja.stages.store.limits import trim_heap
 
     while True:
         try:
@@ -167,7 +168,7 @@ def _serve(conn, alive) -> None:
         except (BrokenPipeError, OSError):
             return
         del got
-        _trim()
+        trim_heap()  # else a reader holds its largest file's heap for the rest of the run
 
 
 def _exit_with_run(alive) -> None:
@@ -187,15 +188,3 @@ def _picklable(exc: BaseException) -> bool:
         return True
     except Exception:
         return False
-
-
-def _trim() -> None:
-    """Hand the file's freed memory back to the OS before the next: glibc
-    keeps it otherwise, and a worker would hold its largest file's worth for
-    the rest of the run."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

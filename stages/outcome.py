@@ -75,14 +75,11 @@ def outcome(text: str) -> tuple[str, bool]:
         return line, False
     if len(low) != len(text):  # folding moved offsets: the whole text
         return line, _backed_out(text, [(0, len(text))])
-    spans = []
+    spans = set()  # the lines holding a hint, each once, in order
     for start in backed:
-        ls = text.rfind("\n", 0, start) + 1
-        le = text.find("\n", start)
-        span = (ls, le if le >= 0 else len(text))
-        if not spans or spans[-1] != span:
-            spans.append(span)
-    return line, _backed_out(text, sorted(set(spans)))
+        end = text.find("\n", start)
+        spans.add((text.rfind("\n", 0, start) + 1, end if end >= 0 else len(text)))
+    return line, _backed_out(text, sorted(spans))
 
 
 # prose that mentions backing out without doing it

@@ -321,7 +321,7 @@ def _hot_vocab(con: duck.DuckDBPyConnection, parts: list[str], before: "LiveStor
         for part in gone:
             lo, hi = rows.pop(part)
             con.execute(f"DELETE FROM vocab WHERE rowid BETWEEN {lo} AND {hi}")
-        added = [p for p in parts if p not in set(old)]
+        added = [p for p in parts if p not in old]
     else:  # read whole: the large parts in order, the small ones after them
         sizes = {}
         for p in parts:
@@ -333,7 +333,7 @@ def _hot_vocab(con: duck.DuckDBPyConnection, parts: list[str], before: "LiveStor
         base = [p for p in parts if sizes[p] * SMALL_VOCAB_PART >= large]
         marks = _define(con, "TABLE", "vocab", base)
         rows = {}
-        added = [p for p in parts if p not in set(base)]
+        added = [p for p in parts if p not in base]
     for part in added:
         last = con.execute("SELECT coalesce(max(rowid), -1) FROM vocab").fetchone()[0]
         con.execute(f"INSERT INTO vocab BY NAME SELECT {_HOT_COLUMNS['vocab']} FROM read_parquet({_list([part])})")

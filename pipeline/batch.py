@@ -382,13 +382,8 @@ class ArrowBatch:
                 texts.combine_chunks(), is_edit.combine_chunks(),
                 pa.array([searchable_text("edit", t) for t in edits], texts.type),
             )
-        counts = tokenize.token_counts_batch(table.column("record_id"), texts)
-        postings = pa.table({
-            "token": counts.column("token"),
-            "record_id": counts.column("record_id"),
-            "tf": counts.column("tf"),
-            "bucket": tokenize.bucket_column(counts.column("token")),
-        })
+        counts = tokenize.token_counts_batch(table.column("record_id"), texts, buckets=True)
+        postings = counts.select(["token", "record_id", "tf", "bucket"])
         # a record's docs row: its session ordinal and role, and its length in tokens
         lengths = counts.group_by("record_id").aggregate([("rec_len", "max")])
         at = pc.index_in(lengths.column("record_id"), table.column("record_id"))

@@ -1,11 +1,13 @@
 """Tokens: the unit of the postings index and of every query.
 
-Two implementations of one rule set live here and must agree exactly, token
+Three implementations of one rule set live here and must agree exactly, token
 for token (``tests/test_tokenize.py`` checks it on a varied sample):
 
 * ``tokenize`` / ``query_terms``: pure Python (``re`` + ``unicodedata``), for
   the search path, which must not pay for importing polars or pyarrow;
-* ``token_counts_batch``: polars, vectorised, for indexing whole batches.
+* ``token_counts_batch``, for indexing whole batches: in C (``_tokens.c``,
+  one pass over the Arrow buffers, fed the tables below), or with polars
+  where that extension was not built (a machine without a compiler).
 
 The rules (the CLI contract §5.1, plus compound parts and CJK folding):
 
@@ -157,27 +159,46 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(tokenize(text)))
 
 
-def token_counts_batch(record_ids: Iterable[int] | Any, texts: Iterable[str | None] | Any) -> pa.Table:
-    """Term frequencies of a batch of records, vectorised with polars.
+def token_counts_batch(
+    record_ids: Iterable[int] | Any, texts: Iterable[str | None] | Any, *, buckets: bool = False
+) -> pa.Table:
+    """Term frequencies of a batch of records.
 
     One row per distinct (record_id, token): ``record_id`` int64, ``token``
     string, ``tf`` int32, and ``rec_len`` int32 (the record's total token
-    count, parts included). Records without tokens have no rows; row order is
+    count, parts included), and with ``buckets`` the token's postings
+    ``bucket`` int32. Records without tokens have no rows; row order is
     unspecified. ``record_ids`` must be unique within the batch; a null text
     counts as empty.
     """
     import pyarrow as pa
 
-    schema = pa.schema(
-        [("record_id", pa.int64()), ("token", pa.string()), ("tf", pa.int32()), ("rec_len", pa.int32())]
-    )
-    small = _small_batch(record_ids, texts)
+    small = _small_batch(record_ids, texts) if ENGINE in (None, "python") else None
     if small is not None:
         # an appended turn or two: the pure-Python rules (identical by test) cost
-        # less than importing polars
-        return pa.table(token_counts_lists(*small), schema=schema)
+        # less than importing polars or loading the C tokenizer's tables
+        counts = pa.table(token_counts_lists(*small), schema=_counts_schema())
+    elif ENGINE != "polars" and (native := _native()) is not None:
+        return _native_counts(native, record_ids, texts, buckets)
+    else:
+        counts = _polars_counts(record_ids, texts)
+    if buckets:
+        counts = counts.append_column("bucket", bucket_column(counts.column("token")))
+    return counts
+
+
+def _counts_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [("record_id", pa.int64()), ("token", pa.string()), ("tf", pa.int32()), ("rec_len", pa.int32())]
+    )
+
+
+def _polars_counts(record_ids: Any, texts: Any) -> pa.Table:
     import polars as pl
 
+    schema = _counts_schema()
     frame = _batch_frame(pl, record_ids, texts)
     if frame.height == 0:
         return schema.empty_table()
@@ -197,20 +218,24 @@ def token_counts_batch(record_ids: Iterable[int] | Any, texts: Iterable[str | No
 
 
 SMALL_BATCH_CHARS = 256 * 1024
+# Which implementation counts a batch: None chooses by the batch and by what
+# the process has loaded; the tests set "python", "polars" or "native".
+ENGINE: str | None = None
 
 
 def _small_batch(record_ids: Any, texts: Any) -> tuple[list, list] | None:
-    if "polars" in sys.modules:
-        # a process that has polars already (a big run: its last slice of a flush
-        # is small) counts faster with it; the small path is for not importing it
+    if ENGINE is None and ("polars" in sys.modules or _NATIVE_READY):
+        # a process that has polars or the C tables loaded already (a big run:
+        # its last slice of a flush is small) counts faster with them; the small
+        # path is for not loading either
         return None
     ids = record_ids.to_pylist() if hasattr(record_ids, "to_pylist") else list(record_ids)
-    if len(ids) > 2000:
+    if len(ids) > 2000 and ENGINE is None:
         return None
     txt = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
     if len(ids) != len(txt):
         raise ValueError("token_counts_batch: record_ids and texts differ in length")
-    if sum(len(t) for t in txt if t) > SMALL_BATCH_CHARS:
+    if sum(len(t) for t in txt if t) > SMALL_BATCH_CHARS and ENGINE is None:
         return None
     if len(set(ids)) != len(ids):
         raise ValueError("token_counts_batch: record_ids must be unique within a batch")
@@ -233,6 +258,117 @@ def token_counts_lists(ids: list, texts: list) -> dict[str, list]:
             out["tf"].append(n)
             out["rec_len"].append(len(toks))
     return out
+
+
+# --- the C implementation -----------------------------------------------------------
+
+_NATIVE_READY = False
+
+
+def _native() -> Any:
+    """``deja.stages._tokens``, its tables loaded; None where it was not built."""
+    global _NATIVE_READY
+    try:
+        from deja.stages import _tokens
+    except ImportError:
+        return None
+    if not _NATIVE_READY:
+        _tokens.configure(*_native_tables())
+        _NATIVE_READY = True
+    return _tokens
+
+
+def _native_tables() -> tuple[bytes, bytes, bytes, bytes, bytes]:
+    """The character classes as the C tokenizer reads them, and every folded
+    lower case that differs, from this Python's ``str.lower`` (as rule 3 says)."""
+    from array import array
+
+    bmp = bytearray(0x10000)
+    astral: list[tuple[int, int, int]] = []
+    for table, cls in ((_WORD, 1), (_MARK, 2), (_BIGRAM, 3)):
+        for lo, hi in table:
+            if lo <= 0xFFFF:
+                bmp[lo : min(hi, 0xFFFF) + 1] = bytes([cls]) * (min(hi, 0xFFFF) + 1 - lo)
+            if hi > 0xFFFF:
+                astral.append((max(lo, 0x10000), hi, cls))
+    astral.sort()
+    lower_cps, lower_offsets, lower_data = array("I"), array("I", [0]), bytearray()
+    for cp in sorted(cp for lo, hi in _WORD + _MARK for cp in range(max(lo, 0x80), hi + 1)):
+        folded = _fold_case(chr(cp))
+        if folded != chr(cp):
+            lower_cps.append(cp)
+            lower_data += folded.encode("utf-8")
+            lower_offsets.append(len(lower_data))
+    return (bytes(bmp), array("I", [v for t in astral for v in t]).tobytes(), lower_cps.tobytes(),
+            lower_offsets.tobytes(), bytes(lower_data))
+
+
+def _native_counts(native: Any, record_ids: Any, texts: Any, buckets: bool) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ids = _arrow_array(record_ids, pa.int64())
+    texts = _arrow_array(texts, pa.string())
+    if len(ids) != len(texts):
+        raise ValueError("token_counts_batch: record_ids and texts differ in length")
+    if ids.null_count:
+        raise ValueError("token_counts_batch: a record_id is null")
+    if pc.count_distinct(ids).as_py() != len(ids):
+        raise ValueError("token_counts_batch: record_ids must be unique within a batch")
+    texts = _nfc(texts.fill_null("") if texts.null_count else texts)
+    large = pa.types.is_large_string(texts.type)
+    offsets, data = texts.buffers()[1:3]
+    rows, rid, offs, chars, tf, rec_len, bucket = native.count(
+        ids.buffers()[1].slice(ids.offset * 8, len(ids) * 8), offsets, data if data is not None else b"",
+        texts.offset, len(texts), large, MIN_TOKEN_BYTES, MAX_TOKEN_BYTES, MAX_COMPOUND_BYTES, N_BUCKETS,
+    )
+    columns = {
+        "record_id": pa.Array.from_buffers(pa.int64(), rows, [None, pa.py_buffer(rid)]),
+        "token": pa.Array.from_buffers(pa.string(), rows, [None, pa.py_buffer(offs), pa.py_buffer(chars)]),
+        "tf": pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(tf)]),
+        "rec_len": pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(rec_len)]),
+    }
+    if buckets:
+        columns["bucket"] = pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(bucket)])
+    return pa.table(columns)
+
+
+def _arrow_array(values: Any, type: pa.DataType) -> pa.Array:
+    """One Arrow array of ``type`` (strings may stay large) from whatever a caller holds."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    elif not isinstance(values, pa.Array):
+        if hasattr(values, "to_arrow"):  # a polars Series
+            values = values.to_arrow()
+        else:
+            values = pa.array(list(values), type)
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+    if values.type != type and not (pa.types.is_string(type) and pa.types.is_large_string(values.type)):
+        values = values.cast(pa.large_string() if pa.types.is_string(type) else type)
+    return values
+
+
+def _nfc(texts: pa.Array) -> pa.Array:
+    """Rule 1: the texts, NFC. Only non-ASCII texts can differ, and normalize's
+    quick check passes the (many) that are NFC already."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    non_ascii = pc.not_equal(pc.binary_length(texts), pc.utf8_length(texts))
+    if not pc.any(non_ascii).as_py():
+        return texts
+    at = pc.indices_nonzero(non_ascii)
+    changed = {}
+    for i, text in zip(at.to_pylist(), pc.take(texts, at).to_pylist(), strict=True):
+        if not unicodedata.is_normalized("NFC", text):
+            changed[i] = unicodedata.normalize("NFC", text)
+    if not changed:
+        return texts
+    mask = pa.array([i in changed for i in range(len(texts))])
+    return pc.replace_with_mask(texts, mask, pa.array(list(changed.values()), texts.type))
 
 
 # --- the polars implementation ------------------------------------------------------

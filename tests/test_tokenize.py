@@ -1,4 +1,4 @@
-"""deja.stages.tokenize: the rules, and the two implementations agreeing.
+"""deja.stages.tokenize: the rules, and the three implementations agreeing.
 
 The throughput check is opt-in (it indexes ~50 MB):
 
@@ -18,6 +18,9 @@ import zlib
 from collections import Counter, defaultdict
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from deja.stages import tokenize as tk
 from deja.stages.tokenize import bucket_column, bucket_of, query_terms, token_counts_batch, tokenize
 
@@ -211,13 +214,16 @@ def test_bucket_column_keeps_nulls_and_takes_chunked_arrays() -> None:
 # --- token_counts_batch -------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True, params=["polars", "python"])
+@pytest.fixture(autouse=True, params=["native", "polars", "python"])
 def batch_path(request, monkeypatch):
-    """Every batch test runs on both paths: small batches take the pure-Python
-    one in production (an appended turn), big ones polars."""
+    """Every batch test runs on every path: small batches take the pure-Python
+    one in production (an appended turn), big ones the C tokenizer, or polars
+    where it was not built."""
     import deja.stages.tokenize as tk
 
-    monkeypatch.setattr(tk, "SMALL_BATCH_CHARS", -1 if request.param == "polars" else 10**12)
+    if request.param == "native" and tk._native() is None:
+        pytest.fail("the C tokenizer (deja.stages._tokens) was not built: pip install needs a C compiler")
+    monkeypatch.setattr(tk, "ENGINE", request.param)
     return request.param
 
 
@@ -241,6 +247,47 @@ def test_counts_accept_lists_arrow_and_polars() -> None:
     assert rows(token_counts_batch(pa.array(ids), pa.array(texts, pa.large_string()))) == expected
     assert rows(token_counts_batch(pl.Series(ids), pl.Series(texts))) == expected
     assert rows(token_counts_batch(pa.chunked_array([ids]), pa.chunked_array([texts]))) == expected
+
+
+def test_counts_read_sliced_and_chunked_arrow_where_it_starts() -> None:
+    # Arrow arrays that start inside their buffers (a table's slice), several
+    # chunks, large offsets, nulls among the texts
+    ids = list(range(10, 20))
+    texts = [f"word{i} shared_name x{i}Y" if i % 3 else None for i in range(10)]
+    expected = rows(token_counts_batch(ids[3:], texts[3:]))
+    assert expected and {r[0] for r in expected} <= set(ids[3:])
+    sliced = token_counts_batch(pa.array(ids, pa.int64())[3:], pa.array(texts, pa.string())[3:])
+    assert rows(sliced) == expected
+    chunked = token_counts_batch(
+        pa.chunked_array([pa.array(ids[3:6]), pa.array(ids[6:])]),
+        pa.chunked_array([pa.array(texts[3:6], pa.large_string()), pa.array(texts[6:], pa.large_string())]),
+    )
+    assert rows(chunked) == expected
+
+
+def test_a_record_with_very_many_distinct_tokens_is_counted_whole() -> None:
+    words = [f"w{i:06d}" for i in range(60_000)]
+    text = " ".join(words + words[:10])
+    table = token_counts_batch([1, 2], [text, "w000001 tail"])
+    got = {(r["record_id"], r["token"]): (r["tf"], r["rec_len"]) for r in table.to_pylist()}
+    assert len(got) == 60_002
+    assert got[(1, "w000001")] == (2, 60_010) and got[(1, "w059999")] == (1, 60_010)
+    assert got[(2, "w000001")] == (1, 2) and got[(2, "tail")] == (1, 2)
+
+
+def test_buckets_come_with_the_counts_when_asked() -> None:
+    texts = ["parseJSON2Config 使用pytest运行 Привет", "é" * 70, "plain words"]
+    table = token_counts_batch([1, 2, 3], texts, buckets=True)
+    assert table.column_names == ["record_id", "token", "tf", "rec_len", "bucket"]
+    assert table.column("bucket").type == pa.int32()
+    assert all(r["bucket"] == bucket_of(r["token"]) for r in table.to_pylist())
+    assert rows(table.drop_columns("bucket")) == rows(token_counts_batch([1, 2, 3], texts))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(max_size=80), max_size=8))
+def test_batches_agree_with_python_on_any_text(texts: list[str]) -> None:
+    assert_same_as_python(texts)
 
 
 def test_counts_of_an_empty_batch() -> None:
@@ -354,21 +401,21 @@ def assert_same_as_python(texts: list[str | None]) -> None:
             assert rec_lens[i] == {expected.total()}, repr(text)
 
 
-def test_polars_agrees_with_python_on_varied_text() -> None:
+def test_batches_agree_with_python_on_varied_text() -> None:
     assert_same_as_python([*VARIED, *(text for text, _ in RULES), None])
 
 
-def test_polars_agrees_with_python_on_each_text_alone() -> None:
+def test_batches_agree_with_python_on_each_text_alone() -> None:
     for text in VARIED:
         assert_same_as_python([text])
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_polars_agrees_with_python_on_random_text(seed: int) -> None:
+def test_batches_agree_with_python_on_random_text(seed: int) -> None:
     assert_same_as_python(random_texts(1500, seed))
 
 
-def test_polars_agrees_with_python_on_realistic_text() -> None:
+def test_batches_agree_with_python_on_realistic_text() -> None:
     assert_same_as_python(realistic_corpus(2_000_000, seed=1))
 
 

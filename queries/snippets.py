@@ -5,6 +5,9 @@ read only here, for the hits a search serves.
 
 from __future__ import annotations
 
+import bisect
+import re
+
 from deja.stages.shown import shown
 from deja.stages.store import duck
 from deja.stages.store.read import LiveStore
@@ -90,7 +93,43 @@ def _collect(rows, pick) -> dict[int, list[str]]:
 
 
 def best_line(text: str, needles: list[str], width: int = 220) -> str:
-    """The line of a record holding the most query words, elided around them."""
+    """The line of a record holding the most query words (the first of
+    equals), elided around them."""
+    low = text.lower()
+    if len(low) != len(text):  # (lower-casing moved offsets: a rare letter like İ)
+        return _elide_around(" ".join(_best_line_by_line(text, needles).split()), needles, width)
+    # Each needle's occurrences in the whole text, counted on the lines they
+    # fall in: a record of a thousand lines is not lower-cased line by line.
+    ends = [m.start() for m in _LINE_BREAK.finditer(text)]
+    ends.append(len(text))
+    found: dict[int, int] = {}  # line → the needles on it, as bits
+    for bit, needle in enumerate(needles):
+        if not needle:
+            continue
+        at = low.find(needle)
+        while at >= 0:
+            line = bisect.bisect_right(ends, at)
+            if at + len(needle) <= ends[line]:  # (not across a line break)
+                found[line] = found.get(line, 0) | 1 << bit
+                at = low.find(needle, ends[line])  # the next line: once a line is enough
+            else:
+                at = low.find(needle, at + 1)
+    line = min(found, key=lambda i: (-found[i].bit_count(), i)) if found else 0
+    return _elide_around(" ".join(text[_line_start(text, ends, line):ends[line]].split()), needles, width)
+
+
+# what str.splitlines breaks at (\r\n is one break)
+_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _line_start(text: str, ends: list[int], line: int) -> int:
+    if not line:
+        return 0
+    prev = ends[line - 1]
+    return prev + (2 if text.startswith("\r\n", prev) else 1)
+
+
+def _best_line_by_line(text: str, needles: list[str]) -> str:
     best, best_hits = "", -1
     for line in text.splitlines():
         low = line.lower()
@@ -99,7 +138,7 @@ def best_line(text: str, needles: list[str], width: int = 220) -> str:
             best, best_hits = line, hits
             if hits == len(needles):
                 break
-    return _elide_around(" ".join(best.split()), needles, width)
+    return best
 
 
 def _line_of_match(text: str, found: dict) -> str:

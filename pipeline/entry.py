@@ -167,6 +167,10 @@ def main(argv: list[str] | None = None) -> None:
     # run frees a flush's worth at a time and should not keep the high-water mark.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
+    # numpy (under pyarrow, and a warm server's ranking) starts a BLAS thread
+    # per core at import; deja multiplies no matrices, and a server must fork
+    # with no thread alive
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # What deja writes (the store, DuckDB's own files, notes, packets) is the
     # owner's alone, whatever the shell's umask (stages/store/private.py).
     os.umask(0o077)

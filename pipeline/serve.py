@@ -22,7 +22,9 @@ environment. So:
   live), as a fresh process sees them, and a busy writer blocks no one;
 * requests run side by side, and one slow or crashed request holds nothing else;
 * memory stays flat: a warm process leaves after ``WARM_REQUESTS`` requests
-  or past ``WARM_MB`` resident, and the main process forks a fresh one.
+  or past ``WARM_MB`` resident (or half again what it held after its first
+  request, where a large history's tables take more), and the main process
+  forks a fresh one.
 
 The socket is in a private folder (0700, socket 0600), and only its own
 user's connections are served (SO_PEERCRED). The server exits after
@@ -49,7 +51,8 @@ from deja.pipeline import serve_client as client
 IDLE_S = 30 * 60
 WARM = 2  # warm processes at most (DEJA_SERVE_WARM): one, and another when a request finds it busy
 WARM_REQUESTS = 5000  # a warm process leaves after this many requests …
-WARM_MB = 200  # … or past this many MB resident (DEJA_SERVE_WARM_MB): memory stays flat
+WARM_MB = 200  # … or past this many MB resident (DEJA_SERVE_WARM_MB): memory stays flat,
+WARM_GROWTH = 1.5  # … or past half again what it held after its first request, if that is more
 CODE_CHECK_S = 1.0
 MAX_REQUEST = 8 << 20  # longer requests are refused (the client then runs the command itself)
 
@@ -119,7 +122,14 @@ def _preload() -> None:
                  "deja.hooks.dispatch", "deja.hooks.common", "deja.hooks.context", "deja.hooks.prompt",
                  "deja.hooks.tool", "deja.hooks.precompact", "deja.queries.search", "deja.queries.rank",
                  "deja.queries.snippets", "deja.queries.vocab", "deja.stages.redact", "deja.stages.shown",
-                 "deja.stages.store.read", "deja.pipeline.fresh", "deja.pipeline.access", "rapidfuzz"):
+                 "deja.stages.store.read", "deja.pipeline.fresh", "deja.pipeline.access", "rapidfuzz",
+                 # a search that finds a turn appended since ingests it first (the index
+                 # run's modules, the two common readers): ~40 ms of imports for the first
+                 "deja.pipeline.run", "deja.pipeline.batch", "deja.pipeline.ingest", "deja.stages.sources.claude",
+                 "deja.stages.sources.codex", "deja.stages.store.compact", "deja.stages.store.write",
+                 # a warm process ranks with numpy (queries/score_arrays): imported once
+                 # here, its pages are shared by every fork rather than copied into each
+                 "deja.queries.score_arrays"):
         try:
             importlib.import_module(name)
         except Exception:  # a module renamed or optional: its first request imports what it needs
@@ -443,8 +453,9 @@ def warm_main(sock: socket.socket) -> None:
     as a forked copy would run it (``run_command``), on a DuckDB connection
     and a live store kept open between them (stages/store/read.py: reopened
     when the catalog changes). It leaves when its main process does, and
-    after ``WARM_REQUESTS`` requests or past ``WARM_MB`` resident, to give its
-    memory back: the main process starts another."""
+    after ``WARM_REQUESTS`` requests or past ``WARM_MB`` resident (or
+    ``WARM_GROWTH`` times what it held after its first request, if more), to
+    give its memory back: the main process starts another."""
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
@@ -477,7 +488,14 @@ def warm_main(sock: socket.socket) -> None:
         except OSError:
             return
         served += 1
-        if served >= WARM_REQUESTS or (rss_mb(os.getpid()) or 0) > limit_mb:
+        rss = rss_mb(os.getpid()) or 0
+        if served == 1 and "DEJA_SERVE_WARM_MB" not in _BASE["env"]:
+            # what the store's kept tables take is not growth: a large history's
+            # can pass WARM_MB alone, and its warm process would leave after
+            # every request, each next one opening the store cold (a limit the
+            # user sets is kept as set)
+            limit_mb = max(limit_mb, rss * WARM_GROWTH)
+        if served >= WARM_REQUESTS or rss > limit_mb:
             return
 
 

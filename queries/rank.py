@@ -128,6 +128,7 @@ class SessionRanker:
         # aggregation: only which sessions qualify differs, decided in rank()
         self._aggregates: dict = {}
         self._worn: dict[int, int] | None = None  # session ord → recent recalls (worn_counts)
+        self._postings = None  # q_postings as arrays, in a warm process (score_arrays.Postings)
 
     def worn(self) -> dict[int, int]:
         """Recent recalls per session ord: the usage log read once per search, and
@@ -184,7 +185,9 @@ class SessionRanker:
         and_min = and_min or k
         key = (tuple(tuple(g) for g in groups), and_min)
         rows = self._aggregates.get(key)
-        if rows is None:
+        if rows is None and self.store.hot:  # a warm process: the same rows from arrays (score_arrays)
+            rows = self._aggregates[key] = self._arrays(tokens, gids, k, and_min)
+        elif rows is None:
             rows = self._aggregates[key] = self.store.con.execute(
                 duck.inline(sql, tokens=tokens, gids=gids), {"and_min": and_min}).fetchall()
         if not rows:
@@ -232,6 +235,16 @@ class SessionRanker:
         out.sort(key=lambda r: (-r.score, -r.updated, r.ord))
         return out
 
+    def _arrays(self, tokens: list[str], gids: list[int], k: int, and_min: int) -> list[tuple]:
+        from . import score_arrays
+
+        if self._postings is None:  # (load() drops it when it reads more words)
+            self._postings = score_arrays.Postings(self.store.con)
+        sessions = self.store.memo.get("q_session_rows")
+        if sessions is None:  # (kept while the search's filters are: load() drops it with q_tables)
+            sessions = self.store.memo["q_session_rows"] = score_arrays.Sessions(self.store.con)
+        return score_arrays.score_rows(self._postings, sessions, tokens, gids, k, and_min)
+
     def load(self, tokens: list[str]) -> tuple[int, float]:
         """Fill the search's tables (``sql/search_tables.sql``) for these words:
         each rung of the ladder then ranks from memory, and Parquet is read once
@@ -253,6 +266,7 @@ class SessionRanker:
                 self._stats = self.store.memo["q_stats"]
                 return self.load(tokens)
             self.store.memo.pop("q_tables", None)
+            self.store.memo.pop("q_session_rows", None)
             con.execute(made, {"harness": q.harness, **project_match.named_params(q.project), "since": q.since_ms,
                                "session": q.session})
             con.execute(fill)
@@ -273,6 +287,7 @@ class SessionRanker:
         new = sorted(set(tokens) - self._loaded)
         if new:
             self._loaded.update(new)
+            self._postings = None
             files = self.store.postings_for_buckets({bucket_of(t) for t in new})
             if files:
                 # a literal IN list: the Parquet reader filters by it directly, where a

@@ -1,0 +1,99 @@
+"""``sql/score_groups.sql``'s rows, computed with numpy from the search's
+postings: what a warm process (``deja serve``, ``deja mcp``) ranks with.
+
+DuckDB plans and runs that query in ~8 ms over a common word's ten thousand
+postings, once per rung of the ladder; the same aggregates over arrays take
+about one. A cold process keeps the SQL: importing numpy would cost it more
+than it saves. The SQL file says what each column means; this module computes
+the very same rows (``tests/test_score_arrays.py`` holds the two to each other).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# what was said weighs by who said it (score_groups.sql's CASE): user and notes
+# ×1.3, assistant ×1, role 3 ×0.5; tool output (2) is printed, not said
+_SAID_WEIGHT = np.full(128, 1.3)
+_SAID_WEIGHT[1], _SAID_WEIGHT[3] = 1.0, 0.5
+_TOOL = 2
+_ROLE_BIT, _NG_BIT = 1 << 40, 1 << 41  # best: role << 40 | record id; ordered by groups, said, id
+
+
+class Postings:
+    """The search's ``q_postings`` table as arrays, grouped by token."""
+
+    def __init__(self, con) -> None:
+        counts = con.execute("SELECT token, count(*) FROM q_postings GROUP BY token ORDER BY token").fetchall()
+        cols = con.execute("SELECT record_id, session, tf, role, rec_len FROM q_postings ORDER BY token").fetchnumpy()
+        self.record_id = np.asarray(cols["record_id"], np.int64)
+        self.session = np.asarray(cols["session"], np.int64)
+        self.tf = np.asarray(cols["tf"], np.float64)
+        self.role = np.asarray(cols["role"], np.int64)
+        self.rec_len = np.asarray(cols["rec_len"], np.float64)
+        self.slices: dict[str, tuple[int, int]] = {}
+        at = 0
+        for token, n in counts:
+            self.slices[token] = (at, at + n)
+            at += n
+
+
+class Sessions:
+    """``q_sessions``' admitted rows by ord: what a row of score_groups carries of its session."""
+
+    def __init__(self, con) -> None:
+        self.by_ord = {r[0]: r for r in con.execute(
+            "SELECT ord, dl, updated, started, decided, gave_up, note FROM q_sessions WHERE admitted").fetchall()}
+
+
+def score_rows(postings: Postings, sessions: Sessions, tokens: list[str], gids: list[int], k: int,
+               and_min: int) -> list[tuple]:
+    """score_groups.sql's rows for these (token, group) pairs, in no particular order."""
+    spans = [(postings.slices[t], g) for t, g in zip(tokens, gids) if t in postings.slices]
+    if not spans:
+        return []
+    idx = np.concatenate([np.arange(a, b) for (a, b), _ in spans])
+    gid = np.concatenate([np.full(b - a, g, np.int64) for (a, b), g in spans])
+    role, rec_len = postings.role[idx], postings.rec_len[idx]
+    # each record's term frequencies, damped by its length against its role's mean (never raised)
+    n_role = np.bincount(role, minlength=128)
+    mean_len = np.bincount(role, weights=rec_len, minlength=128)[role] / n_role[role]
+    w = postings.tf[idx] / np.maximum(1.0, 0.25 + 0.75 * rec_len / np.maximum(mean_len, 1.0))
+
+    # per record: its session, role, length, how many groups it holds, and w summed per group
+    records, rec = np.unique(postings.record_id[idx], return_inverse=True)
+    n = len(records)
+    first = np.empty(n, np.int64)
+    first[rec[::-1]] = np.arange(len(rec))[::-1]
+    r_session, r_role, r_len = postings.session[idx][first], role[first], rec_len[first]
+    ng = np.bincount(np.unique(rec * k + gid) // k, minlength=n)
+    w_by_group = [np.bincount(rec, weights=np.where(gid == i, w, 0.0), minlength=n) for i in range(k)]
+
+    # per session
+    ords, ses = np.unique(r_session, return_inverse=True)
+    m = len(ords)
+    nrec = np.bincount(ses, weights=ng >= and_min, minlength=m)
+    best_ng = np.full(m, -np.inf)
+    np.maximum.at(best_ng, ses, (ng - 1) * 200.0 / (200 + r_len))
+    said = np.where(r_role != _TOOL, _SAID_WEIGHT[r_role], 0.0)
+    printed = r_role == _TOOL
+    sums = []
+    for i in range(k):
+        sums.append(np.bincount(ses, weights=w_by_group[i] * said, minlength=m))
+        sums.append(np.bincount(ses, weights=np.where(printed, w_by_group[i], 0.0), minlength=m))
+    # the three records to show: most groups, then said before printed, then newest
+    key = ng * _NG_BIT + (r_role != _TOOL) * _ROLE_BIT + records
+    order = np.lexsort((-key, ses))
+    starts = np.searchsorted(ses[order], np.arange(m))
+    value = (r_role * _ROLE_BIT + records)[order].tolist()
+    ends = np.minimum(starts + 3, np.append(starts[1:], n)).tolist()
+
+    out = []
+    columns = [ords.tolist(), nrec.astype(np.int64).tolist(), (1.0 + best_ng).tolist(), starts.tolist(), ends,
+               *(s.tolist() for s in sums)]
+    for o, nr, bn, a, b, *group_sums in zip(*columns):
+        s = sessions.by_ord.get(o)
+        if s is None:  # not admitted by the query's filters
+            continue
+        out.append((*s, nr, bn, value[a:b], *group_sums))
+    return out

@@ -238,12 +238,32 @@ class SessionRanker:
     def _arrays(self, tokens: list[str], gids: list[int], k: int, and_min: int) -> list[tuple]:
         from . import score_arrays
 
-        if self._postings is None:  # (load() drops it when it reads more words)
-            self._postings = score_arrays.Postings(self.store.con)
+        if self._postings is None:  # (no postings part could hold the words)
+            return []
         sessions = self.store.memo.get("q_session_rows")
         if sessions is None:  # (kept while the search's filters are: load() drops it with q_tables)
             sessions = self.store.memo["q_session_rows"] = score_arrays.Sessions(self.store.con)
         return score_arrays.score_rows(self._postings, sessions, tokens, gids, k, and_min)
+
+    def _read_arrays(self, files: list[str], tokens: list[str]) -> None:
+        """(a warm process) These words' postings from Parquet into arrays, each
+        record's session, role and length from the store's docs arrays."""
+        from . import score_arrays
+
+        memo = self.store.memo
+        docs = memo.get("docs_arrays")
+        if docs is None:  # (the memo is the live store's: a new catalog, a new store)
+            docs = memo["docs_arrays"] = score_arrays.Docs(self.store.con)
+        keep = memo.get("q_keep")
+        if keep is None:  # (kept with q_tables, while the search's roles and filters are)
+            q = self.q
+            admitted = None
+            if q.harness or q.project or q.since_ms or q.session:
+                admitted = {o for (o,) in self.store.con.execute("SELECT ord FROM q_sessions WHERE admitted").fetchall()}
+            keep = memo["q_keep"] = docs.admits(self.roles, admitted)
+        if self._postings is None:
+            self._postings = score_arrays.Postings()
+        self._postings.read(self.store.con, files, tokens, docs, keep)
 
     def load(self, tokens: list[str]) -> tuple[int, float]:
         """Fill the search's tables (``sql/search_tables.sql``) for these words:
@@ -265,20 +285,22 @@ class SessionRanker:
                 self._loaded = set()
                 self._stats = self.store.memo["q_stats"]
                 return self.load(tokens)
-            self.store.memo.pop("q_tables", None)
-            self.store.memo.pop("q_session_rows", None)
+            for name in ("q_tables", "q_session_rows", "q_keep"):
+                self.store.memo.pop(name, None)
             con.execute(made, {"harness": q.harness, **project_match.named_params(q.project), "since": q.since_ms,
                                "session": q.session})
             con.execute(fill)
             # the records the search may rank: of the roles searched, not
             # deleted, and with a filter only the admitted sessions' (a hook's
             # project), so the ranking aggregates a fraction of the rows
+            # (a warm process keeps them as arrays instead: _read_arrays)
             admitted = (" AND session IN (SELECT ord FROM q_sessions WHERE admitted)"
                         if q.harness or q.project or q.since_ms or q.session else "")
-            con.execute(duck.inline(
-                "CREATE OR REPLACE TEMP TABLE q_docs AS SELECT record_id, session, role, rec_len FROM docs "
-                "WHERE role IN (SELECT unnest($roles)) AND record_id NOT IN (SELECT record_id FROM deletes)"
-                + admitted, roles=list(self.roles)))
+            if not self.store.hot:
+                con.execute(duck.inline(
+                    "CREATE OR REPLACE TEMP TABLE q_docs AS SELECT record_id, session, role, rec_len FROM docs "
+                    "WHERE role IN (SELECT unnest($roles)) AND record_id NOT IN (SELECT record_id FROM deletes)"
+                    + admitted, roles=list(self.roles)))
             self._loaded = set()
             n, avgdl = con.execute("SELECT count(*), avg(dl) FROM q_sessions").fetchone()
             self._stats = (n, float(avgdl or 20.0))
@@ -287,9 +309,10 @@ class SessionRanker:
         new = sorted(set(tokens) - self._loaded)
         if new:
             self._loaded.update(new)
-            self._postings = None
             files = self.store.postings_for_buckets({bucket_of(t) for t in new})
-            if files:
+            if files and self.store.hot:
+                self._read_arrays(files, new)
+            elif files:
                 # a literal IN list: the Parquet reader filters by it directly, where a
                 # list bound as a subquery became a semi join (twice the time)
                 con.execute(duck.inline(

@@ -3,9 +3,13 @@ postings: what a warm process (``deja serve``, ``deja mcp``) ranks with.
 
 DuckDB plans and runs that query in ~8 ms over a common word's ten thousand
 postings, once per rung of the ladder; the same aggregates over arrays take
-about one. A cold process keeps the SQL: importing numpy would cost it more
-than it saves. The SQL file says what each column means; this module computes
-the very same rows (``tests/test_score_arrays.py`` holds the two to each other).
+about one. The postings themselves come straight from Parquet into arrays and
+meet the store's docs (each record's session, role and length, kept as arrays
+while the catalog stands) by binary search, where the SQL path fills and joins
+two temp tables. A cold process keeps the SQL: importing numpy would cost it
+more than it saves. The SQL files say what each column means; this module
+computes the very same rows (``tests/test_score_arrays.py`` holds the two to
+each other).
 """
 
 from __future__ import annotations
@@ -20,22 +24,55 @@ _TOOL = 2
 _ROLE_BIT, _NG_BIT = 1 << 40, 1 << 41  # best: role << 40 | record id; ordered by groups, said, id
 
 
-class Postings:
-    """The search's ``q_postings`` table as arrays, grouped by token."""
+class Docs:
+    """The store's docs rows (sorted by record id) and which are deleted: kept
+    by a warm store for as long as its catalog stands."""
 
     def __init__(self, con) -> None:
-        counts = con.execute("SELECT token, count(*) FROM q_postings GROUP BY token ORDER BY token").fetchall()
-        cols = con.execute("SELECT record_id, session, tf, role, rec_len FROM q_postings ORDER BY token").fetchnumpy()
+        cols = con.execute("SELECT d.record_id, d.session, d.role, d.rec_len, x.record_id IS NULL AS alive "
+                           "FROM docs d LEFT JOIN (SELECT DISTINCT record_id FROM deletes) x USING (record_id) "
+                           "ORDER BY d.record_id").fetchnumpy()
         self.record_id = np.asarray(cols["record_id"], np.int64)
         self.session = np.asarray(cols["session"], np.int64)
-        self.tf = np.asarray(cols["tf"], np.float64)
         self.role = np.asarray(cols["role"], np.int64)
         self.rec_len = np.asarray(cols["rec_len"], np.float64)
-        self.slices: dict[str, tuple[int, int]] = {}
-        at = 0
-        for token, n in counts:
-            self.slices[token] = (at, at + n)
-            at += n
+        self.alive = np.asarray(cols["alive"], bool)
+
+    def admits(self, roles, sessions: set[int] | None) -> np.ndarray:
+        """Which docs rows a search ranks: of its roles, not deleted, and of the
+        sessions its filters admit (``None``: every session)."""
+        keep = self.alive & np.isin(self.role, list(roles))
+        if sessions is not None:
+            keep &= np.isin(self.session, np.fromiter(sessions, np.int64, len(sessions)))
+        return keep
+
+
+class Postings:
+    """The search's postings so far, by token: what ``q_postings`` holds on the SQL path."""
+
+    def __init__(self) -> None:
+        self.by_token: dict[str, tuple[np.ndarray, ...]] = {}  # record_id, session, tf, role, rec_len
+
+    def read(self, con, files: list[str], tokens: list[str], docs: Docs, keep: np.ndarray) -> None:
+        """These tokens' postings from these parts, of the records ``keep`` admits."""
+        from deja.stages.store import duck
+
+        cols = con.execute(duck.inline(
+            "SELECT list_position($tokens, token)::INTEGER - 1 AS t, record_id, tf FROM read_parquet($files) "
+            f"WHERE token IN ({duck.sql_list(tokens)[1:-1]})", tokens=tokens, files=files)).fetchnumpy()
+        rid = np.asarray(cols["record_id"], np.int64)
+        at = np.minimum(np.searchsorted(docs.record_id, rid), max(len(docs.record_id) - 1, 0))
+        ok = (docs.record_id[at] == rid) & keep[at] if len(docs.record_id) else np.zeros(len(rid), bool)
+        t, rid, at, tf = np.asarray(cols["t"])[ok], rid[ok], at[ok], np.asarray(cols["tf"], np.float64)[ok]
+        for i, token in enumerate(tokens):
+            mine = t == i
+            self.add(token, rid[mine], docs.session[at[mine]], tf[mine], docs.role[at[mine]],
+                     docs.rec_len[at[mine]])
+
+    def add(self, token: str, record_id, session, tf, role, rec_len) -> None:
+        self.by_token[token] = (np.asarray(record_id, np.int64), np.asarray(session, np.int64),
+                                np.asarray(tf, np.float64), np.asarray(role, np.int64),
+                                np.asarray(rec_len, np.float64))
 
 
 class Sessions:
@@ -49,23 +86,23 @@ class Sessions:
 def score_rows(postings: Postings, sessions: Sessions, tokens: list[str], gids: list[int], k: int,
                and_min: int) -> list[tuple]:
     """score_groups.sql's rows for these (token, group) pairs, in no particular order."""
-    spans = [(postings.slices[t], g) for t, g in zip(tokens, gids) if t in postings.slices]
-    if not spans:
+    held = [(postings.by_token[t], g) for t, g in zip(tokens, gids)
+            if t in postings.by_token and len(postings.by_token[t][0])]
+    if not held:
         return []
-    idx = np.concatenate([np.arange(a, b) for (a, b), _ in spans])
-    gid = np.concatenate([np.full(b - a, g, np.int64) for (a, b), g in spans])
-    role, rec_len = postings.role[idx], postings.rec_len[idx]
+    record_id, session, tf, role, rec_len = (np.concatenate([cols[c] for cols, _ in held]) for c in range(5))
+    gid = np.concatenate([np.full(len(cols[0]), g, np.int64) for cols, g in held])
     # each record's term frequencies, damped by its length against its role's mean (never raised)
     n_role = np.bincount(role, minlength=128)
     mean_len = np.bincount(role, weights=rec_len, minlength=128)[role] / n_role[role]
-    w = postings.tf[idx] / np.maximum(1.0, 0.25 + 0.75 * rec_len / np.maximum(mean_len, 1.0))
+    w = tf / np.maximum(1.0, 0.25 + 0.75 * rec_len / np.maximum(mean_len, 1.0))
 
     # per record: its session, role, length, how many groups it holds, and w summed per group
-    records, rec = np.unique(postings.record_id[idx], return_inverse=True)
+    records, rec = np.unique(record_id, return_inverse=True)
     n = len(records)
     first = np.empty(n, np.int64)
     first[rec[::-1]] = np.arange(len(rec))[::-1]
-    r_session, r_role, r_len = postings.session[idx][first], role[first], rec_len[first]
+    r_session, r_role, r_len = session[first], role[first], rec_len[first]
     ng = np.bincount(np.unique(rec * k + gid) // k, minlength=n)
     w_by_group = [np.bincount(rec, weights=np.where(gid == i, w, 0.0), minlength=n) for i in range(k)]
 

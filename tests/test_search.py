@@ -542,3 +542,34 @@ def test_a_connection_that_held_the_stores_views_can_keep_it_open(tmp_path):
     finally:
         read.keep_open(False)
         duck._warm.pop("shared", None)
+
+
+@pytest.mark.parametrize("filters", [
+    {}, {"harness": "codex"}, {"project": "/home/dev/src/shop"}, {"role": "tool"}, {"role": "user"},
+    {"since": "3650d"}, {"show_all": True, "limit": 3},
+])
+def test_a_warm_process_ranks_as_a_cold_one(corpus, filters, monkeypatch):
+    """A warm process ranks from arrays (queries/score_arrays.py) where a cold
+    one runs score_groups.sql: every answer of the ladder is the same, filters
+    and roles included."""
+    from deja.pipeline import api
+    from deja.queries import score_arrays
+    from deja.stages.store import read
+
+    ranked = []
+    score_rows = score_arrays.score_rows
+    monkeypatch.setattr(score_arrays, "score_rows", lambda *a: ranked.append(a) or score_rows(*a))
+
+    queries = ["connection pool exhausted", "pool", "parse_config UserService.login", "flaky test CI",
+               "KeyError discount_code", "why does the redis connection drop at night", "сборка падает",
+               "连接超时", "pytest totals_regression", "signing keys rotation", "zzz nothing here"]
+    env = dict(corpus.env, DEJA_NO_REFRESH="1")
+    cold = [api.search(q, env=env, **filters) for q in queries]
+    assert not ranked
+    read.keep_open(True)
+    try:
+        for _ in range(2):  # and again, from what the warm store kept
+            assert [api.search(q, env=env, **filters) for q in queries] == cold
+    finally:
+        read.keep_open(False)
+    assert ranked and any(answer["hits"] for answer in cold)

@@ -100,26 +100,39 @@ def best_line(text: str, needles: list[str], width: int = 220) -> str:
         return _elide_around(" ".join(_best_line_by_line(text, needles).split()), needles, width)
     # Each needle's occurrences in the whole text, counted on the lines they
     # fall in: a record of a thousand lines is not lower-cased line by line.
-    ends = [m.start() for m in _LINE_BREAK.finditer(text)]
-    ends.append(len(text))
-    found: dict[int, int] = {}  # line → the needles on it, as bits
+    if _RARE_BREAK.search(text):  # breaks other than \n: the lines, listed
+        ends = [m.start() for m in _LINE_BREAK.finditer(text)]
+        ends.append(len(text))
+
+        def line_of(at: int) -> tuple[int, int]:
+            line = bisect.bisect_right(ends, at)
+            return _line_start(text, ends, line), ends[line]
+    else:  # the common case: a line is what lies between two \n around a hit
+        def line_of(at: int) -> tuple[int, int]:
+            end = low.find("\n", at)
+            return low.rfind("\n", 0, at) + 1, end if end >= 0 else len(low)
+    found: dict[tuple[int, int], int] = {}  # line (start, end) → the needles on it, as bits
     for bit, needle in enumerate(needles):
         if not needle:
             continue
         at = low.find(needle)
         while at >= 0:
-            line = bisect.bisect_right(ends, at)
-            if at + len(needle) <= ends[line]:  # (not across a line break)
+            line = line_of(at)
+            if at + len(needle) <= line[1]:  # (not across a line break)
                 found[line] = found.get(line, 0) | 1 << bit
-                at = low.find(needle, ends[line])  # the next line: once a line is enough
+                at = low.find(needle, line[1])  # the next line: once a line is enough
             else:
                 at = low.find(needle, at + 1)
-    line = min(found, key=lambda i: (-found[i].bit_count(), i)) if found else 0
-    return _elide_around(" ".join(text[_line_start(text, ends, line):ends[line]].split()), needles, width)
+    if found:
+        start, end = min(found, key=lambda line: (-found[line].bit_count(), line[0]))
+    else:  # no needle: the first line
+        start, end = 0, next((m.start() for m in _LINE_BREAK.finditer(text)), len(text))
+    return _elide_around(" ".join(text[start:end].split()), needles, width)
 
 
 # what str.splitlines breaks at (\r\n is one break)
 _LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_RARE_BREAK = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def _line_start(text: str, ends: list[int], line: int) -> int:

@@ -258,63 +258,48 @@ static const char *lower_of(uint32_t cp, size_t *len) {
 
 /* Rule 3 on code points [a, b) of the current run, then rule 6. */
 static int add_folded(ctx_t *x, const uint8_t *s, size_t a, size_t b) {
+    /* lower-casing at most doubles a code point's bytes (İ, two, becomes i and a
+     * combining dot, three) */
     x->low.n = 0;
+    if (buf_reserve(&x->low, 2 * (x->cp_at[b] - x->cp_at[a]))) return -1;
+    char *o = x->low.p;
     for (size_t k = a; k < b; k++) {
         uint32_t cp = x->cps[k];
-        size_t at = x->cp_at[k], len = x->cp_at[k + 1] - at;
+        size_t at = x->cp_at[k], len = x->cp_at[k + 1] - at, ll;
+        const char *l;
         if (cp < 0x80) {
-            char c = (char)((cp >= 'A' && cp <= 'Z') ? cp + 32 : cp);
-            if (buf_put(&x->low, &c, 1)) return -1;
+            *o++ = (char)((cp >= 'A' && cp <= 'Z') ? cp + 32 : cp);
+        } else if ((l = lower_of(cp, &ll)) != NULL && ll <= 2 * len) {
+            memcpy(o, l, ll);
+            o += ll;
+        } else if (l != NULL) {  /* (no such letter in Unicode 14; kept safe for a later Python) */
+            size_t done = (size_t)(o - x->low.p);
+            x->low.n = done;
+            if (buf_reserve(&x->low, ll + 2 * (x->cp_at[b] - at))) return -1;
+            o = x->low.p + done;
+            memcpy(o, l, ll);
+            o += ll;
         } else {
-            size_t ll;
-            const char *l = lower_of(cp, &ll);
-            if (l ? buf_put(&x->low, l, ll) : buf_put(&x->low, s + at, len)) return -1;
+            memcpy(o, s + at, len);
+            o += len;
         }
     }
+    x->low.n = (size_t)(o - x->low.p);
     return add_pieces(x, (const uint8_t *)x->low.p, x->low.n);
 }
 
-/* Rules 3 and 4 for a run of ASCII only t[0, n): most runs, and no code points to decode. */
+/* Rule 3 for a run of ASCII only t[0, n) (most runs: no code points to decode), then rule 6. */
 static int add_ascii_folded(ctx_t *x, const uint8_t *t, size_t n) {
+    x->low.n = 0;
     if (buf_reserve(&x->low, n)) return -1;
     uint8_t *o = (uint8_t *)x->low.p;
     for (size_t i = 0; i < n; i++) o[i] = (uint8_t)(t[i] - 'A') < 26 ? t[i] + 32 : t[i];
     return add_pieces(x, o, n);
 }
 
-static int add_ascii_run(ctx_t *x, const uint8_t *t, size_t n) {
-    if (add_ascii_folded(x, t, n)) return -1;
-    if (n > (size_t)x->max_c) return 0;
-    int compound = 0;
-    for (size_t k = 0; k < n && !compound; k++) {
-        if (t[k] == '_' || t[k] == '-') compound = 1;
-        else if (k + 1 < n && is_ascii_lower_digit(t[k]) && is_ascii_upper(t[k + 1])) compound = 1;
-        else if (k + 2 < n && is_ascii_upper(t[k]) && is_ascii_upper(t[k + 1]) && is_ascii_lower(t[k + 2])) compound = 1;
-    }
-    if (!compound) return 0;
-    size_t start = 0;
-    int open = 0;
-    for (size_t k = 0; k <= n; k++) {
-        int sep = k == n || t[k] == '_' || t[k] == '-';
-        int camel = !sep && k > 0 && open &&
-                    ((is_ascii_lower_digit(t[k - 1]) && is_ascii_upper(t[k])) ||
-                     (k + 1 < n && is_ascii_upper(t[k - 1]) && is_ascii_upper(t[k]) && is_ascii_lower(t[k + 1])));
-        if ((sep || camel) && open) {
-            if (add_ascii_folded(x, t + start, k - start)) return -1;
-            open = 0;
-        }
-        if (!sep && !open) {
-            start = k;
-            open = 1;
-        }
-    }
-    return 0;
-}
-
-/* Rules 3 and 4 for the run s[a, b) (trailing hyphens already stripped). */
-static int add_run(ctx_t *x, const uint8_t *s, size_t a, size_t b, int ascii) {
-    if (ascii) return add_ascii_run(x, s + a, b - a);
-    /* the run as code points, with their byte offsets (and the end's) */
+/* The run s[a, b) as code points in x->cps, with their byte offsets (and the
+ * end's) in x->cp_at; their number. */
+static Py_ssize_t run_cps(ctx_t *x, const uint8_t *s, size_t a, size_t b) {
     size_t m = 0;
     for (size_t i = a; i < b;) {
         int len;
@@ -336,10 +321,12 @@ static int add_run(ctx_t *x, const uint8_t *s, size_t a, size_t b, int ascii) {
         i += len;
     }
     x->cp_at[m] = b;
-    if (add_folded(x, s, 0, m)) return -1;
-    if (b - a > (size_t)x->max_c) return 0;
+    return (Py_ssize_t)m;
+}
 
-    /* parts: split at _ and - and at ASCII camel boundaries */
+/* Rule 4: the parts of the run in x->cps[0, m), split at _ and - and at ASCII
+ * camel boundaries, each without leading marks; none unless it is a compound. */
+static int add_parts(ctx_t *x, const uint8_t *s, size_t m) {
     const uint32_t *c = x->cps;
     int compound = 0;
     for (size_t k = 0; k < m && !compound; k++) {
@@ -367,6 +354,23 @@ static int add_run(ctx_t *x, const uint8_t *s, size_t a, size_t b, int ascii) {
         }
     }
     return 0;
+}
+
+/* Rules 3 and 4 for the run s[a, b) (trailing hyphens already stripped). */
+static int add_run(ctx_t *x, const uint8_t *s, size_t a, size_t b, int ascii) {
+    if (ascii) {
+        if (add_ascii_folded(x, s + a, b - a)) return -1;
+        if (b - a > (size_t)x->max_c) return 0;  /* (data, not an identifier: no parts to find) */
+        /* a compound holds _, - or a capital: most words hold none */
+        size_t i = a;
+        while (i < b && s[i] != '_' && s[i] != '-' && !is_ascii_upper(s[i])) i++;
+        if (i == b) return 0;
+    }
+    Py_ssize_t m = run_cps(x, s, a, b);
+    if (m < 0) return -1;
+    if (!ascii && add_folded(x, s, 0, (size_t)m)) return -1;
+    if (b - a > (size_t)x->max_c) return 0;
+    return add_parts(x, s, (size_t)m);
 }
 
 /* Rule 5: a stretch of bigram characters s[a, b) yields its overlapping pairs. */

@@ -251,9 +251,7 @@ class SessionRanker:
         from . import score_arrays
 
         memo = self.store.memo
-        docs = memo.get("docs_arrays")
-        if docs is None:  # (the memo is the live store's: a new catalog, a new store)
-            docs = memo["docs_arrays"] = score_arrays.Docs(self.store.con)
+        docs = score_arrays.docs_of(self.store)
         keep = memo.get("q_keep")
         if keep is None:  # (kept with q_tables, while the search's roles and filters are)
             q = self.q

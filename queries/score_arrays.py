@@ -47,6 +47,15 @@ class Docs:
         return keep
 
 
+def docs_of(store) -> Docs:
+    """A warm store's docs as arrays, read once for as long as its catalog stands
+    (the memo is the live store's: a new catalog, a new store)."""
+    docs = store.memo.get("docs_arrays")
+    if docs is None:
+        docs = store.memo["docs_arrays"] = Docs(store.con)
+    return docs
+
+
 class Postings:
     """The search's postings so far, by token: what ``q_postings`` holds on the SQL path."""
 

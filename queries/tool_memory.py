@@ -34,11 +34,14 @@ def past_runs(live, norm: str) -> list[tuple]:
         # a run of exactly this command holds its tokens and at most "exit" and
         # a status beside them: the record's length in tokens rules the rest out
         n = len(tokenize(norm))
-        hits = live.con.execute(inline(
-            "SELECT p.record_id, any_value(d.session) FROM read_parquet($files) p JOIN docs d USING (record_id) "
-            "WHERE d.role = ? AND p.token IN (SELECT unnest($words)) AND d.rec_len BETWEEN ? AND ? "
-            "GROUP BY p.record_id HAVING count(DISTINCT p.token) = ?",
-            files=files, words=words), [ROLE_CODES["command"], n, n + 2, len(words)]).fetchall()
+        if live.hot:  # a warm process joins with the docs it keeps as arrays
+            hits = _command_hits(live, files, words, n, ROLE_CODES["command"])
+        else:
+            hits = live.con.execute(inline(
+                "SELECT p.record_id, any_value(d.session) FROM read_parquet($files) p JOIN docs d USING (record_id) "
+                "WHERE d.role = ? AND p.token IN (SELECT unnest($words)) AND d.rec_len BETWEEN ? AND ? "
+                "GROUP BY p.record_id HAVING count(DISTINCT p.token) = ?",
+                files=files, words=words), [ROLE_CODES["command"], n, n + 2, len(words)]).fetchall()
         if not hits:
             return []
         if len(hits) <= CANDIDATES_MAX:
@@ -57,6 +60,32 @@ def past_runs(live, norm: str) -> list[tuple]:
     rows = [r for r in rows if r[2] and (r[2].lower() == exact or r[2].lower().startswith(failed))]
     rows.sort(key=lambda r: r[3] or 0, reverse=True)
     return rows
+
+
+def _command_hits(live, files: list[str], words: list[str], n: int, role: int) -> list[tuple[int, int]]:
+    """(a warm process) past_runs' candidates, (record id, session ord): the
+    command records holding every word, of n to n + 2 tokens. The postings come
+    as arrays and meet the docs the warm store keeps as arrays
+    (queries/score_arrays.py): the join in SQL was two thirds of a Bash hook."""
+    import numpy as np
+
+    from deja.stages.store.duck import inline, sql_list
+
+    from .score_arrays import docs_of
+
+    docs = docs_of(live)
+    cols = live.con.execute(inline(
+        "SELECT list_position($words, token)::INTEGER - 1 AS t, record_id FROM read_parquet($files) "
+        f"WHERE token IN ({sql_list(words)[1:-1]})", words=words, files=files)).fetchnumpy()
+    rid, t = np.asarray(cols["record_id"], np.int64), np.asarray(cols["t"], np.int64)
+    if not len(rid) or not len(docs.record_id):
+        return []
+    at = np.minimum(np.searchsorted(docs.record_id, rid), len(docs.record_id) - 1)
+    ok = (docs.record_id[at] == rid) & (docs.role[at] == role) & (docs.rec_len[at] >= n) & (docs.rec_len[at] <= n + 2)
+    pairs = np.unique(rid[ok] * len(words) + t[ok])  # each (record, word) once
+    records, held = np.unique(pairs // len(words), return_counts=True)
+    records = records[held == len(words)]
+    return list(zip(records.tolist(), docs.session[np.searchsorted(docs.record_id, records)].tolist()))
 
 
 def latest_decision(live, keys: list[str]) -> str:

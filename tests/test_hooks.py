@@ -499,3 +499,29 @@ def test_weak_prompt_recall_points_at_deja_ctx(store):
     out = hook(store, "hook-prompt", prompt("why is pool_size wrong on the zebra?", sid="weak"))
     ctx = envelope(out, "UserPromptSubmit")["hookSpecificOutput"]["additionalContext"]
     assert 'pointers only; for more, run deja ctx "<query>"' in ctx and "recall_context" not in ctx
+
+
+def test_a_warm_process_finds_a_commands_past_runs_as_a_cold_one(store):
+    """A warm process joins a command's postings to the docs it keeps as arrays
+    (queries/tool_memory._command_hits) where a cold one joins them in SQL:
+    the same runs, for commands with history, without, and partly matching."""
+    from deja.hooks.tool import normalise
+    from deja.queries import tool_memory
+    from deja.stages.store import duck, read
+
+    commands = ["ruff check app", "frobctl generate --all", "git status", "ruff check", "ruff check app --fix",
+                "pytest -q", "never ran this", "ruff"]
+    cold = read.open_live(store.index)
+    try:
+        want = [tool_memory.past_runs(cold, normalise(c)) for c in commands]
+    finally:
+        cold.close()
+    read.keep_open(True)
+    try:
+        warm = read.open_live(store.index, con=duck.shared())
+        assert warm.hot
+        assert [tool_memory.past_runs(warm, normalise(c)) for c in commands] == want
+        assert "docs_arrays" in warm.memo  # (the array join ran)
+    finally:
+        read.keep_open(False)
+    assert len(want[0]) >= 5 and want[6] == []

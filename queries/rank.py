@@ -235,6 +235,11 @@ class SessionRanker:
         out.sort(key=lambda r: (-r.score, -r.updated, r.ord))
         return out
 
+    def _filtered(self) -> bool:
+        """The query admits only some sessions (q_sessions.admitted)."""
+        q = self.q
+        return bool(q.harness or q.project or q.since_ms or q.session)
+
     def _arrays(self, tokens: list[str], gids: list[int], k: int, and_min: int) -> list[tuple]:
         from . import score_arrays
 
@@ -254,9 +259,8 @@ class SessionRanker:
         docs = score_arrays.docs_of(self.store)
         keep = memo.get("q_keep")
         if keep is None:  # (kept with q_tables, while the search's roles and filters are)
-            q = self.q
             admitted = None
-            if q.harness or q.project or q.since_ms or q.session:
+            if self._filtered():
                 admitted = {o for (o,) in self.store.con.execute("SELECT ord FROM q_sessions WHERE admitted").fetchall()}
             keep = memo["q_keep"] = docs.admits(self.roles, admitted)
         if self._postings is None:
@@ -292,8 +296,7 @@ class SessionRanker:
             # deleted, and with a filter only the admitted sessions' (a hook's
             # project), so the ranking aggregates a fraction of the rows
             # (a warm process keeps them as arrays instead: _read_arrays)
-            admitted = (" AND session IN (SELECT ord FROM q_sessions WHERE admitted)"
-                        if q.harness or q.project or q.since_ms or q.session else "")
+            admitted = " AND session IN (SELECT ord FROM q_sessions WHERE admitted)" if self._filtered() else ""
             if not self.store.hot:
                 con.execute(duck.inline(
                     "CREATE OR REPLACE TEMP TABLE q_docs AS SELECT record_id, session, role, rec_len FROM docs "

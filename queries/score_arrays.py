@@ -38,6 +38,13 @@ class Docs:
         self.rec_len = np.asarray(cols["rec_len"], np.float64)
         self.alive = np.asarray(cols["alive"], bool)
 
+    def find(self, record_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each record id's docs row, and whether it has one."""
+        if not len(self.record_id):
+            return np.zeros(len(record_id), np.int64), np.zeros(len(record_id), bool)
+        at = np.minimum(np.searchsorted(self.record_id, record_id), len(self.record_id) - 1)
+        return at, self.record_id[at] == record_id
+
     def admits(self, roles, sessions: set[int] | None) -> np.ndarray:
         """Which docs rows a search ranks: of its roles, not deleted, and of the
         sessions its filters admit (``None``: every session)."""
@@ -45,6 +52,19 @@ class Docs:
         if sessions is not None:
             keep &= np.isin(self.session, np.fromiter(sessions, np.int64, len(sessions)))
         return keep
+
+
+def read_postings(con, files: list[str], tokens: list[str], *columns: str) -> dict[str, np.ndarray]:
+    """These tokens' postings in these parts: ``t``, each one's token as its
+    position in ``tokens``, ``record_id``, and ``columns``. A literal IN list:
+    the Parquet reader filters by it directly (a subquery became a semi join)."""
+    from deja.stages.store import duck
+
+    cols = con.execute(duck.inline(
+        f"SELECT list_position($tokens, token)::INTEGER - 1 AS t, {', '.join(('record_id', *columns))} "
+        f"FROM read_parquet($files) WHERE token IN ({duck.sql_list(tokens)[1:-1]})",
+        tokens=tokens, files=files)).fetchnumpy()
+    return {name: np.asarray(values) for name, values in cols.items()}
 
 
 def docs_of(store) -> Docs:
@@ -64,15 +84,11 @@ class Postings:
 
     def read(self, con, files: list[str], tokens: list[str], docs: Docs, keep: np.ndarray) -> None:
         """These tokens' postings from these parts, of the records ``keep`` admits."""
-        from deja.stages.store import duck
-
-        cols = con.execute(duck.inline(
-            "SELECT list_position($tokens, token)::INTEGER - 1 AS t, record_id, tf FROM read_parquet($files) "
-            f"WHERE token IN ({duck.sql_list(tokens)[1:-1]})", tokens=tokens, files=files)).fetchnumpy()
-        rid = np.asarray(cols["record_id"], np.int64)
-        at = np.minimum(np.searchsorted(docs.record_id, rid), max(len(docs.record_id) - 1, 0))
-        ok = (docs.record_id[at] == rid) & keep[at] if len(docs.record_id) else np.zeros(len(rid), bool)
-        t, rid, at, tf = np.asarray(cols["t"])[ok], rid[ok], at[ok], np.asarray(cols["tf"], np.float64)[ok]
+        cols = read_postings(con, files, tokens, "tf")
+        rid = cols["record_id"].astype(np.int64)
+        at, found = docs.find(rid)
+        ok = found & keep[at]
+        t, rid, at, tf = cols["t"][ok], rid[ok], at[ok], cols["tf"].astype(np.float64)[ok]
         for i, token in enumerate(tokens):
             mine = t == i
             self.add(token, rid[mine], docs.session[at[mine]], tf[mine], docs.role[at[mine]],

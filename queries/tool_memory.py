@@ -69,19 +69,13 @@ def _command_hits(live, files: list[str], words: list[str], n: int, role: int) -
     (queries/score_arrays.py): the join in SQL was two thirds of a Bash hook."""
     import numpy as np
 
-    from deja.stages.store.duck import inline, sql_list
-
-    from .score_arrays import docs_of
+    from .score_arrays import docs_of, read_postings
 
     docs = docs_of(live)
-    cols = live.con.execute(inline(
-        "SELECT list_position($words, token)::INTEGER - 1 AS t, record_id FROM read_parquet($files) "
-        f"WHERE token IN ({sql_list(words)[1:-1]})", words=words, files=files)).fetchnumpy()
-    rid, t = np.asarray(cols["record_id"], np.int64), np.asarray(cols["t"], np.int64)
-    if not len(rid) or not len(docs.record_id):
-        return []
-    at = np.minimum(np.searchsorted(docs.record_id, rid), len(docs.record_id) - 1)
-    ok = (docs.record_id[at] == rid) & (docs.role[at] == role) & (docs.rec_len[at] >= n) & (docs.rec_len[at] <= n + 2)
+    cols = read_postings(live.con, files, words)
+    rid, t = cols["record_id"].astype(np.int64), cols["t"].astype(np.int64)
+    at, found = docs.find(rid)
+    ok = found & (docs.role[at] == role) & (docs.rec_len[at] >= n) & (docs.rec_len[at] <= n + 2)
     pairs = np.unique(rid[ok] * len(words) + t[ok])  # each (record, word) once
     records, held = np.unique(pairs // len(words), return_counts=True)
     records = records[held == len(words)]

@@ -224,18 +224,19 @@ ENGINE: str | None = None
 
 
 def _small_batch(record_ids: Any, texts: Any) -> tuple[list, list] | None:
-    if ENGINE is None and ("polars" in sys.modules or _NATIVE_READY):
+    choose = ENGINE is None  # (else the tests asked for the Python rules, whatever the batch)
+    if choose and ("polars" in sys.modules or _NATIVE_READY):
         # a process that has polars or the C tables loaded already (a big run:
         # its last slice of a flush is small) counts faster with them; the small
         # path is for not loading either
         return None
     ids = record_ids.to_pylist() if hasattr(record_ids, "to_pylist") else list(record_ids)
-    if len(ids) > 2000 and ENGINE is None:
+    if choose and len(ids) > 2000:
         return None
     txt = texts.to_pylist() if hasattr(texts, "to_pylist") else list(texts)
     if len(ids) != len(txt):
         raise ValueError("token_counts_batch: record_ids and texts differ in length")
-    if sum(len(t) for t in txt if t) > SMALL_BATCH_CHARS and ENGINE is None:
+    if choose and sum(len(t) for t in txt if t) > SMALL_BATCH_CHARS:
         return None
     if len(set(ids)) != len(ids):
         raise ValueError("token_counts_batch: record_ids must be unique within a batch")

@@ -334,10 +334,11 @@ def _hot_vocab(con: duck.DuckDBPyConnection, parts: list[str], before: "LiveStor
         marks = _define(con, "TABLE", "vocab", base)
         rows = {}
         added = [p for p in parts if p not in base]
+    last = con.execute("SELECT coalesce(max(rowid), -1) FROM vocab").fetchone()[0] if added else -1
     for part in added:
-        last = con.execute("SELECT coalesce(max(rowid), -1) FROM vocab").fetchone()[0]
         con.execute(f"INSERT INTO vocab BY NAME SELECT {_HOT_COLUMNS['vocab']} FROM read_parquet({_list([part])})")
-        rows[part] = (last + 1, con.execute("SELECT coalesce(max(rowid), -1) FROM vocab").fetchone()[0])
+        end = con.execute("SELECT coalesce(max(rowid), -1) FROM vocab").fetchone()[0]
+        rows[part], last = (last + 1, end), end
     vocab_rows.clear()
     vocab_rows.update(rows)
     return marks

@@ -24,7 +24,10 @@ from deja.stages.store.refresh import background_failure, background_index
 INLINE_MAX_BYTES = 2 << 20  # appended bytes worth ingesting in front of a query
 INLINE_MAX_FILES = 8
 # what the plan reads of each transcript's manifest row (manifest.plan)
-MANIFEST_COLUMNS = ("path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error")
+# (records: manifest.plan keeps a vanished transcript that left records as GONE; without
+# the column every vanished file looked empty, a REMOVE the index run never makes)
+MANIFEST_COLUMNS = ("path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "error",
+                    "records")
 
 
 def pending(env: Mapping[str, str], con=None, check_disk: bool = True,

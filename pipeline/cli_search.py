@@ -16,11 +16,12 @@ from deja.pipeline.cli_common import (
 
 def search_command(query: list[str], as_json: bool, harness: str | None, project: str | None, since: str | None,
                    role: str | None, limit: int, show_all: bool, session: str | None = None, regex: bool = False,
-                   rebuild: bool = False, env=None) -> None:
+                   rebuild: bool = False, env=None, no_embed: bool = False) -> None:
     from deja.pipeline import api
 
     answer = api.search(query, harness=harness, project=project, since=since, role=role, limit=limit,
-                        show_all=show_all, session=session, regex=regex, rebuild=rebuild, env=env, notice=say)
+                        show_all=show_all, session=session, regex=regex, rebuild=rebuild, env=env, notice=say,
+                        embed=not no_embed)
     if as_json:
         out_json(answer)
     else:
@@ -89,10 +90,11 @@ def register(app) -> None:
         session: Optional[str] = typer.Option(None, "--session", help="Search inside one session, by the start of its id (e.g. --session 7f1c)."),
         regex: bool = typer.Option(False, "--re", help="Read the query as a regular expression (RE2), e.g. deja search --re 'pool_size=\\d+'."),
         rebuild: bool = typer.Option(False, "--rebuild", help="Re-read every transcript first, then search (slow; like `deja index --rebuild`)."),
-        no_embed: bool = typer.Option(False, "--no-embed", hidden=True),
+        no_embed: bool = typer.Option(False, "--no-embed", help="Words only: leave the vectors (`deja embed`) out of this search."),
     ) -> None:
         """Search every agent's history."""
-        search_command(query, as_json, harness, project, since, role, limit, show_all, session, regex, rebuild)
+        search_command(query, as_json, harness, project, since, role, limit, show_all, session, regex, rebuild,
+                       no_embed=no_embed)
 
     @app.command()
     def demo() -> None:

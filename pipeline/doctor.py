@@ -110,8 +110,57 @@ def report(env: Mapping[str, str]) -> dict:
         pass
     if health:
         rep["ingest_health"] = health
+    if index["state"] in ("ok", "damaged"):
+        rep["vectors"] = vectors_report(env, store)
     rep["server"] = server_report(env)
     return rep
+
+
+def vectors_report(env: Mapping[str, str], store: Store) -> dict:
+    """The semantic sidecar (`deja embed`): its model, how much of what was
+    said it covers, and whether it is behind the store or another model's."""
+    from deja.stages import embedders
+    from deja.stages.store import vectors
+
+    try:
+        source = embedders.configured(env)
+        source_name = source.name if source is not None else None
+    except embedders.EmbedError as exc:
+        source_name = f"misconfigured: {exc}"
+    out = {"state": "none", "source": source_name, "off": embedders.disabled(env)}
+    meta = vectors.read_meta(store.root)
+    if meta is None:
+        if vectors.folder(store.root).joinpath(vectors.META).exists():
+            out["state"] = "unreadable"
+        return out
+    have = vectors.load(store.root, columns_only=True)
+    if have is None:
+        return dict(out, state="unreadable")
+    q = duck.connect()
+    try:
+        from deja.stages.store.read import open_live
+
+        live = open_live(store.root, con=q)
+        try:
+            ids = [r[0] for r in q.execute(
+                f"SELECT record_id FROM {live.records_source()} WHERE role IN (SELECT unnest(?)) "
+                "AND record_id NOT IN (SELECT record_id FROM deletes)", [list(vectors.SPEECH_ROLES)]).fetchall()] \
+                if live.has("records") else []
+        finally:
+            live.close()
+    except Exception:  # noqa: BLE001  (a busy or damaged store: the rest of the report says so)
+        ids = None
+    out.update(state="ok", model=meta["model"], dim=meta["dim"], passages=len(have),
+               bytes=sum(p["bytes"] for p in meta["parts"]), generation=meta.get("generation"))
+    if ids is not None:
+        embedded = set(have.ids.tolist())
+        live_ids = set(ids)
+        out.update(records=len(live_ids), embedded=len(live_ids & embedded),
+                   coverage=round(len(live_ids & embedded) / len(live_ids), 4) if live_ids else 1.0,
+                   stale=len(live_ids - embedded), orphaned=len(embedded - live_ids))
+    if source_name and source_name != meta["model"]:
+        out["mismatch"] = True  # the configured source makes other vectors: `deja embed` starts anew
+    return out
 
 
 def server_report(env: Mapping[str, str]) -> dict:
@@ -183,6 +232,7 @@ def render(rep: dict) -> str:
         lines += render_faults(info)
     for e in rep.get("exposed", []):
         lines.append(f"warning: {e['what']} {e['path']} is {e['problem']}; fix: {e['fix']}")
+    lines += render_vectors(rep.get("vectors"))
     srv = rep.get("server") or {}
     if srv.get("state") == "running":
         warm = srv.get("warm") or []
@@ -210,6 +260,29 @@ def render(rep: dict) -> str:
             lines.append(f"  hook client {client}" + {"absent": " (no C compiler at install: hooks start deja itself)",
                                                      "outdated": " (run `deja install --auto` to rebuild it)"}.get(client, ""))
     return "\n".join(lines)
+
+
+def render_vectors(v: dict | None) -> list[str]:
+    if not v:
+        return []
+    if v["state"] == "none":
+        how = ("embedding is off (DEJA_EMBED=off)" if v.get("off") else
+               f"`deja embed` would use {v['source']}" if v.get("source") else
+               "no embedding source: pip install 'deja[semantic]', or DEJA_EMBED_URL and DEJA_EMBED_MODEL")
+        return [f"vectors: none ({how})"]
+    if v["state"] == "unreadable":
+        return ["vectors: unreadable; searches leave them out, and `deja embed` makes them anew"]
+    line = f"vectors: {v['model']}, {counted(v['passages'], 'passage')}, {_size(v['bytes'])}"
+    if "coverage" in v:
+        line += f", {v['coverage']:.0%} of {counted(v['records'], 'record')} of speech embedded"
+        if v["stale"]:
+            line += f" ({v['stale']} not yet: run `deja embed`)"
+    out = [line]
+    if v.get("mismatch"):
+        out.append(f"  the configured source is {v['source']}: `deja embed` will embed anew with it")
+    if v.get("off"):
+        out.append("  embedding is off (DEJA_EMBED=off): searches leave the vectors out")
+    return out
 
 
 def render_sources(rep: dict) -> str:

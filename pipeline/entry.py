@@ -12,7 +12,7 @@ import os
 import sys
 
 # Every typer command name; tests/test_cli.py keeps this in step with deja.pipeline.cli.
-COMMANDS = frozenset({"index", "doctor", "search", "demo", "recover", "last", "show", "ctx",
+COMMANDS = frozenset({"index", "embed", "doctor", "search", "demo", "recover", "last", "show", "ctx",
                       "hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact",
                       "install", "uninstall", "blame", "files", "how", "fix", "friction",
                       "remember", "promote", "forget", "stats", "view", "completion", "version",
@@ -51,7 +51,7 @@ def _search_parser():
     p.add_argument("--session")
     p.add_argument("--re", dest="regex", action="store_true")
     p.add_argument("--rebuild", action="store_true")
-    p.add_argument("--no-embed", dest="no_embed", action="store_true")  # no semantic tier yet: accepted, nothing to skip
+    p.add_argument("--no-embed", dest="no_embed", action="store_true")
     return p
 
 
@@ -65,11 +65,11 @@ def _fast_search(argv: list[str]) -> None:
 
         raise Fail(f"no such option: {unknown[0]}")
     search_command(ns.query + extra, ns.as_json, ns.harness, ns.project, ns.since, ns.role, ns.limit,
-                ns.show_all, ns.session, ns.regex, ns.rebuild)
+                ns.show_all, ns.session, ns.regex, ns.rebuild, no_embed=ns.no_embed)
 
 
 def _fast_index(argv: list[str]) -> None:
-    """`deja index [--rebuild] [--json] [--prune-gone]`: run often (shell profiles, after every
+    """`deja index [--rebuild] [--json] [--prune-gone] [--embed]`: run often (shell profiles, after every
     turn), so it skips typer like search does."""
     from deja.stages.store.limits import one_arena
 
@@ -80,8 +80,9 @@ def _fast_index(argv: list[str]) -> None:
     p.add_argument("--rebuild", action="store_true")
     p.add_argument("--json", dest="as_json", action="store_true")
     p.add_argument("--prune-gone", dest="prune_gone", action="store_true")
+    p.add_argument("--embed", action="store_true")
     ns = p.parse_args(argv)
-    index_command(ns.rebuild, ns.as_json, ns.prune_gone)
+    index_command(ns.rebuild, ns.as_json, ns.prune_gone, ns.embed)
 
 
 def _quick_exit() -> None:

@@ -139,6 +139,22 @@ def _preload() -> None:
             importlib.import_module(name)
         except Exception:
             pass
+    _preload_model()
+
+
+def _preload_model() -> None:
+    """With vectors beside the store and the local model installed: the model
+    loaded once here (its 16 MB matrix shared by every fork), so no search
+    pays its load (queries/semantic.py)."""
+    from deja.stages import embedders
+    from deja.stages.store import config, vectors
+
+    try:
+        meta = vectors.read_meta(config.index_dir())
+        if meta and meta["model"] == embedders.LOCAL_MODEL and not embedders.disabled():
+            embedders.local().load()
+    except Exception:  # (the first search loads it, or says why it cannot)
+        pass
 
 
 class Warm:

@@ -33,7 +33,7 @@ from deja.stages.store import duck
 from deja.stages.store.read import LiveStore
 
 # FILLER, ROLE_ALIASES, ROLE_CODE: imported from here by the hooks, the CLI and work_answers
-from . import project_match
+from . import project_match, semantic
 from .query_parse import FILLER, ROLE_ALIASES, ROLE_CODE, error_words, parse_query, role_codes, role_name, typed_words
 from .rank import Ranked, SessionRanker, best_records
 from .session_obj import demote_rejected, session_object, session_rows
@@ -51,13 +51,17 @@ THIN_AND = 10  # fewer strict matches than this (in a store of more than 50) →
 class Query:
     """What to search for and how (a plain class: importing dataclasses costs a search noticeably)."""
 
-    __slots__ = ("text", "limit", "all", "harness", "project", "since_ms", "role", "session", "regex")
+    __slots__ = ("text", "limit", "all", "harness", "project", "since_ms", "role", "session", "regex", "embed")
 
     def __init__(self, text: str, limit: int = 15, all: bool = False, harness: str | None = None,
                  project: str | None = None, since_ms: int | None = None, role: str | None = None,
-                 session: str | None = None, regex: bool = False):
+                 session: str | None = None, regex: bool = False, embed: bool | str = True):
         self.text, self.limit, self.all, self.harness, self.project = text, limit, all, harness, project
         self.since_ms, self.role, self.session, self.regex = since_ms, role, session, regex
+        # semantic recall (semantic.py) where the store has vectors: True, False
+        # (--no-embed), or "warm": only in a process that keeps the model loaded
+        # (a hook started cold has no time to load it)
+        self.embed = embed
 
 
 class Searcher:
@@ -269,6 +273,16 @@ class Searcher:
     def serve(self, ranked: list[Ranked], tier: str, groups: list[list[str]], phrases: list[str] | None = None,
               total: int | None = None, keep_order: bool = False, force_cap: bool = False, regex: str | None = None,
               snippets_for: int | None = None) -> dict:
+        only_vector: set[int] = set()
+        if self.q.embed and not phrases and not regex and tier != "error":
+            fused = self.fuse(ranked, keep_order)
+            if fused is not None:
+                lexical_total = len(ranked) if total is None else total
+                ranked, only_vector = fused
+                keep_order = True
+                total = lexical_total + len(only_vector)
+                if only_vector and len(only_vector) == len(ranked):
+                    tier = semantic.SEMANTIC_TIER  # nothing matched by words
         if not keep_order:
             ranked = sorted(ranked, key=lambda r: (-r.score, -r.updated, r.ord))
         ranked = demote_rejected(self.store.con, ranked, self.store.any_rejected)  # deja promote --state rejected: below the rest (§5.3)
@@ -296,7 +310,7 @@ class Searcher:
                 "count": int(r.nrec or r.matched),
                 "snippets": snips,
                 "score": round(r.score, 4),
-                "tier": tier,
+                "tier": semantic.SEMANTIC_TIER if r.ord in only_vector else tier,
             }
             if worn.get(r.ord):
                 hit["reused"] = worn[r.ord]  # recent agent recalls that served it (cli-contract §3.2)
@@ -308,6 +322,58 @@ class Searcher:
         if tier == "close" and any("also matching" in n for n in self.notes):
             env["fuzzy"] = True
         return env
+
+    def fuse(self, ranked: list[Ranked], keep_order: bool) -> tuple[list[Ranked], set[int]] | None:
+        """The lexical ranking and the nearest sessions by meaning as one
+        ranking (semantic.py); the ords only the vectors found. None when the
+        store has no vectors, the query asks for no role that is embedded,
+        or its vector cannot be had (said once: the lexical order stands)."""
+        if self.q.embed == "warm" and not self.store.hot:
+            return None
+        if semantic.pasted_error(self.q.text):  # matched by its signature, not by meaning
+            return None
+        if not semantic.available(self.store):
+            return None
+        roles = tuple(r for r in self.roles if r in semantic.SPEECH_CODES)
+        if not roles:
+            return None
+        try:
+            sp = semantic.space(self.store)
+            if sp is None:
+                return None
+            qv = semantic.query_vector(sp, self.text)
+        except semantic.Unavailable as exc:
+            self.notes.append(f"semantic recall unavailable: {exc}; lexical order")
+            return None
+        admitted = None
+        if self.ranker._filtered():
+            self.ranker.load([])  # (the search's session table, with which sessions its filters admit)
+            admitted = {o for (o,) in self.store.con.execute("SELECT ord FROM q_sessions WHERE admitted").fetchall()}
+        cos, found = sp.nearest(qv, roles, admitted)
+        order = ranked if keep_order else sorted(ranked, key=lambda r: (-r.score, -r.updated, r.ord))
+        pool, rest = order[:semantic.POOL], order[semantic.POOL:]
+        if keep_order:  # (an order the scores do not say, as a thin AND's: its places are the score)
+            lexical = [(r.ord, 1.0 - i / len(pool)) for i, r in enumerate(pool)]
+        else:
+            top = max((r.score for r in pool), default=0.0) or 1.0
+            lexical = [(r.ord, max(0.0, r.score) / top) for r in pool]
+        ords = [o for o, _ in lexical] + [o for o, _, _ in found]
+        signal = semantic.session_signals(self.store.con, sorted(set(ords)))
+        by_ord = {r.ord: r for r in pool}
+        best = {o: (rid, role) for o, rid, role in found}
+        out, only = [], set()
+        for o, score, vector_only in semantic.fuse(lexical, cos, [o for o, _, _ in found], signal):
+            r = by_ord.get(o)
+            if r is None:
+                rid, role = best[o]
+                out.append(Ranked(o, score, 0, 0, 0, [role << 40 | rid]))
+                only.add(o)
+            else:
+                out.append(Ranked(o, score, r.matched, r.nrec, r.updated, r.best))
+        floor = out[-1].score if out else 0.0
+        for i, r in enumerate(rest):  # below the pool, in their order
+            out.append(Ranked(r.ord, floor * (1.0 - (i + 1) / (len(rest) + 1)), r.matched, r.nrec, r.updated, r.best))
+        return out, only
 
     def session_count(self) -> int:
         if not hasattr(self, "_n_sessions"):
@@ -342,13 +408,13 @@ def recall(store: LiveStore, terms: list[str], project: str | None = None, limit
     query: the tier says "exact" only when the best session holds every term.
     ``rows``: filled with the served sessions' rows by session key (their
     decision and gave_up, which the session object leaves out)."""
-    s = Searcher(store, Query(text=" ".join(terms), limit=limit, project=project))
+    s = Searcher(store, Query(text=" ".join(terms), limit=limit, project=project, embed="warm"))
     s.vocab_for(terms)
     groups = [s.forms(t) for t in terms]
     ranked = s.rank(groups, need_and=False, min_groups=2 if len(groups) >= 2 else 1)
-    if not ranked:
+    if not ranked and not (store.hot and semantic.available(store)):
         return {"schema_version": 2, "tier": "relevance", "total": 0, "hits": []}
-    tier = "exact" if ranked[0].matched == len(groups) else "relevance"
+    tier = "exact" if ranked and ranked[0].matched == len(groups) else "relevance"
     # a weak match is shown as a pointer (titles only): its snippets would go unread
     env = s.serve(ranked[:RELEVANCE_TOP], tier, groups, total=len(ranked), force_cap=True,
                   snippets_for=0 if tier == "relevance" else 3)

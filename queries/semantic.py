@@ -1,0 +1,195 @@
+"""Semantic recall: the store's vectors (stages/store/vectors.py) next to the
+lexical ladder, so a question that shares no word with its session still
+finds it.
+
+The candidate pool is the lexical ranking's first ``POOL`` sessions plus the
+sessions of the ``POOL`` passages nearest the query's vector (cosine, one
+matrix product over every passage: tens of thousands of rows of 256 floats
+take a few milliseconds, which no vector index beats at this size). Each
+session in the pool scores
+
+    LEXICAL_WEIGHT × lexical / best lexical  +  (1 − LEXICAL_WEIGHT) × cosine / best cosine × signals
+
+where ``cosine`` is the session's nearest passage (the pool's best counts 1,
+as the best lexical score does), and ``signals`` the
+bounded lifts and damps the lexical score already carries (a decision, a
+note, giving up, recency), so a session found only by meaning is weighed as
+one found by words would be. A session only the vectors found is served with
+tier ``semantic``. A pasted error line stays lexical: its signature
+(query_parse.error_words) is literal evidence, and a line of a stack trace
+means little to a model of words.
+
+A warm process (``deja serve``, ``deja mcp``) keeps the vectors and the model
+in memory, reloaded when `deja embed` commits new ones.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from deja.stages import embedders
+from deja.stages.store import vectors
+
+POOL = 64
+LEXICAL_WEIGHT = 0.5
+SEMANTIC_TIER = "semantic"
+# Role codes (stages/roles.py) of the records that are embedded: what was said
+SPEECH_CODES = (0, 1, 3, 4)
+
+_SPACES: dict = {}  # store root → Space (a warm process's)
+
+
+class Unavailable(Exception):
+    """Semantic recall cannot answer this query (the query's vector failed):
+    said once, and the lexical order stands."""
+
+
+class Space:
+    """A store's vectors in memory, with each passage's session ordinal and
+    the passages grouped by session (for each session's nearest passage)."""
+
+    def __init__(self, vecs: vectors.Vectors, key_ord: dict[str, int], stamp):
+        import numpy as np
+
+        self.vecs, self.stamp = vecs, stamp
+        self.model = vecs.model
+        self.ords = np.fromiter((key_ord.get(k, -1) for k in vecs.sessions), np.int64, len(vecs.sessions))
+        self.order = np.argsort(self.ords, kind="stable")
+        sorted_ords = self.ords[self.order]
+        self.session_ords, self.starts = np.unique(sorted_ords, return_index=True)
+
+    def nearest(self, qv, roles: tuple[int, ...], admitted: set[int] | None, k: int = POOL):
+        """(each session's best cosine by ord, the sessions of the k nearest
+        passages in order with their best passage (record id, role))."""
+        import numpy as np
+
+        sims = self.vecs.matrix @ qv
+        ok = self.ords >= 0
+        if set(roles) != set(SPEECH_CODES):
+            ok &= np.isin(self.vecs.roles, np.asarray(roles, np.int8))
+        if admitted is not None:
+            ok &= np.isin(self.ords, np.fromiter(admitted, np.int64, len(admitted)))
+        masked = np.where(ok, sims, -2.0).astype(np.float32)
+        best = np.maximum.reduceat(masked[self.order], self.starts) if len(self.order) else masked[:0]
+        cos = {int(o): float(c) for o, c in zip(self.session_ords, best) if c > -2.0}
+        n = int(ok.sum())
+        top = np.argpartition(-masked, min(k * 4, n - 1))[:k * 4] if n > k * 4 else np.flatnonzero(ok)
+        top = top[np.argsort(-masked[top], kind="stable")]
+        found: list[tuple[int, int, int]] = []
+        seen: set[int] = set()
+        for i in top[:k * 4]:
+            if masked[i] <= -2.0:
+                break
+            o = int(self.ords[i])
+            if o in seen:
+                continue
+            seen.add(o)
+            found.append((o, int(self.vecs.ids[i]), int(self.vecs.roles[i])))
+            if len(found) >= k:
+                break
+        return cos, found
+
+
+def space(store, env=None) -> Space | None:
+    """The store's vectors as a Space, or None when it has none (or none
+    sound). A warm process keeps it until `deja embed` commits again."""
+    st = vectors.stamp(store.root)
+    if st is None:
+        return None
+    root = str(store.root)
+    got = _SPACES.get(root)
+    if got is not None and got.stamp == st:
+        return got
+    vecs = vectors.load(store.root)
+    if vecs is None or not len(vecs):
+        return None
+    key_ord = None
+    if getattr(store, "hot", False):
+        key_ord = store.memo.get("key_ord")
+    if key_ord is None:
+        key_ord = dict(store.con.execute("SELECT session_key, ord FROM sessions").fetchall())
+        if getattr(store, "hot", False):
+            store.memo["key_ord"] = key_ord
+    sp = Space(vecs, key_ord, st)
+    if getattr(store, "hot", False):
+        _SPACES[root] = sp
+    return sp
+
+
+def available(store, env=None) -> bool:
+    """Vectors exist for this store and embedding is not turned off (cheap: a stat)."""
+    return not embedders.disabled(env) and vectors.stamp(store.root) is not None
+
+
+def query_vector(sp: Space, text: str, env=None):
+    """The query's vector from the model the store's vectors came from; Unavailable when it cannot be had."""
+    emb = embedders.for_model(sp.model, env)
+    if emb is None:
+        raise Unavailable(f"the vectors were made by {sp.model}, which this environment cannot run "
+                          "(set DEJA_EMBED_URL and DEJA_EMBED_MODEL to it, or run `deja embed` again)")
+    try:
+        m = emb.embed([text], timeout=embedders.QUERY_TIMEOUT_S)
+    except embedders.EmbedError as exc:
+        raise Unavailable(str(exc)) from None
+    if m.shape != (1, sp.vecs.dim):
+        raise Unavailable(f"the query's vector has {m.shape[-1]} dimensions, the store's {sp.vecs.dim}")
+    return m[0]
+
+
+def fuse(lexical: list[tuple[int, float]], cos: dict[int, float], found: list[int],
+         signal: dict[int, float] | None = None, weight: float = LEXICAL_WEIGHT) -> list[tuple[int, float, bool]]:
+    """The pool ranked: (ord, fused score, found only by vector), best first.
+    ``lexical``: (ord, normalised lexical score in 0..1) in lexical order;
+    ``cos``: each session's nearest passage; ``found``: the ords of the
+    nearest passages' sessions; ``signal``: a session's bounded lifts and
+    damps (1 when absent)."""
+    signal = signal or {}
+    pool = [o for o, _ in lexical] + [o for o in found]
+    # cosines of one model sit in a narrow band (a static model's most of all):
+    # the pool's nearest session counts 1, as the best lexical score does
+    top = max((cos.get(o, 0.0) for o in pool), default=0.0)
+    scale = 1.0 / top if top > 0 else 0.0
+
+    def meaning(o: int) -> float:
+        return max(0.0, cos.get(o, 0.0)) * scale * signal.get(o, 1.0)
+
+    out: dict[int, tuple[float, bool]] = {}
+    for o, lex in lexical:
+        out[o] = (weight * lex + (1 - weight) * meaning(o), False)
+    for o in found:
+        if o not in out:
+            out[o] = ((1 - weight) * meaning(o), True)
+    lex_pos = {o: i for i, (o, _) in enumerate(lexical)}
+    return sorted(((o, s, only) for o, (s, only) in out.items()),
+                  key=lambda t: (-t[1], lex_pos.get(t[0], len(lex_pos)), t[0]))
+
+
+# what a pasted line has and a question does not: punctuation of code and
+# paths, a dotted name, a number
+_PASTE = re.compile(r"[:/\\()\[\]\"=]|\w\.\w|\d")
+
+
+def pasted_error(text: str) -> bool:
+    """A pasted error line or stack frame (not a question that says "failed"):
+    it reads like an error (query_parse.error_words) and carries code's
+    punctuation, a dotted name or a number."""
+    from .query_parse import error_words
+
+    return bool(_PASTE.search(text)) and bool(error_words(text))
+
+
+def session_signals(con, ords: list[int]) -> dict[int, float]:
+    """The bounded lifts and damps of rank.py for these sessions (a decision,
+    a note, giving up; recency)."""
+    from .rank import freshness, signals
+
+    if not ords:
+        return {}
+    from deja.stages.store.duck import sql_list
+
+    now = time.time() * 1000
+    rows = con.execute(
+        "SELECT ord, decision IS NOT NULL AND decision <> '', coalesce(gave_up, false), harness = 'deja', "
+        f"epoch_ms(updated) FROM sessions WHERE ord IN (SELECT unnest({sql_list(ords)}))").fetchall()
+    return {o: signals(bool(d), bool(g), bool(n)) * freshness(u, now) for o, d, g, n, u in rows}

@@ -1,0 +1,251 @@
+"""Where vectors come from: an HTTP embedding endpoint, or a local model that
+works offline. Both give L2-normalised float32 rows, one per text.
+
+* ``DEJA_EMBED_URL`` (with ``DEJA_EMBED_MODEL``; ``DEJA_EMBED_KEY`` for a
+  bearer token): Ollama's ``/api/embed`` or an OpenAI-compatible
+  ``/v1/embeddings`` (LM Studio, llama.cpp's server, vLLM, OpenAI). The
+  standard library's urllib speaks to it: no client library.
+* The local model, installed by ``pip install 'deja[semantic]'``: WordLlama's
+  256-dimension static embeddings, whose weights and tokenizer ship inside its
+  wheel. Nothing is downloaded at run time. Its files are read here directly
+  (the safetensors matrix, the tokenizer JSON): importing the ``wordllama``
+  package itself costs ~0.3 s (pydantic, requests), ten times the model's
+  load, and a warm server's first search would pay it.
+* ``DEJA_EMBED=off``: neither; search and hooks stay lexical.
+
+Nothing here is imported unless vectors are in play: numpy, tokenizers and
+safetensors load inside the functions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+
+LOCAL_MODEL = "wordllama/l2_supercat_256"
+HTTP_TIMEOUT_S = 30.0
+QUERY_TIMEOUT_S = 2.0  # a search waits this long for its query's vector, then answers lexically
+BATCH = 64  # texts per HTTP request
+LOCAL_BATCH = 128  # texts per tokenisation and sum of the local model
+
+
+class EmbedError(Exception):
+    """The embedding source failed (unreachable, an error status, a reply of
+    another shape): one line, said to the person."""
+
+
+def disabled(env: Mapping[str, str] | None = None) -> bool:
+    env = os.environ if env is None else env
+    return (env.get("DEJA_EMBED") or "").strip().lower() in ("off", "0", "no", "false")
+
+
+def local_available() -> bool:
+    """The local model's package is installed (found without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("wordllama") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def configured(env: Mapping[str, str] | None = None) -> "Embedder | None":
+    """The source this environment names: the HTTP endpoint when
+    ``DEJA_EMBED_URL`` is set, else the local model when it is installed,
+    else None (and None whenever ``DEJA_EMBED=off``)."""
+    env = os.environ if env is None else env
+    if disabled(env):
+        return None
+    url = (env.get("DEJA_EMBED_URL") or "").strip()
+    if url:
+        model = (env.get("DEJA_EMBED_MODEL") or "").strip()
+        if not model:
+            raise EmbedError("DEJA_EMBED_URL is set but DEJA_EMBED_MODEL is not: name the embedding model to ask for")
+        return HttpEmbedder(url, model, (env.get("DEJA_EMBED_KEY") or "").strip() or None)
+    if local_available():
+        return local()
+    return None
+
+
+def for_model(name: str, env: Mapping[str, str] | None = None) -> "Embedder | None":
+    """An embedder that makes vectors of the space ``name`` (a vectors
+    dataset's stamp), or None when this environment has none: a query must be
+    embedded by the model its store's vectors came from."""
+    try:
+        emb = configured(env)
+    except EmbedError:
+        return None
+    if emb is not None and emb.name == name:
+        return emb
+    if name == LOCAL_MODEL and not disabled(env) and local_available():
+        return local()
+    return None
+
+
+class Embedder:
+    name: str = ""
+
+    def embed(self, texts: list[str], timeout: float | None = None):
+        """(len(texts), dim) float32, each row of unit length (a zero row for
+        an empty text)."""
+        raise NotImplementedError
+
+
+def normalise(m):
+    import numpy as np
+
+    m = np.asarray(m, dtype=np.float32)
+    if m.ndim != 2:
+        raise EmbedError(f"the embedding source answered a {m.ndim}-dimensional array, not one vector per text")
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    return m / norms
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+class HttpEmbedder(Embedder):
+    """Ollama (``…/api/embed``) or OpenAI-compatible (``…/v1/embeddings``). A
+    bare ``http://host:port`` means Ollama on its own port 11434, else
+    ``/v1/embeddings``."""
+
+    def __init__(self, url: str, model: str, key: str | None = None):
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise EmbedError(f"DEJA_EMBED_URL must be an http(s) URL, not {url!r}")
+        path = parts.path.rstrip("/")
+        if not path:
+            path = "/api/embed" if parts.port == 11434 else "/v1/embeddings"
+        self.ollama = path.endswith(("/api/embed", "/api/embeddings"))
+        self.url = parts._replace(path=path).geturl()
+        self.model, self.key = model, key
+        self.name = f"http:{model}"
+
+    def embed(self, texts: list[str], timeout: float | None = None):
+        import numpy as np
+
+        rows = []
+        for i in range(0, len(texts), BATCH):
+            rows.extend(self._ask(texts[i:i + BATCH], timeout or HTTP_TIMEOUT_S))
+        if not rows:
+            return np.zeros((0, 0), np.float32)
+        width = {len(r) for r in rows}
+        if len(width) != 1 or not width.pop():
+            raise EmbedError("the embedding source answered vectors of different lengths")
+        return normalise(rows)
+
+    def _ask(self, texts: list[str], timeout: float) -> list[list[float]]:
+        import urllib.error
+        import urllib.request
+
+        if self.ollama and self.url.endswith("/api/embeddings"):  # Ollama's older, one-text endpoint
+            return [self._post({"model": self.model, "prompt": t}, timeout).get("embedding") or [] for t in texts]
+        body = self._post({"model": self.model, "input": texts}, timeout)
+        if self.ollama:
+            got = body.get("embeddings")
+        else:
+            data = body.get("data")
+            got = [d.get("embedding") for d in sorted(data, key=lambda d: d.get("index", 0))] if isinstance(data, list) else None
+        if not isinstance(got, list) or len(got) != len(texts) or not all(isinstance(v, list) for v in got):
+            raise EmbedError(f"the embedding source at {self.url} answered no vector per text")
+        return got
+
+    def _post(self, payload: dict, timeout: float) -> dict:
+        import urllib.error
+        import urllib.request
+
+        headers = {"Content-Type": "application/json"}
+        if self.key:
+            headers["Authorization"] = f"Bearer {self.key}"
+        req = urllib.request.Request(self.url, json.dumps(payload).encode(), headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read(300).decode("utf-8", "replace").strip().splitlines()
+            raise EmbedError(f"the embedding source at {self.url} answered {exc.code}"
+                             + (f": {detail[0][:200]}" if detail else "")) from None
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            why = getattr(exc, "reason", exc)
+            raise EmbedError(f"the embedding source at {self.url} is unreachable ({why})") from None
+        except ValueError:
+            raise EmbedError(f"the embedding source at {self.url} answered something that is not JSON") from None
+
+
+# --------------------------------------------------------------------------- local
+
+
+_LOCAL: dict = {}
+
+
+def local() -> "LocalEmbedder":
+    """The process's one local model (loaded once: a warm server keeps it)."""
+    emb = _LOCAL.get("model")
+    if emb is None:
+        emb = _LOCAL["model"] = LocalEmbedder()
+    return emb
+
+
+class LocalEmbedder(Embedder):
+    """WordLlama's ``l2_supercat`` model at 256 dimensions: a token's vector
+    is a row of a 32,000 × 256 matrix, a text's the mean of its tokens' rows
+    (its own ``embed``: Llama 2's BPE tokens, no special tokens, average
+    pooling), normalised. Static, so a text costs a tokenisation and a sum:
+    thousands a second on one core, a query in well under a millisecond."""
+
+    name = LOCAL_MODEL
+
+    def __init__(self):
+        self.matrix = self.tokenizer = None
+
+    def load(self) -> None:
+        if self.matrix is not None:
+            return
+        import importlib.util
+
+        spec = importlib.util.find_spec("wordllama")
+        root = (spec.submodule_search_locations or [None])[0] if spec else None
+        if not root:
+            raise EmbedError("the local embedding model is not installed (pip install 'deja[semantic]')")
+        weights = os.path.join(root, "weights", "l2_supercat_256.safetensors")
+        vocab = os.path.join(root, "tokenizers", "l2_supercat_tokenizer_config.json")
+        try:
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+
+            matrix = load_file(weights)["embedding.weight"]
+            tok = Tokenizer.from_file(vocab)
+        except (OSError, KeyError, ImportError, Exception) as exc:  # (safetensors raises its own errors)
+            raise EmbedError(f"the local embedding model could not be loaded ({type(exc).__name__}: {exc})") from None
+        tok.no_truncation()
+        tok.no_padding()
+        self.matrix, self.tokenizer = matrix, tok  # float16 as shipped: summed in float32 below
+
+    def embed(self, texts: list[str], timeout: float | None = None):
+        import numpy as np
+
+        self.load()
+        dim = self.matrix.shape[1]
+        out = np.zeros((len(texts), dim), np.float32)
+        for at in range(0, len(texts), LOCAL_BATCH):  # (a batch's token rows stay a few MB)
+            encs = self.tokenizer.encode_batch(list(texts[at:at + LOCAL_BATCH]), add_special_tokens=False)
+            ids = [np.asarray(e.ids, np.int32) for e in encs]
+            lens = np.fromiter((len(i) for i in ids), np.int64, len(ids))
+            has = lens > 0
+            if not has.any():
+                continue
+            # the mean of a text's token rows, as counts times rows: one small
+            # matrix product over the tokens the batch uses (gathering a row per
+            # token moves a kilobyte per token, several times slower)
+            flat = np.concatenate(ids)
+            np.clip(flat, 0, self.matrix.shape[0] - 1, out=flat)
+            used, inv = np.unique(flat, return_inverse=True)
+            seg = np.repeat(np.arange(len(ids)), lens)
+            counts = np.bincount(seg * len(used) + inv, minlength=len(ids) * len(used))
+            sums = counts.reshape(len(ids), len(used)).astype(np.float32) @ self.matrix[used].astype(np.float32)
+            out[at:at + len(ids)][has] = sums[has] / lens[has, None]
+        return normalise(out)

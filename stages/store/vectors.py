@@ -1,0 +1,191 @@
+"""The vectors dataset: one embedding per passage of the speech records,
+beside the store (``<index>/vectors/``), for semantic recall.
+
+    vectors/meta.json            the commit point: model, dim, store, parts
+    vectors/part-<id>.parquet    record_id, passage, role, session_key, vec FLOAT[dim]
+
+``vec`` is a fixed-size float32 list (Arrow's type; DuckDB reads the Parquet
+column as a list, and ``vec::FLOAT[256]`` makes it the ARRAY its
+``array_cosine_similarity`` takes). Every part also carries the model and
+dimension in its footer (``deja.model``, ``deja.dim``).
+
+Writes are atomic like the store's: a part is written under a temporary name
+and renamed, then ``meta.json`` is replaced (``os.replace``) to list it. A
+part not listed is a leftover of an interrupted run, removed by the next.
+``load`` treats anything that does not add up (a missing or resized part, a
+footer of another model, a column of another shape, unreadable JSON) as no
+vectors at all: the next ``deja embed`` rebuilds them. The stamp ``store``
+ties them to one store's record ids (catalog meta ``store_id``): a store made
+anew numbers its records from zero again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+FORMAT = 1
+DIR = "vectors"
+META = "meta.json"
+SPEECH_ROLES = ("user", "assistant", "summary", "note")  # what is embedded: what people and agents said
+
+
+def folder(root) -> Path:
+    return Path(root) / DIR
+
+
+def stamp(root) -> tuple | None:
+    """A cheap identity of the committed vectors (meta.json's inode, size and
+    time): a warm process reloads when it changes."""
+    try:
+        st = os.stat(folder(root) / META)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def read_meta(root) -> dict | None:
+    try:
+        meta = json.loads((folder(root) / META).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or not isinstance(meta.get("parts"), list):
+        return None
+    if not isinstance(meta.get("model"), str) or not isinstance(meta.get("dim"), int) or meta["dim"] <= 0:
+        return None
+    return meta
+
+
+class Vectors:
+    """The committed vectors in memory: ``ids`` (record id per row), ``roles``
+    (role codes), ``sessions`` (session keys), ``matrix`` (rows × dim, unit
+    length)."""
+
+    def __init__(self, meta: dict, ids, passages, roles, sessions, matrix):
+        self.meta, self.ids, self.passages, self.roles, self.sessions, self.matrix = (
+            meta, ids, passages, roles, sessions, matrix)
+
+    @property
+    def model(self) -> str:
+        return self.meta["model"]
+
+    @property
+    def dim(self) -> int:
+        return self.meta["dim"]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def load(root, columns_only: bool = False) -> Vectors | None:
+    """The committed vectors, or None when there are none or they are not
+    sound (see the module's doc). ``columns_only``: ids, roles and sessions
+    without the matrix (what `deja embed` needs to plan)."""
+    import numpy as np
+
+    meta = read_meta(root)
+    if meta is None:
+        return None
+    try:
+        import pyarrow.parquet as pq
+
+        ids, passages, roles, sessions, mats = [], [], [], [], []
+        for part in meta["parts"]:
+            path = folder(root) / part["file"]
+            if os.path.basename(part["file"]) != part["file"] or os.path.getsize(path) != part["bytes"]:
+                return None
+            pf = pq.ParquetFile(path)
+            kv = pf.schema_arrow.metadata or {}
+            if kv.get(b"deja.model", b"").decode() != meta["model"] or kv.get(b"deja.dim") != str(meta["dim"]).encode():
+                return None
+            cols = ["record_id", "passage", "role", "session_key"] + ([] if columns_only else ["vec"])
+            t = pf.read(columns=cols)
+            if t.num_rows != part["rows"]:
+                return None
+            ids.append(t.column("record_id").to_numpy())
+            passages.append(t.column("passage").to_numpy())
+            roles.append(t.column("role").to_numpy())
+            sessions.extend(t.column("session_key").to_pylist())
+            if not columns_only:
+                vec = t.column("vec").combine_chunks()
+                if vec.type.list_size != meta["dim"] or vec.null_count:
+                    return None
+                mats.append(vec.values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+                            .reshape(t.num_rows, meta["dim"]))
+    except Exception:  # noqa: BLE001  (a torn or foreign file of any kind: absent)
+        return None
+    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
+    matrix = None if columns_only else (np.concatenate(mats) if mats else np.zeros((0, meta["dim"]), np.float32))
+    return Vectors(meta, cat(ids, np.int64), cat(passages, np.int16), cat(roles, np.int8), sessions, matrix)
+
+
+def write_part(root, model: str, dim: int, ids, passages, roles, sessions, matrix) -> dict:
+    """A new part of these rows, written under a temporary name and renamed;
+    its entry for meta.json. (Not yet live: ``commit`` makes it so.)"""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .private import private_dir, private_file
+
+    private_dir(folder(root))
+    values = pa.array(np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1), pa.float32())
+    table = pa.table({
+        "record_id": pa.array(np.asarray(ids, np.int64)),
+        "passage": pa.array(np.asarray(passages, np.int16)),
+        "role": pa.array(np.asarray(roles, np.int8)),
+        "session_key": pa.array(list(sessions), pa.string()),
+        "vec": pa.FixedSizeListArray.from_arrays(values, dim),
+    }).replace_schema_metadata({"deja.model": model, "deja.dim": str(dim), "deja.format": str(FORMAT)})
+    name = f"part-{uuid.uuid4().hex[:16]}.parquet"
+    tmp = folder(root) / (name + ".tmp")
+    # (vectors do not compress: zstd would spend time for a few per cent)
+    pq.write_table(table, tmp, compression="none", row_group_size=16_384, use_dictionary=["session_key"])
+    private_file(tmp)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder(root) / name)
+    return {"file": name, "rows": table.num_rows, "bytes": os.path.getsize(folder(root) / name)}
+
+
+def commit(root, meta: dict) -> None:
+    """Make ``meta`` (and the parts it lists) the committed vectors, then
+    remove what it no longer lists."""
+    from .private import private_dir, private_file
+
+    private_dir(folder(root))
+    meta = dict(meta, format=FORMAT)
+    tmp = folder(root) / (META + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=1))
+    private_file(tmp)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder(root) / META)
+    clean(root, meta)
+
+
+def clean(root, meta: dict | None) -> None:
+    """Remove the parts ``meta`` does not list (an interrupted run's, a
+    replaced model's); with no meta, every part."""
+    listed = {p["file"] for p in (meta or {}).get("parts", [])}
+    try:
+        names = os.listdir(folder(root))
+    except OSError:
+        return
+    for name in names:
+        if name.startswith("part-") and name not in listed:
+            try:
+                os.unlink(folder(root) / name)
+            except OSError:
+                pass
+
+
+def drop(root) -> None:
+    """No vectors: the meta first (so nothing half-removed is ever loaded), then the parts."""
+    try:
+        os.unlink(folder(root) / META)
+    except OSError:
+        pass
+    clean(root, None)

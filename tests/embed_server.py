@@ -1,0 +1,109 @@
+"""A local embedding server for the tests (tests/test_semantic.py), started as
+a subprocess: Ollama's ``POST /api/embed`` and the OpenAI-compatible
+``POST /v1/embeddings``, with deterministic vectors.
+
+A text's vector counts its words by *concept*: words that mean the same thing
+here (``upload``, ``body``, ``size``, ``large`` …) share a dimension, so a
+paraphrase that shares no word with a session still lands next to it, as it
+would with a real model. Other words go to hashed dimensions at a third of
+the weight.
+
+    python tests/embed_server.py [--dim N] [--fail-after N] [--log FILE]
+
+prints ``PORT <n>`` when it listens on 127.0.0.1. ``--fail-after N``:
+requests after the Nth answer 500. ``--log``: one line per request (the
+model asked for and how many texts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+CONCEPTS = [
+    # 0: too large a request body
+    {"upload", "uploads", "uploaded", "uploading", "file", "files", "body", "size", "large", "big", "huge",
+     "bytes", "413", "limit", "max", "refused", "rejected", "rejects", "entity"},
+    # 1: the proxy in front
+    {"proxy", "nginx", "reverse", "gateway", "ingress", "front"},
+    # 2: a cache throwing entries out
+    {"cache", "memcached", "evict", "evicted", "evicting", "eviction", "thrown", "lru", "slabs"},
+    # 3: signing in
+    {"login", "logged", "signed", "sign", "session", "sessions", "bounced", "auth"},
+    # 4: database connections
+    {"connection", "connections", "pool", "exhausted", "database", "postgres", "db", "pgbouncer"},
+    # 5: flaky tests
+    {"flaky", "intermittent", "test", "tests", "random", "sometimes", "ci"},
+]
+CONCEPT_OF = {w: i for i, ws in enumerate(CONCEPTS) for w in ws}
+
+
+def vector(text: str, dim: int) -> list[float]:
+    v = [0.0] * dim
+    for w in re.findall(r"[a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower()):
+        if w in CONCEPT_OF and CONCEPT_OF[w] < dim // 2:
+            v[CONCEPT_OF[w]] += 1.0
+        else:
+            half = dim - dim // 2
+            v[dim // 2 + zlib.crc32(w.encode()) % half] += 0.33
+    if not any(v):
+        v[-1] = 1e-3
+    return v
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dim", type=int, default=16)
+    ap.add_argument("--fail-after", type=int, default=-1)
+    ap.add_argument("--log")
+    args = ap.parse_args()
+    served = [0]
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            texts = body.get("input")
+            texts = [texts] if isinstance(texts, str) else texts
+            if args.log:
+                with open(args.log, "a") as fh:
+                    fh.write(json.dumps({"path": self.path, "model": body.get("model"), "n": len(texts or [])}) + "\n")
+            if 0 <= args.fail_after <= served[0]:
+                return self.reply(500, {"error": "model crashed"})
+            if not isinstance(texts, list) or not body.get("model"):
+                return self.reply(400, {"error": "input and model are required"})
+            served[0] += 1
+            vecs = [vector(t, args.dim) for t in texts]
+            if self.path == "/api/embed":
+                return self.reply(200, {"model": body["model"], "embeddings": vecs})
+            if self.path == "/v1/embeddings":
+                return self.reply(200, {"object": "list", "model": body["model"],
+                                        "data": [{"object": "embedding", "index": i, "embedding": v}
+                                                 for i, v in enumerate(vecs)]})
+            return self.reply(404, {"error": f"no route {self.path}"})
+
+        def reply(self, code: int, obj: dict) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(f"PORT {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

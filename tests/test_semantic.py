@@ -1,0 +1,381 @@
+"""Issue 18, "find it when the words differ": `deja embed` puts vectors of what
+was said beside the store, and search, hooks and MCP recall rank by meaning
+as well as by words. The real `deja` against a temp HOME, with a local HTTP
+embedding server the test starts (tests/embed_server.py: deterministic
+vectors in which a paraphrase lands next to what it paraphrases), and the
+offline local model where it is installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import claude_assistant, claude_user, write_jsonl
+
+UP = "5e000000-0000-4000-8000-0000000000a1"  # nginx's body size limit
+POOL = "5e000000-0000-4000-8000-0000000000a2"  # a connection pool
+CACHE = "5e000000-0000-4000-8000-0000000000a3"  # memcached evictions
+NEW = "5e000000-0000-4000-8000-0000000000a4"
+
+# shares no word with UP's session, but its words mean what UP's do (embed_server.CONCEPTS)
+PARAPHRASE = "why were big uploads refused behind the reverse proxy"
+
+
+def session(home, sid: str, said: str, answered: str, day: str = "2026-03-02"):
+    p = home.claude_file(sid)
+    write_jsonl(p, [
+        claude_user(sid, said, f"{day}T10:00:00Z", "u1"),
+        claude_assistant(sid, [{"type": "text", "text": answered}], f"{day}T10:00:05Z", "a1", parent="u1"),
+    ])
+    return p
+
+
+def three_sessions(home):
+    session(home, UP, "nginx answers 413 once a request passes client_max_body_size; raised that limit in nginx.conf",
+            "Raised client_max_body_size to 50m; 413s stopped.")
+    session(home, POOL, "checkout returns 500 when the connection pool is exhausted",
+            "The root cause was pool_size=5 under load; raised to 20.", day="2026-03-03")
+    session(home, CACHE, "people get logged out at random on staging",
+            "memcached was evicting live sessions; moved them to redis.", day="2026-03-04")
+
+
+@pytest.fixture
+def server(tmp_path):
+    """The embedding server, as (url base, request log path); stopped after the test."""
+    yield from _server(tmp_path)
+
+
+def _server(tmp_path, *extra):
+    log = tmp_path / "embed-requests.jsonl"
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("embed_server.py")), "--log", str(log),
+                             *extra], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("PORT "), line
+        yield f"http://127.0.0.1:{line.split()[1]}", log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def http_env(url: str, model: str = "concepts", path: str = "/api/embed") -> dict:
+    return {"DEJA_EMBED_URL": url + path, "DEJA_EMBED_MODEL": model}
+
+
+def requests(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def embed(home, env: dict, *args: str, check: bool = True):
+    proc = home.run("embed", "--json", *args, extra_env=env, check=check)
+    return json.loads(proc.stdout) if proc.returncode == 0 else proc
+
+
+def vector_rows(home) -> list[tuple]:
+    import duckdb
+
+    meta = json.loads((home.index / "vectors" / "meta.json").read_text())
+    files = [str(home.index / "vectors" / p["file"]) for p in meta["parts"]]
+    if not files:
+        return []
+    return duckdb.sql(f"SELECT record_id, session_key, passage FROM read_parquet({files!r}) ORDER BY ALL").fetchall()
+
+
+def test_embed_is_incremental_and_keeps_step_with_the_store(home, server):
+    url, log = server
+    env = http_env(url)
+    three_sessions(home)
+    home.run("index")
+    first = embed(home, env)
+    assert (first["records"], first["embedded"], first["coverage"], first["model"]) == (6, 6, 1.0, "http:concepts")
+    assert first["dim"] == 16 and first["passages"] == 6
+    sent = sum(r["n"] for r in requests(log))
+    assert sent == 6
+
+    again = embed(home, env)
+    assert (again["embedded"], again["passages"], again["removed"]) == (0, 0, 0)
+    assert sum(r["n"] for r in requests(log)) == sent  # nothing asked of the server
+
+    session(home, NEW, "the flaky integration test times out on ci", "Pinned the test container's clock.")
+    home.run("index")
+    third = embed(home, env)
+    assert (third["embedded"], third["records"]) == (2, 8)
+    assert sum(r["n"] for r in requests(log)) == sent + 2  # only the new records' passages
+
+    # a forgotten session's records leave the store, and their vectors with them
+    home.run("forget", "--session", POOL)
+    fourth = embed(home, env)
+    assert fourth["removed"] == 2 and fourth["records"] == 6
+    keys = {k for _, k, _ in vector_rows(home)}
+    assert not any(POOL in k for k in keys) and any(UP in k for k in keys)
+
+
+def test_a_paraphrase_sharing_no_word_is_found_by_meaning_and_labelled_semantic(home, server):
+    url, _ = server
+    env = dict(http_env(url, path="/v1/embeddings"))  # the OpenAI-compatible route
+    three_sessions(home)
+    home.run("index")
+    lexical = home.search(*PARAPHRASE.split(), extra_env=env)  # no vectors yet: words only
+    assert UP not in [h["session"]["id"] for h in lexical["hits"]]
+
+    embed(home, env)
+    found = home.search(*PARAPHRASE.split(), extra_env=env)
+    assert found["hits"][0]["session"]["id"] == UP
+    assert found["hits"][0]["tier"] == "semantic"
+    assert found["tier"] == "semantic"  # nothing matched by words at all
+    assert found["hits"][0]["snippets"]  # what the session said, though no word of it was asked
+
+    # --no-embed, and DEJA_EMBED=off everywhere, are words only
+    for words_only in (home.search("--no-embed", *PARAPHRASE.split(), extra_env=env),
+                       home.search(*PARAPHRASE.split(), extra_env=dict(env, DEJA_EMBED="off"))):
+        assert words_only == lexical
+
+
+def test_words_and_meaning_rank_one_pool_and_a_lexical_hit_keeps_its_tier(home, server):
+    url, _ = server
+    env = http_env(url)
+    three_sessions(home)
+    home.run("index")
+    embed(home, env)
+    got = home.search("connection", "pool", extra_env=env)
+    assert got["hits"][0]["session"]["id"] == POOL
+    assert got["hits"][0]["tier"] == "exact" and got["tier"] == "exact"
+    # the rest of the pool follows by meaning, labelled as found by it
+    assert all(h["tier"] == "semantic" for h in got["hits"][1:])
+    # a quoted phrase is literal: no session without it
+    quoted = home.search('"connection pool"', extra_env=env)
+    assert [h["session"]["id"] for h in quoted["hits"]] == [POOL]
+
+
+def test_the_fusion_is_half_words_half_meaning_with_the_bounded_signals():
+    from deja.queries.semantic import fuse
+
+    lexical = [(1, 1.0), (2, 0.5)]  # (ord, lexical score / the best one)
+    cos = {1: 0.2, 2: 0.8, 3: 0.6, 4: 0.4}
+    ranked = fuse(lexical, cos, found=[2, 3, 1], signal={3: 1.3})
+    scores = {o: s for o, s, _ in ranked}
+    assert scores[1] == pytest.approx(0.5 * 1.0 + 0.5 * 0.2 / 0.8)
+    assert scores[2] == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
+    assert scores[3] == pytest.approx(0.5 * 0.6 / 0.8 * 1.3)  # a decision lifts it, as it lifts a lexical hit
+    assert [o for o, _, _ in ranked] == [2, 1, 3]
+    assert {o: only for o, _, only in ranked} == {1: False, 2: False, 3: True}  # 4: not in the pool
+    # weighted all to words, the lexical order stands
+    assert [o for o, _, _ in fuse(lexical, cos, found=[3], weight=1.0)][:2] == [1, 2]
+
+
+def test_another_model_discards_the_vectors_and_embeds_anew(home, server):
+    url, log = server
+    three_sessions(home)
+    home.run("index")
+    embed(home, http_env(url))
+    other = embed(home, http_env(url, model="concepts-v2"))
+    assert other["model"] == "http:concepts-v2" and other["embedded"] == 6
+    assert "embedding anew" in (other["rebuilt"] or "")
+    assert requests(log)[-1]["model"] == "concepts-v2"
+    meta = json.loads((home.index / "vectors" / "meta.json").read_text())
+    assert meta["model"] == "http:concepts-v2"
+    assert len(vector_rows(home)) == 6
+    # a search asks the model the vectors came from; under another name it says so and stays lexical
+    proc = home.run("search", "--json", *PARAPHRASE.split(), extra_env=http_env(url, model="concepts"))
+    assert "semantic recall unavailable" in proc.stderr
+    assert UP not in [h["session"]["id"] for h in json.loads(proc.stdout)["hits"]]
+
+
+@pytest.mark.parametrize("damage", ["truncated part", "garbage meta", "missing part", "foreign part"])
+def test_a_damaged_vectors_dataset_is_absent_to_search_and_rebuilt_by_embed(home, server, damage):
+    url, _ = server
+    env = http_env(url)
+    three_sessions(home)
+    home.run("index")
+    embed(home, env)
+    folder = home.index / "vectors"
+    meta = json.loads((folder / "meta.json").read_text())
+    part = folder / meta["parts"][0]["file"]
+    if damage == "truncated part":
+        part.write_bytes(part.read_bytes()[:100])
+    elif damage == "garbage meta":
+        (folder / "meta.json").write_text("{not json")
+    elif damage == "missing part":
+        part.unlink()
+    else:  # a part of the right size from another model
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        t = pq.read_table(part)
+        pq.write_table(t.replace_schema_metadata({"deja.model": "http:else", "deja.dim": "16"}), part)
+        meta["parts"][0]["bytes"] = part.stat().st_size
+        (folder / "meta.json").write_text(json.dumps(meta))
+    proc = home.run("search", "--json", *PARAPHRASE.split(), extra_env=env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert not any(h["tier"] == "semantic" for h in json.loads(proc.stdout)["hits"])
+    doctor = json.loads(home.run("doctor", "--json", extra_env=env).stdout)
+    assert doctor["vectors"]["state"] == "unreadable"
+
+    again = embed(home, env)
+    assert again["embedded"] == 6 and again["coverage"] == 1.0
+    assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["session"]["id"] == UP
+
+
+def test_an_interrupted_embed_keeps_what_it_committed_and_the_next_run_goes_on(home, tmp_path, monkeypatch):
+    three_sessions(home)
+    home.run("index")
+    gen = _server(tmp_path, "--fail-after", "1")  # the first request answers, the second fails
+    url, log = next(gen)
+    try:
+        env = dict(http_env(url), DEJA_EMBED_COMMIT_EVERY="2")
+        failed = embed(home, env, check=False)
+        assert failed.returncode == 1
+        assert failed.stderr.count("\n") == 1 and "answered 500" in failed.stderr
+        assert "embedded and kept" in failed.stderr
+    finally:
+        gen.close()
+    kept = len(vector_rows(home))
+    assert 0 < kept < 6
+    gen = _server(tmp_path)
+    url, _ = next(gen)
+    try:
+        rest = embed(home, dict(http_env(url), DEJA_EMBED_COMMIT_EVERY="2"))
+        assert rest["embedded"] == 6 - kept and rest["coverage"] == 1.0
+    finally:
+        gen.close()
+
+
+def test_a_failed_query_embedding_says_so_once_and_keeps_the_lexical_order(home, tmp_path):
+    three_sessions(home)
+    home.run("index")
+    gen = _server(tmp_path)
+    url, _ = next(gen)
+    env = http_env(url)
+    embed(home, env)
+    gen.close()  # the embedding server is gone
+    words_only = home.search("--no-embed", "connection", "pool", extra_env=env)
+    proc = home.run("search", "--json", "connection", "pool", extra_env=env)
+    assert proc.returncode == 0
+    notices = [line for line in proc.stderr.splitlines() if "semantic recall unavailable" in line]
+    assert len(notices) == 1 and "unreachable" in notices[0]
+    assert json.loads(proc.stdout) == words_only
+
+
+def test_index_embeds_when_asked_or_by_the_setting_and_never_fails_for_it(home, server):
+    url, _ = server
+    three_sessions(home)
+    asked = json.loads(home.run("index", "--embed", "--json", extra_env=http_env(url)).stdout)
+    assert asked["embed"]["embedded"] == 6
+    session(home, NEW, "the flaky integration test times out on ci", "Pinned the test container's clock.")
+    setting = json.loads(home.run("index", "--json", extra_env=dict(http_env(url), DEJA_INDEX_EMBED="1")).stdout)
+    assert setting["embed"]["embedded"] == 2
+    # by the setting, an embedding source that is down is said and the index stands
+    session(home, "5e000000-0000-4000-8000-0000000000a5", "a third note about pools", "ok")
+    down = home.run("index", extra_env={"DEJA_EMBED_URL": "http://127.0.0.1:9/api/embed", "DEJA_EMBED_MODEL": "m",
+                                        "DEJA_INDEX_EMBED": "1"})
+    assert "embedding skipped" in down.stderr and "unreachable" in down.stderr
+    # asked for, it fails the command, in one line
+    bad = home.run("index", "--embed", check=False,
+                   extra_env={"DEJA_EMBED_URL": "http://127.0.0.1:9/api/embed", "DEJA_EMBED_MODEL": "m"})
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and "unreachable" in bad.stderr
+
+
+def test_embed_without_a_usable_source_fails_in_one_line(home):
+    three_sessions(home)
+    home.run("index")
+    for env, said in (({"DEJA_EMBED": "off"}, "embedding is off"),
+                      ({"DEJA_EMBED_URL": "http://127.0.0.1:9"}, "DEJA_EMBED_MODEL"),
+                      ({"DEJA_EMBED_URL": "ftp://x", "DEJA_EMBED_MODEL": "m"}, "http(s) URL")):
+        proc = home.run("embed", check=False, extra_env=env)
+        assert proc.returncode == 1 and said in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_doctor_reports_the_model_its_coverage_and_what_is_not_embedded_yet(home, server):
+    url, _ = server
+    env = http_env(url)
+    three_sessions(home)
+    home.run("index")
+    none = json.loads(home.run("doctor", "--json", extra_env=env).stdout)["vectors"]
+    assert none["state"] == "none" and none["source"] == "http:concepts"
+    embed(home, env)
+    session(home, NEW, "the flaky integration test times out on ci", "Pinned the test container's clock.")
+    home.run("index")
+    rep = json.loads(home.run("doctor", "--json", extra_env=env).stdout)["vectors"]
+    assert (rep["state"], rep["model"], rep["dim"], rep["records"], rep["embedded"], rep["stale"]) == \
+        ("ok", "http:concepts", 16, 8, 6, 2)
+    text = home.run("doctor", extra_env=env).stdout
+    assert "vectors: http:concepts, 6 passages" in text and "75% of 8 records of speech embedded" in text
+    assert "2 not yet: run `deja embed`" in text
+    other = home.run("doctor", extra_env=http_env(url, model="v2")).stdout
+    assert "`deja embed` will embed anew with it" in other
+
+
+def test_the_vectors_are_parquet_an_analyst_can_query_with_duckdb(home, server):
+    import duckdb
+
+    url, _ = server
+    three_sessions(home)
+    home.run("index")
+    embed(home, http_env(url))
+    meta = json.loads((home.index / "vectors" / "meta.json").read_text())
+    files = [str(home.index / "vectors" / p["file"]) for p in meta["parts"]]
+    rows = duckdb.sql(f"SELECT record_id, array_cosine_similarity(vec::FLOAT[16], vec::FLOAT[16]) "
+                      f"FROM read_parquet({files!r})").fetchall()
+    assert len(rows) == 6 and all(abs(c - 1.0) < 1e-5 for _, c in rows)
+    kv = duckdb.sql(f"SELECT key, value FROM parquet_kv_metadata({files[0]!r})").fetchall()
+    assert (b"deja.model", b"http:concepts") in kv
+    assert oct(os.stat(files[0]).st_mode & 0o777) == "0o600"
+
+
+def test_hook_recall_uses_the_vectors_in_a_warm_process_only(home, server, monkeypatch):
+    url, _ = server
+    three_sessions(home)
+    home.run("index")
+    embed(home, http_env(url))
+    for k, v in dict(home.env, **http_env(url)).items():
+        monkeypatch.setenv(k, v)
+    from deja.queries.search import recall
+    from deja.stages.store import duck, read
+
+    terms = ["big", "uploads", "refused", "reverse", "proxy"]
+    cold = read.open_live(home.index)
+    try:
+        assert recall(cold, terms)["hits"] == []  # a cold hook has no time to load a model
+    finally:
+        cold.close()
+    read.keep_open(True)
+    try:
+        warm = read.open_live(home.index, con=duck.shared())
+        got = recall(warm, terms)
+        assert got["hits"][0]["session"]["id"] == UP and got["hits"][0]["tier"] == "semantic"
+    finally:
+        read.keep_open(False)
+
+
+@pytest.mark.skipif(not shutil.which("unshare"), reason="needs unshare(1) to take the network away")
+def test_the_local_model_embeds_and_answers_with_no_network(home):
+    pytest.importorskip("wordllama", reason="the local model is the semantic extra (pip install 'deja[semantic]')")
+    three_sessions(home)
+    home.run("index")
+    from conftest import deja_cmd
+
+    env = dict(home.env, DEJA_EMBED_URL="", HF_HUB_OFFLINE="1")
+    probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("unshare cannot make a network namespace here")
+    cmd = ["unshare", "-rn"] + deja_cmd()
+    got = subprocess.run(cmd + ["embed", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    summary = json.loads(got.stdout)
+    assert (summary["model"], summary["dim"], summary["coverage"]) == ("wordllama/l2_supercat_256", 256, 1.0)
+    found = subprocess.run(cmd + ["search", "--json", "memcached", "evicting"], env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert found.returncode == 0 and "unavailable" not in found.stderr
+    hits = json.loads(found.stdout)["hits"]
+    assert hits[0]["session"]["id"] == CACHE
+    # the local model puts what was said about logins near a question about them
+    asked = subprocess.run(cmd + ["search", "--json", "users", "keep", "getting", "signed", "out"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert CACHE in [h["session"]["id"] for h in json.loads(asked.stdout)["hits"]]

@@ -136,6 +136,8 @@ def _recall(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
         lines += ["  " + recall_line(snip, 300) for snip in hit["snippets"]]
     if answer.get("tier") == "relevance":
         lines.insert(0, "(no session holds every word; nearest sessions)")
+    elif answer.get("tier") == "semantic":
+        lines.insert(0, "(no session holds these words; nearest by meaning)")
     return frame(fit_lines(lines, RECALL_CAP)), [h["session"].get("key") or h["session"]["id"] for h in hits]
 
 

@@ -74,6 +74,7 @@ class Searcher:
         self.windows: list[tuple[float, float]] = []  # the times it names
         self.vocab = Vocabulary(store)
         self.ranker = SessionRanker(store, q, self.roles)
+        self._cosine: dict[int, float] | None = None  # each session's nearest passage, when the vectors took part
 
     # ---- the ladder ------------------------------------------------------
     def run(self) -> dict:
@@ -283,6 +284,7 @@ class Searcher:
                 total = lexical_total + len(only_vector)
                 if only_vector and len(only_vector) == len(ranked):
                     tier = semantic.SEMANTIC_TIER  # nothing matched by words
+                    self.notes.append("no lexical match, semantic results:")
         if not keep_order:
             ranked = sorted(ranked, key=lambda r: (-r.score, -r.updated, r.ord))
         ranked = demote_rejected(self.store.con, ranked, self.store.any_rejected)  # deja promote --state rejected: below the rest (§5.3)
@@ -312,10 +314,14 @@ class Searcher:
                 "score": round(r.score, 4),
                 "tier": semantic.SEMANTIC_TIER if r.ord in only_vector else tier,
             }
+            if r.ord in only_vector:
+                hit["tier_detail"] = f"cosine {self._cosine.get(r.ord, 0.0):.3f}"
             if worn.get(r.ord):
                 hit["reused"] = worn[r.ord]  # recent agent recalls that served it (cli-contract §3.2)
             hits.append(hit)
         env = {"schema_version": 2, "tier": tier, "total": total}
+        if self._cosine is not None:
+            env["semantic"] = True  # (the contract's flag: the vectors took part)
         if total > len(hits):
             env["capped"] = True
         env["hits"] = hits
@@ -350,6 +356,7 @@ class Searcher:
             self.ranker.load([])  # (the search's session table, with which sessions its filters admit)
             admitted = {o for (o,) in self.store.con.execute("SELECT ord FROM q_sessions WHERE admitted").fetchall()}
         cos, found = sp.nearest(qv, roles, admitted)
+        self._cosine = cos
         order = ranked if keep_order else sorted(ranked, key=lambda r: (-r.score, -r.updated, r.ord))
         pool, rest = order[:semantic.POOL], order[semantic.POOL:]
         if keep_order:  # (an order the scores do not say, as a thin AND's: its places are the score)

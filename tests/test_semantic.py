@@ -130,6 +130,9 @@ def test_a_paraphrase_sharing_no_word_is_found_by_meaning_and_labelled_semantic(
     assert found["hits"][0]["tier"] == "semantic"
     assert found["tier"] == "semantic"  # nothing matched by words at all
     assert found["hits"][0]["snippets"]  # what the session said, though no word of it was asked
+    assert found["hits"][0]["tier_detail"].startswith("cosine 0.") and found["semantic"] is True
+    said = home.run("search", *PARAPHRASE.split(), extra_env=env)
+    assert "no lexical match, semantic results:" in said.stderr and "client_max_body_size" in said.stdout
 
     # --no-embed, and DEJA_EMBED=off everywhere, are words only
     for words_only in (home.search("--no-embed", *PARAPHRASE.split(), extra_env=env),

@@ -89,6 +89,7 @@ def load(root, columns_only: bool = False) -> Vectors | None:
     if meta is None:
         return None
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         ids, passages, roles, sessions, mats = [], [], [], [], []
@@ -96,24 +97,34 @@ def load(root, columns_only: bool = False) -> Vectors | None:
             path = folder(root) / part["file"]
             if os.path.basename(part["file"]) != part["file"] or os.path.getsize(path) != part["bytes"]:
                 return None
-            pf = pq.ParquetFile(path)
+            pf = pq.ParquetFile(path, memory_map=True, pre_buffer=False)
             kv = pf.schema_arrow.metadata or {}
             if kv.get(b"deja.model", b"").decode() != meta["model"] or kv.get(b"deja.dim") != str(meta["dim"]).encode():
                 return None
-            cols = ["record_id", "passage", "role", "session_key"] + ([] if columns_only else ["vec"])
-            t = pf.read(columns=cols)
-            if t.num_rows != part["rows"]:
+            n = pf.metadata.num_rows
+            if n != part["rows"]:
                 return None
-            ids.append(t.column("record_id").to_numpy())
-            passages.append(t.column("passage").to_numpy())
-            roles.append(t.column("role").to_numpy())
-            sessions.extend(t.column("session_key").to_pylist())
-            if not columns_only:
-                vec = t.column("vec").combine_chunks()
-                if vec.type.list_size != meta["dim"] or vec.null_count:
-                    return None
-                mats.append(vec.values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-                            .reshape(t.num_rows, meta["dim"]))
+            cols = ["record_id", "passage", "role", "session_key"] + ([] if columns_only else ["vec"])
+            # batch by batch into arrays made once: reading the part whole
+            # holds Arrow's copy and ours at once, and a warm process keeps the peak
+            mat = None if columns_only else np.empty((n, meta["dim"]), np.float32)
+            at = 0
+            for b in pf.iter_batches(batch_size=8192, columns=cols, use_threads=False):
+                ids.append(b.column(0).to_numpy())
+                passages.append(b.column(1).to_numpy())
+                roles.append(b.column(2).to_numpy())
+                sessions.extend(b.column(3).to_pylist())
+                if mat is not None:
+                    vec = b.column(4)
+                    if vec.type.list_size != meta["dim"] or vec.null_count:
+                        return None
+                    mat[at:at + b.num_rows] = vec.values.to_numpy(zero_copy_only=False).reshape(b.num_rows, meta["dim"])
+                at += b.num_rows
+            if at != n:
+                return None
+            if mat is not None:
+                mats.append(mat)
+        pa.default_memory_pool().release_unused()
     except Exception:  # noqa: BLE001  (a torn or foreign file of any kind: absent)
         return None
     cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))

@@ -290,15 +290,19 @@ def _forward_signals(ack: bytes) -> None:
 
 
 def _line(s) -> bytes:
-    buf = b""
-    while not buf.endswith(b"\n"):
-        got = s.recv(4096)
+    """One reply line, read a byte at a time (as hooks/client.c does): a
+    command quicker than this process's reading leaves its ``exit N`` right
+    behind the ``ok`` line, and a larger read would swallow it with the ack
+    (the client then reported exit 1 for a search that succeeded)."""
+    buf = bytearray()
+    while len(buf) <= 4096:
+        got = s.recv(1)
         if not got:
             break
+        if got == b"\n":
+            return bytes(buf).strip()
         buf += got
-        if len(buf) > 1 << 20:
-            break
-    return buf.strip()
+    return bytes(buf).strip()
 
 
 def _cwd() -> bytes:

@@ -230,6 +230,42 @@ def test_a_hung_or_babbling_server_means_the_in_process_answer(served, reply):
             c.close()
 
 
+def test_a_status_sent_right_behind_the_ack_is_the_clients_exit_status(served):
+    """A command done before the client reads its ``ok`` line: both lines
+    arrive in one read. The client must still see the status (it used to
+    read both as the ack, find nothing after, and exit 1)."""
+    path = _socket(served)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(8)
+
+    def fake():
+        for code in (0, 3):
+            conn, _ = listener.accept()
+            with conn:
+                head = b""
+                while b"\n" not in head:
+                    head += conn.recv(1 << 16)
+                size = int(head.split(b"\n", 1)[0].split()[1])
+                body = head.split(b"\n", 1)[1]
+                while len(body) < size:
+                    body += conn.recv(1 << 16)
+                conn.sendall(b"go\n")
+                _msg, fds, _flags, _addr = socket.recv_fds(conn, 16, 3)
+                for fd in fds:
+                    os.close(fd)
+                conn.sendall(f"ok {os.getpid()} warm\nexit {code}\n".encode())
+
+    threading.Thread(target=fake, daemon=True).start()
+    try:
+        codes = [_run(served, "search", "--json", "pool", DEJA_SERVE_START="0").returncode for _ in range(2)]
+        assert codes == [0, 3]
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
+
+
 def test_many_clients_at_once(served):
     _run(served, "search", "pool")
     _started(served)

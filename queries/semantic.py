@@ -37,7 +37,7 @@ SEMANTIC_TIER = "semantic"
 # Role codes (stages/roles.py) of the records that are embedded: what was said
 SPEECH_CODES = (0, 1, 3, 4)
 
-_SPACES: dict = {}  # store root → Space (a warm process's)
+_VECTORS: dict = {}  # store root → (stamp, Vectors): a warm process's, across catalogs
 
 
 class Unavailable(Exception):
@@ -49,12 +49,12 @@ class Space:
     """A store's vectors in memory, with each passage's session ordinal and
     the passages grouped by session (for each session's nearest passage)."""
 
-    def __init__(self, vecs: vectors.Vectors, key_ord: dict[str, int], stamp):
+    def __init__(self, vecs: vectors.Vectors, ords, stamp):
         import numpy as np
 
         self.vecs, self.stamp = vecs, stamp
         self.model = vecs.model
-        self.ords = np.fromiter((key_ord.get(k, -1) for k in vecs.sessions), np.int64, len(vecs.sessions))
+        self.ords = np.asarray(ords, np.int64)  # -1: a record no longer live
         self.order = np.argsort(self.ords, kind="stable")
         sorted_ords = self.ords[self.order]
         self.session_ords, self.starts = np.unique(sorted_ords, return_index=True)
@@ -93,27 +93,40 @@ class Space:
 
 def space(store, env=None) -> Space | None:
     """The store's vectors as a Space, or None when it has none (or none
-    sound). A warm process keeps it until `deja embed` commits again."""
+    sound). A warm process keeps the vectors until `deja embed` commits
+    again, and their sessions' places while the store's catalog is the same
+    (a new generation may have replaced records or dropped sessions)."""
+    import numpy as np
+
     st = vectors.stamp(store.root)
     if st is None:
         return None
+    hot = getattr(store, "hot", False)
+    if hot:
+        got = store.memo.get("semantic_space")
+        if got is not None and got.stamp == st:
+            return got
     root = str(store.root)
-    got = _SPACES.get(root)
-    if got is not None and got.stamp == st:
-        return got
-    vecs = vectors.load(store.root)
-    if vecs is None or not len(vecs):
-        return None
-    key_ord = None
-    if getattr(store, "hot", False):
-        key_ord = store.memo.get("key_ord")
-    if key_ord is None:
-        key_ord = dict(store.con.execute("SELECT session_key, ord FROM sessions").fetchall())
-        if getattr(store, "hot", False):
-            store.memo["key_ord"] = key_ord
-    sp = Space(vecs, key_ord, st)
-    if getattr(store, "hot", False):
-        _SPACES[root] = sp
+    kept = _VECTORS.get(root)
+    if kept is not None and kept[0] == st:
+        vecs = kept[1]
+    else:
+        vecs = vectors.load(store.root)
+        if vecs is None or not len(vecs):
+            return None
+        if hot:
+            _VECTORS[root] = (st, vecs)
+    # each passage's session, from the store's docs (a live record's session
+    # ordinal; a record replaced or forgotten since the last `deja embed` has none)
+    from .score_arrays import Docs, docs_of
+
+    docs = docs_of(store) if hot else Docs(store.con)
+    at, found = docs.find(vecs.ids)
+    alive = found & docs.alive[at] if len(at) else found
+    ords = np.where(alive, docs.session[at] if len(at) else -1, -1)
+    sp = Space(vecs, ords, st)
+    if hot:
+        store.memo["semantic_space"] = sp
     return sp
 
 

@@ -382,3 +382,18 @@ def test_the_local_model_embeds_and_answers_with_no_network(home):
     asked = subprocess.run(cmd + ["search", "--json", "users", "keep", "getting", "signed", "out"], env=env,
                            capture_output=True, text=True, timeout=120)
     assert CACHE in [h["session"]["id"] for h in json.loads(asked.stdout)["hits"]]
+
+
+def test_vectors_of_replaced_records_are_not_served_before_the_next_embed(home, server):
+    url, _ = server
+    env = http_env(url)
+    three_sessions(home)
+    home.run("index")
+    embed(home, env)
+    assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["session"]["id"] == UP
+    # the transcript is rewritten (another first line: its records are replaced, their ids dead)
+    session(home, UP, "bump the docs theme to the dark variant", "Switched the docs theme.", day="2026-03-05")
+    home.run("index")
+    hits = home.search(*PARAPHRASE.split(), extra_env=env)["hits"]
+    assert UP not in [h["session"]["id"] for h in hits]
+    assert embed(home, env)["removed"] == 2

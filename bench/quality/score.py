@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-KIND_ORDER = ("natural", "keyword", "error", "identifier", "phrase", "multilingual", "temporal-ish")
+KIND_ORDER = ("natural", "keyword", "error", "identifier", "phrase", "multilingual", "temporal-ish", "paraphrase")
 # Variables that would point deja (or a harness reader) at the real user's data.
 SCRUB = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
 
@@ -283,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index-timeout", type=float, default=1800, help="seconds for deja index (default 1800)")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                     help="extra environment for deja (repeatable); other DEJA_* variables are not passed through")
+    ap.add_argument("--embed", action="store_true",
+                    help="run `deja embed` after indexing (semantic recall; compare with a run without it)")
     ap.add_argument("--keep", action="store_true", help="keep the temp index/home and print where it is")
     ap.add_argument("--reuse", metavar="DIR", help="use an index kept by --keep instead of indexing again")
     args = ap.parse_args(argv)
@@ -307,6 +309,18 @@ def main(argv: list[str] | None = None) -> int:
             if not args.json:
                 print(f"indexing {corpus} …", file=sys.stderr)
             ix = run_index(deja, env, args.index_timeout)
+        if ix.get("ok") and args.embed:
+            # semantic recall: vectors of the store beside it (the environment's source:
+            # the local model of deja[semantic] unless --env DEJA_EMBED_URL=… is given)
+            t_embed = time.perf_counter()
+            p = subprocess.run([deja, "embed", "--json"], env=env, capture_output=True, text=True,
+                               timeout=args.index_timeout)
+            if p.returncode != 0:
+                ix = {"ok": False, "error": "deja embed: " + (last_line(p.stderr) or f"exit {p.returncode}")}
+            else:
+                summary = json.loads(p.stdout)
+                ix["embed"] = {k: summary.get(k) for k in ("model", "records", "passages", "coverage")}
+                ix["embed"]["seconds"] = round(time.perf_counter() - t_embed, 2)
         if not ix.get("ok"):
             msg = f"deja index failed: {ix.get('error')}"
             if args.json:

@@ -364,6 +364,7 @@ class Server:
         except OSError:
             return
         fds: list[int] = []
+        more = False
         try:
             if not self.same_user(conn):
                 conn.close()
@@ -411,8 +412,8 @@ class Server:
                 self.child(conn, fds, req)  # never returns
             conn.sendall(f"ok {pid}\n".encode())
             self.running[pid] = conn
-            if idle is None and len(self.warm) < self.max_warm and not self.stale:
-                self.spawn_warm()  # every warm process was busy: one more for next time
+            # every warm process was busy: one more for next time
+            more = idle is None and len(self.warm) < self.max_warm and not self.stale
         except (OSError, ValueError, TypeError, AttributeError, IndexError):
             conn.close()
         finally:
@@ -421,6 +422,11 @@ class Server:
                     os.close(fd)
                 except OSError:
                     pass
+        if more:
+            # forked only now: a process forked while this one held the client's
+            # descriptors kept its stdout open for as long as it lived, and the
+            # caller (an agent reading a hook's output) waited for its end
+            self.spawn_warm()
 
     def warm_sends(self, w: Warm, req: dict, fds: list[int]) -> bool:
         """Hand a request and the client's descriptors to a warm process."""

@@ -364,8 +364,10 @@ class Searcher:
         else:
             top = max((r.score for r in pool), default=0.0) or 1.0
             lexical = [(r.ord, max(0.0, r.score) / top) for r in pool]
-        ords = [o for o, _ in lexical] + [o for o, _, _ in found]
-        signal = semantic.session_signals(self.store.con, sorted(set(ords)))
+        # a lexical score carries the bounded signals already; the sessions only
+        # the vectors found get theirs here, so every session has them once
+        in_lexical = {o for o, _ in lexical}
+        signal = semantic.session_signals(self.store.con, sorted({o for o, _, _ in found} - in_lexical))
         by_ord = {r.ord: r for r in pool}
         best = {o: (rid, role) for o, rid, role in found}
         out, only = [], set()

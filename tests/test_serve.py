@@ -440,6 +440,31 @@ def test_a_busy_warm_process_leaves_the_next_request_to_a_fork(served):
         slow.wait()
 
 
+def test_a_warm_process_started_for_the_next_request_holds_no_clients_pipe(served):
+    """Every warm process busy: the request is forked, and one more warm
+    process is started for next time. It must not inherit this client's
+    stdout: the caller reads the output until its end (an agent reading a
+    hook's answer), and a pipe held open by a process that lives on never ends."""
+    _run(served, "search", "pool", DEJA_SERVE_WARM="2")
+    _started(served)
+    slow = subprocess.Popen(deja_cmd() + ["search", "pool"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(served.env, DEJA_FAULT_SLOW="30", DEJA_SERVE_WARM="2"))
+    try:
+        assert _wait(lambda: (_status(served) or {}).get("running") == 1, 10)
+        warm_before = len((_status(served) or {}).get("warm") or [])
+        for _ in range(2):
+            try:
+                got = subprocess.run(deja_cmd() + ["search", "--json", "pool"], env=dict(served.env, DEJA_SERVE_WARM="2"),
+                                     capture_output=True, text=True, timeout=20, cwd=served.home)
+            except subprocess.TimeoutExpired:
+                pytest.fail("the client's output never ended: a server process kept its pipe open")
+            assert got.returncode == 0 and json.loads(got.stdout)["hits"]
+        assert len((_status(served) or {}).get("warm") or []) >= warm_before
+    finally:
+        slow.kill()
+        slow.wait()
+
+
 # ---------------------------------------------------------------- the compiled hook client
 
 needs_cc = pytest.mark.skipif(not any(shutil.which(c) for c in ("cc", "gcc", "clang")), reason="no C compiler")

@@ -8,13 +8,14 @@ matrix product over every passage: tens of thousands of rows of 256 floats
 take a few milliseconds, which no vector index beats at this size). Each
 session in the pool scores
 
-    LEXICAL_WEIGHT × lexical / best lexical  +  (1 − LEXICAL_WEIGHT) × cosine / best cosine × signals
+    LEXICAL_WEIGHT × lexical / best lexical  +  (1 − LEXICAL_WEIGHT) × cosine / best cosine
 
 where ``cosine`` is the session's nearest passage (the pool's best counts 1,
-as the best lexical score does), and ``signals`` the
-bounded lifts and damps the lexical score already carries (a decision, a
-note, giving up, recency), so a session found only by meaning is weighed as
-one found by words would be. A session only the vectors found is served with
+as the best lexical score does). The bounded lifts and damps (a decision, a
+note, giving up, recency) apply once per session: a lexical score carries
+them, and a session only the vectors found has them on its cosine. (Applied
+to every cosine as well, they counted twice for the lexical candidates, and
+cost the quality set's keyword questions 7 points of R@1.) A session only the vectors found is served with
 tier ``semantic``. A pasted error line stays lexical: its signature
 (query_parse.error_words) is literal evidence, and a line of a stack trace
 means little to a model of words.

@@ -68,6 +68,7 @@ class Planned:
     sid: str = ""
     title: str = ""
     searchable: str = ""        # text deja indexes by default (speech + tool output), for self-checks
+    fulltext: str = ""          # everything deja could index for it (searchable + commands, paths, edits, titles, …)
 
 
 # --------------------------------------------------------------------------- projects
@@ -200,6 +201,42 @@ def searchable_text(turns: list[gc.Turn]) -> str:
     return "\n".join(x for x in out if x)
 
 
+# Fixed text the harness writers (gen_corpus ClaudeWriter/CodexWriter) wrap tool calls in, by harness and step kind,
+# and the canned reasoning lines Codex sessions get at random; part of a session's text for the paraphrase check.
+WRAPPER_TEXT = {
+    ("claude", "bash"): "Exit code Error:",
+    ("claude", "edit"): "The file has been updated successfully. Error: <tool_use_error>File has not been read yet. "
+                        "Read it first before writing to it.</tool_use_error>",
+    ("claude", "write"): "File created successfully at:",
+    ("claude", "todo"): "Todos have been modified successfully. Ensure that you continue to use the todo list to track "
+                        "your progress. Please proceed with the current tasks if applicable",
+    ("codex", "edit"): "*** Begin Patch *** Update File: *** End Patch Success. Updated the following files:",
+    ("codex", "write"): "*** Begin Patch *** Add File: *** End Patch Success. Updated the following files:",
+    ("codex", "*"): "Command: /bin/zsh -lc Chunk ID: Wall time: seconds Process exited with code Original token count: "
+                    "Output: git status --short",
+    ("codex", "reasoning"): "Let me check the output carefully. The failure is deterministic, good. I should run only the "
+                            "affected package first. Need to confirm the fix doesn't break other callers.",
+}
+
+
+def full_text(turns: list[gc.Turn], title: str, p: gc.Project, s: gc.SessionInfo) -> str:
+    """Everything deja might index for a session, and more: speech, thinking, titles, tool commands and output,
+    paths, read/written file text, both sides of edits, todos, the harness's wrapper text, the project's name, org
+    and path, the cwd and the branch. A paraphrase question must share no word with any of it."""
+    out = [title, p.name, p.org, p.root, s.cwd, s.branch]
+    kinds = set()
+    for t in turns:
+        out += [t.prompt, t.answer, t.title]
+        for st in t.steps:
+            kinds.add(st.kind)
+            out += [st.remark, st.thinking, st.summary, st.cmd, st.desc, st.output, st.path, st.old, st.new,
+                    st.content, st.ctx_before, st.ctx_after, *st.todos]
+    if s.harness == "codex":
+        kinds |= {"*", "reasoning"}
+    out += [WRAPPER_TEXT.get((s.harness, k), "") for k in sorted(kinds)]
+    return "\n".join(x for x in out if x)
+
+
 # --------------------------------------------------------------------------- sessions
 
 def start_ms(g: gc.Gen, when: tuple | None) -> int:
@@ -328,6 +365,7 @@ def plan_sessions(g: gc.Gen, projects: dict[str, gc.Project], total: int) -> lis
 
 
 def generate(out: str, seed: int = 1, total: int = 300, progress: bool = True) -> dict:
+    _forms_cache.clear()
     g = gc.Gen(seed)
     projects = build_projects(g, 10)
     plans = plan_sessions(g, projects, total)
@@ -352,6 +390,7 @@ def generate(out: str, seed: int = 1, total: int = 300, progress: bool = True) -
                         for k, t in enumerate(turns)]
         plan.sid, plan.title = s.sid, title
         plan.searchable = searchable_text(turns)
+        plan.fulltext = full_text(turns, title, p, s)
         msg_counts.append(msgs)
         manifest.append({"id": s.sid, "harness": harness, "project": plan.project, "cwd": s.cwd,
                          "path": os.path.relpath(path, out), "title": title, "role": plan.role,
@@ -408,6 +447,135 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in WORD.findall(text)]
 
 
+# ----- the paraphrase check: a `paraphrase` question shares no content word (compared on Snowball stems) with
+# anything its answer session holds (full_text). Words are runs of letters/digits, also split at `_`, `-`, camelCase
+# and letter/digit boundaries (`client_max_body_size` -> client max body size, `parseJSON2Config` -> parse json 2
+# config); words under 3 characters and function words are ignored; Han/kana runs count as overlapping bigrams.
+# A session's words count in every form: as written, the English stem (deja stems ASCII words in English) and the
+# stem in the session's own language.
+
+MIN_CONTENT_LEN = 3
+CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+ALNUM_RUN = re.compile(r"[^\W_]+")  # letters and digits; `_` and everything else separate
+STEMMER_LANG = {"en": "english", "ru": "russian", "es": "spanish", "de": "german"}
+STOPWORDS = {
+    "en": set("""a about above after again against all also am an and any are aren around as at be because been before
+        being below between both but by can cannot could couldn did didn do does doesn doing don done down during each
+        either even ever every few for from further had hadn has hasn have haven having he her here hers herself him
+        himself his how however i if in into is isn it its itself just me more most much my myself neither no
+        nor not now of off on once only onto or other others our ours ourselves out over own per quite rather same
+        she should shouldn since so some such than that the their theirs them themselves then there these they this
+        those though through thus to too under until up upon us very via was wasn we were weren what whatever when
+        whenever where whether which while who whom whose why will with within without won would wouldn yet you your
+        yours yourself yourselves again still back anyway somehow something someone anything everything
+        happen happened happens happening thing things stuff get gets got getting make makes made making""".split()),
+    "ru": set("""и в во не что он на я с со как а то все всё она так его но да ты к у же вы за бы по только ее её мне было
+        вот от меня еще ещё нет о об из ему теперь когда даже ну ли если уже или ни быть был была были будет него до вас
+        там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем сам без чего раз тоже себе под ж
+        тогда кто этот того потому этого какой какая какие каким ним здесь этом один почти мой тем чтобы чтоб нее сейчас
+        куда зачем всех никогда можно при два другой хоть после над больше тот через эти нас про всего них много три эту
+        свою этой перед иногда том такой им более всегда между почему это наш наша наше наши нашего нашей нашу нашим
+        вообще случилось произошло""".split()),
+    "es": set("""de la que el en y a los las del se por un una unos unas para con no su sus al lo le les como más mas pero
+        ya o u este esta estos estas ese esa esos esas eso esto sí si porque entre cuando muy sin sobre también me hasta
+        hay donde quien quién desde todo todos toda todas nos durante uno ni contra otro otra otros otras ante ellos
+        ellas e antes algunos algunas qué que yo él ella tanto mucho muchos poco nada cual cuál cómo como dónde cuándo
+        fue fueron era eran es son ha han hemos había habían hizo hicimos hace estar estaba estaban está están nuestro
+        nuestra nuestros nuestras pasó paso cosa""".split()),
+    "de": set("""der die das den dem des und oder aber in im ins von vom zu zum zur mit sich auf für ist sind war waren
+        wurde wurden werden wird nicht kein keine ein eine einer einem einen eines als auch es an am aus er sie hat
+        haben hatte hatten dass daß nach bei um noch wie über so nur vor bis mehr durch man sein seine sei ihr ihre
+        wir uns unser unsere unserem unseren unserer warum wieso weshalb was wer wo wann welche welcher welches gibt
+        ob denn dann doch schon jetzt da dieser diese dieses immer mal ganz alle alles allen aller statt anstatt
+        passiert""".split()),
+}
+ZH_STOP_BIGRAMS = {"为什", "什么", "怎么", "我们", "如何", "这个", "那个", "哪个", "是不", "不是", "时候", "的时"}
+
+
+def _split_run(run: str) -> list[str]:
+    """A letter/digit run's parts: split at camelCase (lower->Upper, end of an ACRONYM before a Capitalised word) and
+    at letter/digit boundaries."""
+    parts, cur = [], ""
+    for i, ch in enumerate(run):
+        if cur:
+            prev = cur[-1]
+            nxt = run[i + 1] if i + 1 < len(run) else ""
+            boundary = (
+                (prev.isdigit() != ch.isdigit())
+                or (ch.isupper() and (prev.islower()))
+                or (ch.isupper() and prev.isupper() and nxt.islower())
+            )
+            if boundary:
+                parts.append(cur)
+                cur = ""
+        cur += ch
+    if cur:
+        parts.append(cur)
+    return parts
+
+
+def content_words(text: str, whole: bool = False) -> list[str]:
+    """Lower-cased words of `text` (see above); `whole` also keeps each unsplit run (for session text)."""
+    text = CJK_RUN.sub(" ", text)
+    out = []
+    for run in ALNUM_RUN.findall(text):
+        parts = _split_run(run)
+        if whole and len(parts) > 1:
+            out.append(run.lower())
+        out += [x.lower() for x in parts]
+    return out
+
+
+def cjk_bigrams(text: str) -> set[str]:
+    out = set()
+    for run in CJK_RUN.findall(text):
+        out.update(run[i:i + 2] for i in range(len(run) - 1))
+    return out
+
+
+_stemmers: dict[str, object] = {}
+
+
+def _stem(lang: str, words: list[str]) -> list[str]:
+    algo = STEMMER_LANG.get(lang)
+    if algo is None:
+        return list(words)
+    if algo not in _stemmers:
+        import Stemmer  # PyStemmer, as deja itself uses
+        _stemmers[algo] = Stemmer.Stemmer(algo)
+    return _stemmers[algo].stemWords(words)
+
+
+def session_forms(text: str, lang: str) -> set[str]:
+    """Every form a session's words can match in: as written, English stem, own-language stem, CJK bigrams."""
+    words = sorted(set(content_words(text, whole=True)))
+    forms = set(words) | set(_stem("en", words))
+    if lang != "en":
+        forms |= set(_stem(lang, words))
+    return forms | cjk_bigrams(text)
+
+
+def question_stems(query: str, lang: str) -> dict[str, set[str]]:
+    """A question's content words -> the forms they would match in: {word: {stems}} (CJK bigrams map to themselves)."""
+    stop = STOPWORDS.get(lang, set()) | STOPWORDS["en"]
+    out: dict[str, set[str]] = {}
+    for w in content_words(query):
+        if len(w) < MIN_CONTENT_LEN or w in stop:
+            continue
+        forms = set(_stem("en", [w]))
+        if lang != "en":
+            forms |= set(_stem(lang, [w]))
+        out.setdefault(w, set()).update(forms)
+    for bg in cjk_bigrams(query) - ZH_STOP_BIGRAMS:
+        out[bg] = {bg}
+    return out
+
+
+def shared_words(query: str, lang: str, forms: set[str]) -> list[str]:
+    """The question's content words whose stem appears among a session's forms."""
+    return sorted(w for w, st in question_stems(query, lang).items() if st & forms)
+
+
 def self_check(plans: list[Planned], questions: list[dict], msg_counts: list[int]) -> list[str]:
     problems = []
     by_sid = {p.sid: p for p in plans}
@@ -439,7 +607,37 @@ def self_check(plans: list[Planned], questions: list[dict], msg_counts: list[int
                 missing = [w for w in _words(q["query"]) if w not in text]
                 if missing:
                     problems.append(f"{q['id']}: identifier parts {missing} not in answer session text")
+        if q["kind"] == "paraphrase":
+            problems += paraphrase_problems(q, answers)
     return problems
+
+
+_forms_cache: dict[str, set[str]] = {}
+
+
+def _forms(plan: Planned) -> set[str]:
+    if plan.sid not in _forms_cache:
+        _forms_cache[plan.sid] = session_forms(plan.fulltext, plan.lang)
+    return _forms_cache[plan.sid]
+
+
+PARAPHRASE_WORDS = (6, 16)
+
+
+def paraphrase_problems(q: dict, answers: list[Planned]) -> list[str]:
+    """A paraphrase question must share no content word (on stems) with any of its answer sessions' full text."""
+    out = []
+    if not question_stems(q["query"], q["lang"]):
+        out.append(f"{q['id']}: paraphrase question has no content word")
+    if q["lang"] != "zh":
+        n = len(q["query"].split())
+        if not PARAPHRASE_WORDS[0] <= n <= PARAPHRASE_WORDS[1]:
+            out.append(f"{q['id']}: paraphrase question has {n} words (want {PARAPHRASE_WORDS[0]}-{PARAPHRASE_WORDS[1]})")
+    for a in answers:
+        shared = shared_words(q["query"], q["lang"], _forms(a))
+        if shared:
+            out.append(f"{q['id']}: paraphrase shares {shared} with answer session {a.sid}")
+    return out
 
 
 def overlap_stats(plans: list[Planned], questions: list[dict]) -> dict:
@@ -449,21 +647,26 @@ def overlap_stats(plans: list[Planned], questions: list[dict]) -> dict:
     vocab = {p.sid: set(_words(p.searchable)) for p in plans}
     out = {}
     for kind in qdsl.KINDS:
-        fr, all_in, rivals = [], 0, 0
+        fr, all_in, rivals, stem_fr = [], 0, 0, []
         for q in questions:
             if q["kind"] != kind:
                 continue
             words = [w for w in _words(q["query"]) if w not in EN_STOP and len(w) > 1]
             if not words:
                 continue
-            text = set(_words(by_sid[q["answer_sessions"][0]].searchable))
+            answer = by_sid[q["answer_sessions"][0]]
+            text = set(_words(answer.searchable))
             hit = sum(w in text for w in words)
             fr.append(hit / len(words))
             all_in += hit == len(words)
             rivals += sum(1 for p in plans if p.sid not in q["answer_sessions"] and all(w in vocab[p.sid] for w in words))
+            qs = question_stems(q["query"], q["lang"])
+            if qs:
+                stem_fr.append(len(shared_words(q["query"], q["lang"], _forms(answer))) / len(qs))
         if fr:
             out[kind] = {"mean_word_overlap": round(sum(fr) / len(fr), 2), "all_words_present": all_in, "n": len(fr),
-                         "rivals": round(rivals / len(fr), 1)}
+                         "rivals": round(rivals / len(fr), 1),
+                         "mean_stem_overlap": round(sum(stem_fr) / len(stem_fr), 2) if stem_fr else 0.0}
     return out
 
 
@@ -492,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
           "(other sessions holding every question word, mean):")
     for k, v in st["overlap"].items():
         print(f"  {k:<13} overlap {v['mean_word_overlap']:.2f}, every word present in {v['all_words_present']:>2}/{v['n']:<3}"
-              f" rivals {v['rivals']}")
+              f" rivals {v['rivals']:<4} stem overlap with all the session holds {v['mean_stem_overlap']:.2f}")
     for p in st["problems"]:
         print(f"problem: {p}", file=sys.stderr)
     return 1 if st["problems"] else 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-KINDS = ("natural", "keyword", "error", "identifier", "phrase", "multilingual", "temporal-ish")
+KINDS = ("natural", "keyword", "error", "identifier", "phrase", "multilingual", "temporal-ish", "paraphrase")
 
 
 @dataclass

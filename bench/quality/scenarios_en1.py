@@ -73,6 +73,7 @@ data:
       title="Roll out Redis session store to prod"),
 ]], qs=[
     ("natural", "why did we move off memcached?", "all"),
+    ("paraphrase", "folks kept getting booted mid-visit because a RAM-only daemon overflowed; what did we swap to?", "all"),
     ("keyword", "session eviction memcached"),
     ("temporal-ish", "last month we changed where login state is kept — what was the reason?"),
     ("phrase", '"maxmemory-policy noeviction"'),
@@ -133,6 +134,7 @@ jwt.exceptions.ImmatureSignatureError: The token is not yet valid (iat)'''),
       title="Fix intermittent 401 after login"),
 ], qs=[
     ("natural", "why were brand-new access tokens sometimes refused as not valid yet?"),
+    ("paraphrase", "freshly issued credentials bounced because a single box's timekeeping drifted; how much grace did we allow?"),
     ("keyword", "jwt clock skew"),
     ("error", "jwt.exceptions.ImmatureSignatureError: The token is not yet valid (iat)"),
     ("error", 'File "/home/dev/work/acme/auth-server/app/core/tokens.py", line 91, in decode_access_token'),
@@ -157,7 +159,8 @@ jwt.exceptions.ExpiredSignatureError: Signature has expired
         title="Fix refresh token lifetime"),
       qs=[("error", 'File "/home/dev/work/acme/auth-server/app/core/tokens.py", line 105, in decode_refresh_token\n'
                     "jwt.exceptions.ExpiredSignatureError: Signature has expired"),
-          ("natural", "why did people get signed out after a quarter of an hour?")]),
+          ("natural", "why did people get signed out after a quarter of an hour?"),
+          ("paraphrase", "why did the fortnight-long renewal credential die almost instantly?")]),
 ]))
 
 add(S("argon2-rehash", "auth-server", when=(230, 290), turns=[
@@ -208,6 +211,7 @@ def verify_and_upgrade(raw: str, hashed: str) -> tuple[bool, str | None]:
       title="Move password hashing to argon2id"),
 ], qs=[
     ("natural", "how do the old bcrypt password hashes get converted to the new scheme?"),
+    ("paraphrase", "how do older credential fingerprints get swapped for the tougher algorithm as folks reappear?"),
     ("identifier", "verify_and_upgrade"),
     ("phrase", '"upgraded transparently the next time the user signs in"'),
     ("temporal-ish", "early this year we replaced the password hash algorithm, which one did we pick?"),
@@ -242,6 +246,7 @@ add(S("cors-admin", "auth-server", turns=[
     ("error", "Access to fetch at 'https://auth.acme.dev/oauth/userinfo' from origin 'https://admin.acme.dev' has been "
               "blocked by CORS policy"),
     ("natural", "the new back-office site couldn't talk to the login service from the browser, what was missing?"),
+    ("paraphrase", "why did Chrome stonewall signin from the fresh back-office subdomain?"),
     ("keyword", "cors preflight admin"),
     ("phrase", '"refuse a wildcard origin"'),
 ], decoys=[
@@ -285,6 +290,7 @@ add(S("orders-n-plus-one", "orders-service", when=(10, 18), turns=[
       title="Speed up customer order history"),
 ], qs=[
     ("natural", "why did the customer order history page take so long to load?"),
+    ("paraphrase", "why did heavy buyers' purchase timeline crawl, grabbing every basket's contents separately?"),
     ("keyword", "orders endpoint slow queries"),
     ("identifier", "list_orders_for_customer"),
     ("temporal-ish", "a couple of weeks ago we sped up the orders listing, which loader option did we use?"),
@@ -342,6 +348,7 @@ DETAIL:  Key (key, customer_id)=(c0a8-41f2, 4411) already exists.
       title="Make checkout idempotent"),
 ], qs=[
     ("natural", "how did we stop people getting billed twice when the phone app resends the purchase request?"),
+    ("paraphrase", "phones resending the purchase made buyers pay double — what guards against that now?"),
     ("error", 'psycopg.errors.UniqueViolation: duplicate key value violates unique constraint "idempotency_keys_pkey"\n'
               "DETAIL:  Key (key, customer_id)=(9f1e-77ab, 5120) already exists."),
     ("phrase", '"replay the stored response"'),
@@ -385,6 +392,7 @@ add(S("celery-memory", "orders-service", when=(115, 150), turns=[
       title="Stop celery worker memory growth"),
 ], qs=[
     ("natural", "what did we do about the task queue workers' RAM creeping up until they got killed?"),
+    ("paraphrase", "asynchronous executors bloated till the kernel shot them — how often do we respawn them?"),
     ("keyword", "celery worker memory"),
     ("identifier", "worker_max_tasks_per_child"),
     ("temporal-ish", "over the summer the task runners kept bloating, which setting fixed it?"),
@@ -402,7 +410,8 @@ app.conf.worker_max_memory_per_child = 400_000  # KiB
         answer="No result backend was configured, so Celery could never record a state other than PENDING. Added a "
                "Redis result backend with a 1h result expiry.",
         title="Configure celery result backend"),
-      qs=[("natural", "why did finished background tasks still show as pending?")]),
+      qs=[("natural", "why did finished background tasks still show as pending?"),
+          ("paraphrase", "why did asynchronous errands seem eternally unstarted though they'd actually happened?")]),
 ]))
 
 add(S("unleash-flags", "orders-service", when=(25, 45), turns=[
@@ -436,6 +445,7 @@ def flag(name: str, ctx: dict | None = None, default: bool = False) -> bool:
       title=""),
 ], qs=[
     ("natural", "why did we stop paying for the hosted feature-toggle service?"),
+    ("paraphrase", "why ditch the pricey SaaS toggle company for a free alternative on our hardware?"),
     ("keyword", "feature flags unleash"),
     ("temporal-ish", "last month we moved our feature toggles to a self-hosted tool, what was the reasoning?"),
     ("phrase", '"nine flags do not justify"'),
@@ -485,6 +495,7 @@ def upgrade() -> None:
       title="Split fulfillment_channel migration"),
 ], qs=[
     ("natural", "how did we add the new column to the big orders table without blocking writes?"),
+    ("paraphrase", "how did we phase in a compulsory datum for every purchase without stalling everybody?"),
     ("phrase", '"ACCESS EXCLUSIVE lock"'),
     ("keyword", "alembic migration table lock"),
     ("identifier", "fulfillment_channel"),
@@ -530,6 +541,7 @@ TypeError: unsupported operand type(s) for -: 'decimal.Decimal' and 'float'
       title="Fix one-cent invoice rounding"),
 ], qs=[
     ("natural", "why did a few invoice amounts differ by a penny from checkout?"),
+    ("paraphrase", "why were a handful of statements a penny adrift from what shoppers were quoted?"),
     ("error", 'File "/home/dev/code/globex.io/billing-api/app/services/pricing.py", line 59, in apply_discount'),
     ("error", "    total = subtotal - subtotal * discount.rate\nTypeError: unsupported operand type(s) for -: 'decimal.Decimal' and 'float'"),
     ("identifier", "apply_discount"),
@@ -567,6 +579,7 @@ async def handle_stripe_event(request: Request):
       title="Fix Stripe webhook signature check"),
 ], qs=[
     ("natural", "why did payment provider callbacks start failing verification after the framework upgrade?"),
+    ("paraphrase", "after a framework bump, why were the processor's pings deemed forged?"),
     ("error", "stripe._error.SignatureVerificationError: No signatures found matching the expected signature for payload"),
     ("keyword", "stripe webhook signature"),
     ("identifier", "handle_stripe_event"),
@@ -611,6 +624,7 @@ TypeError: can't compare offset-naive and offset-aware datetimes
       title="Use customer timezone for invoice dates"),
 ], qs=[
     ("natural", "why did Australian customers get invoices dated a day early?"),
+    ("paraphrase", "why did statements for Aussie buyers come out backdated?"),
     ("error", "    if period.end < datetime.utcnow():\nTypeError: can't compare offset-naive and offset-aware datetimes"),
     ("temporal-ish", "back in March there was an invoice date bug for customers down under, what was it?"),
     ("phrase", '"the date has to be taken in the customer\'s timezone"'),
@@ -638,6 +652,7 @@ def render_invoice_pdf(invoice) -> bytes:
       title="Replace wkhtmltopdf with WeasyPrint"),
 ], qs=[
     ("natural", "why did we replace the old HTML-to-PDF converter?"),
+    ("paraphrase", "why did we ditch the abandoned printout converter that kept dying on the slim distro?"),
     ("keyword", "invoice pdf weasyprint"),
     ("phrase", '"no longer maintained and needs a patched Qt"'),
     ("temporal-ish", "in August we changed how invoice documents are produced — why?"),

@@ -56,6 +56,7 @@ func (s *MemoryStore) Post(e Entry) error {
       title="Fix data race in MemoryStore"),
 ], qs=[
     ("natural", "why did the race detector complain about the balances map in the ledger?"),
+    ("paraphrase", "what now guards the throwaway bookkeeping fake against simultaneous scribbling?"),
     ("error", "Write at 0x00c000126090 by goroutine 51:\n  github.com/initech/ledger/internal/store.(*MemoryStore).Post()\n"
               "      /home/dev/go/src/github.com/initech/ledger/internal/store/memory.go:121 +0x1c4"),
     ("identifier", "MemoryStore.Post"),
@@ -114,6 +115,7 @@ func assertBalanced(lines []Line) error {
       title="Reject unbalanced journal entries"),
 ], qs=[
     ("natural", "where do we make sure a journal posting nets to zero before it is saved?"),
+    ("paraphrase", "where do we veto lopsided bookings whose halves disagree?"),
     ("identifier", "assertBalanced"),
     ("phrase", '"sum of debits must equal sum of credits"'),
     ("temporal-ish", "last month I added a guard so lopsided journal entries get rejected — remind me how it works"),
@@ -147,6 +149,7 @@ CREATE INDEX CONCURRENTLY transfers_status_idx ON transfers (status);
 ], qs=[
     ("error", "migrate: Dirty database version 17. Fix and force version."),
     ("natural", "how did we recover from the half-applied schema migration in the ledger?"),
+    ("paraphrase", "how did we untangle the DB evolution that aborted halfway and remained unclean?"),
     ("keyword", "migrate force dirty version"),
     ("phrase", '"can\'t run inside the transaction"'),
 ], decoys=[
@@ -210,6 +213,7 @@ gateway-1  | level=WARN msg="proxy: upstream billing" err="Get \\"http://billing
       title="Add timeouts to upstream client"),
 ], qs=[
     ("natural", "why did the proxy's goroutine count keep climbing when a backend hung?"),
+    ("paraphrase", "why did the front door balloon in RAM whenever a downstream froze indefinitely?"),
     ("error", 'Get "http://billing.internal:8081/v1/invoices?page=2": net/http: request canceled (Client.Timeout exceeded while awaiting headers)'),
     ("keyword", "goroutine leak upstream"),
     ("identifier", "newUpstreamClient"),
@@ -226,7 +230,8 @@ gateway-1  | level=WARN msg="proxy: upstream billing" err="Get \\"http://billing
                "Our idle timeout is 4 s now, below theirs.",
         title="Fix sporadic 502 EOF"),
       qs=[("error", "http: proxy error: EOF"),
-          ("natural", "what caused the occasional bad gateway responses even though the backends were fine?")]),
+          ("natural", "what caused the occasional bad gateway responses even though the backends were fine?"),
+          ("paraphrase", "why did the front door hiccup now and then although downstreams seemed perfectly fine?")]),
 ]))
 
 add(S("gateway-gcra", "gateway", when=(185, 230), turns=[
@@ -271,6 +276,7 @@ func (l *Limiter) Allow(ctx context.Context, client string) (bool, time.Duration
       title=""),
 ], qs=[
     ("natural", "which throttling algorithm did we choose for the gateway and why?"),
+    ("paraphrase", "which throttling recipe did the front door adopt for per-subscriber fairness?"),
     ("keyword", "rate limit algorithm redis"),
     ("identifier", "ratelimit.lua"),
     ("temporal-ish", "in the spring we designed the per-client request limiter — what approach won?"),
@@ -314,6 +320,7 @@ E0813 02:00:12 "error presenting DNS01 challenge" err="route53: AccessDenied ...
 ], qs=[
     ("error", "x509: certificate has expired or is not yet valid: current time 2026-08-14T03:40:02Z is after 2026-08-14T00:00:00Z"),
     ("natural", "what caused the TLS outage and how will we be warned next time?"),
+    ("paraphrase", "why did our encryption credential lapse without anyone noticing?"),
     ("keyword", "certificate expired renewal"),
     ("temporal-ish", "in mid-August the API certificate lapsed — why didn't it renew automatically?"),
     ("identifier", "certmanager_certificate_expiration_timestamp_seconds"),
@@ -355,6 +362,7 @@ FAIL''', code=1),
       title="Fix jobs running twice at DST change"),
 ], qs=[
     ("natural", "why did the nightly jobs fire twice when the clocks changed?"),
+    ("paraphrase", "why did recurring duties go off doubly when Germany fell back in autumn?"),
     ("keyword", "cron daylight saving"),
     ("phrase", '"the 02:30 slot happens twice"'),
     ("temporal-ish", "a few days ago some jobs ran two times around the time change, what caused it?"),
@@ -369,6 +377,7 @@ FAIL''', code=1),
                "if it dies the session ends, the lock is released and the other replica takes over within a tick.",
         title="Leader election for scheduler"),
       qs=[("natural", "how do we make sure only one scheduler instance runs the jobs?"),
+          ("paraphrase", "after doubling up, how do we guarantee just a single twin kicks off recurring duties?"),
           ("identifier", "pg_try_advisory_lock(4242)")]),
 ]))
 
@@ -400,6 +409,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
       title="Graceful scheduler shutdown"),
 ], qs=[
     ("natural", "how do in-flight jobs survive a rolling deploy now?"),
+    ("paraphrase", "how do unfinished duties survive a rollout now rather than getting chopped midway?"),
     ("identifier", "Scheduler.Shutdown"),
     ("keyword", "sigterm graceful shutdown"),
     ("phrase", '"stop picking up new jobs"'),
@@ -437,6 +447,7 @@ server_reset_query =
 ], qs=[
     ("error", "FATAL: sorry, too many clients already (SQLSTATE 53300)"),
     ("natural", "why couldn't the job runners get database connections after we scaled out?"),
+    ("paraphrase", "after growing the fleet, the DB turned away fresh arrivals — which middleman sits between now?"),
     ("keyword", "postgres connection limit pooler"),
     ("temporal-ish", "last week we put a pooler in front of postgres, what mode did we pick?"),
     ("identifier", "SetMaxOpenConns"),

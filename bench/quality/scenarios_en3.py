@@ -32,6 +32,7 @@ src/pages/OrderDetail.tsx:77:      <td>{new Date(o.createdAt).toLocaleDateString
 ], qs=[
     ("error", 'Warning: Text content did not match. Server: "04/11/2026" Client: "11/4/2026"'),
     ("natural", "why did the arrival date on product pages change right after the page loaded?"),
+    ("paraphrase", "why did the ship-by wording on merchandise screens visibly flip moments after appearing?"),
     ("identifier", "DeliveryEstimate.tsx"),
     ("keyword", "hydration error date"),
     ("temporal-ish", "in September product pages threw hydration warnings, what was the culprit?"),
@@ -68,6 +69,7 @@ src/pages/Account.tsx:2:import moment from "moment";'''),
       title="Shrink main bundle"),
 ], qs=[
     ("natural", "what did we swap the date library for to shrink the JavaScript payload?"),
+    ("paraphrase", "which calendar utility did we swap in to slim down the browser download?"),
     ("keyword", "moment bundle size"),
     ("phrase", '"tree-shakes per function"'),
     ("temporal-ish", "over the summer we cut the shop bundle almost in half, how?"),
@@ -103,6 +105,7 @@ add(S("cart-persist", "shop-web", when=(60, 75), turns=[
       title="Persist cart across reloads"),
 ], qs=[
     ("natural", "why did the basket get emptied after reloading the page?"),
+    ("paraphrase", "why did shoppers' chosen merchandise vanish whenever they hit F5?"),
     ("identifier", "useCartStore"),
     ("keyword", "cart localStorage persist"),
     ("phrase", '"partialize so the drawer state is not persisted"'),
@@ -144,6 +147,7 @@ add(S("playwright-flaky", "shop-web", turns=[
       title="Deflake checkout e2e"),
 ], qs=[
     ("natural", "why did the end-to-end purchase test fail randomly in CI but never on laptops?"),
+    ("paraphrase", "why did the robotic purchase walkthrough flunk intermittently on hosted builders but not laptops?"),
     ("keyword", "flaky checkout e2e"),
     ("identifier", "checkout.spec.ts"),
     ("phrase", '"waitForTimeout is a smell"'),
@@ -181,6 +185,7 @@ add(S("pagination-offbyone", "admin-dashboard", when=(88, 100), turns=[
       title="Fix missing row per page"),
 ], qs=[
     ("natural", "why was one record missing from every page of the users table?"),
+    ("paraphrase", "why did every screenful of the staff roster quietly omit its bottom person?"),
     ("identifier", "usePagination"),
     ("phrase", '"slice end is exclusive"'),
     ("keyword", "pagination missing row"),
@@ -220,6 +225,7 @@ add(S("csp-nonce", "admin-dashboard", when=(12, 17), turns=[
     ("error", "Refused to execute inline script because it violates the following Content Security Policy directive: "
               "\"script-src 'self' https://cdn.acme.dev\"."),
     ("natural", "the dashboard went blank after we tightened the security headers — what was blocked and how was it fixed?"),
+    ("paraphrase", "why did the back-office UI turn white after the hardening PR, and which snippets were vetoed?"),
     ("keyword", "csp inline script nonce"),
     ("temporal-ish", "two weeks ago the admin UI showed a white screen after a headers change, what happened?"),
     ("phrase", '"per-request nonce"'),
@@ -247,6 +253,7 @@ add(S("dark-mode-flash", "admin-dashboard", when=(160, 200), turns=[
       title="Fix dark mode flash on load"),
 ], qs=[
     ("natural", "why did the page flash bright when loading in the dark theme?"),
+    ("paraphrase", "why did the dim colour scheme blink bright for an instant upon every visit?"),
     ("keyword", "dark mode flicker"),
     ("phrase", '"before the first paint"'),
     ("identifier", "useTheme"),
@@ -281,6 +288,7 @@ test result: ok. 9 passed; 0 failed; 0 ignored; 0 measured; 31 filtered out; fin
     ("error", "thread 'main' panicked at src/parser/lexer.rs:215:27:"),
     ("error", "byte index 23 is not a char boundary; it is inside 'ü' (bytes 22..24) of `user=jürgen action=login`"),
     ("natural", "why did the log parser crash on accented characters?"),
+    ("paraphrase", "why did our CLI's splitter blow up on foreign letters such as umlauts?"),
     ("identifier", "Lexer::next_token"),
     ("temporal-ish", "in April the parser blew up on some nginx logs with unicode, what was wrong?"),
 ], decoys=[
@@ -312,6 +320,7 @@ add(S("memchr-speedup", "logfmt", when=(310, 330), turns=[
       title="Speed up parser with memchr"),
 ], qs=[
     ("natural", "how did we make the log parser roughly three times quicker?"),
+    ("paraphrase", "what trick tripled the throughput of our CLI's splitter?"),
     ("keyword", "parser benchmark memchr"),
     ("phrase", '"no longer allocates a String per field"'),
     ("identifier", "memchr3"),
@@ -338,6 +347,7 @@ add(S("flag-rename", "logfmt", when=(14, 24), turns=[
       title="Rename --format to --output"),
 ], qs=[
     ("natural", "what happened to the old format option of the log CLI — does it still work?"),
+    ("paraphrase", "once that CLI knob got relabelled, are older invocations still honoured?"),
     ("identifier", "OutputFormat"),
     ("keyword", "format flag deprecated alias"),
     ("temporal-ish", "a few weeks back we renamed a command-line flag; did we keep the old spelling working?"),
@@ -375,6 +385,7 @@ pub fn write_lockfile_atomic(path: &Path, lock: &Lockfile) -> Result<()> {
 ], qs=[
     ("error", "Error: failed to parse pkgsync.lock: EOF while parsing a value at line 214 column 0"),
     ("natural", "how did we stop the lock file getting mangled by concurrent runs?"),
+    ("paraphrase", "simultaneous CI legs garbled our frozen third-party inventory — what cured that?"),
     ("identifier", "write_lockfile_atomic"),
     ("phrase", '"rename is atomic on the same filesystem"'),
     ("keyword", "lockfile corruption parallel"),
@@ -403,6 +414,7 @@ src/config/paths.rs:52:        PathBuf::from(format!("{}/registry/src/{}", self.
 ], qs=[
     ("error", "The filename, directory name, or volume label syntax is incorrect. (os error 123)"),
     ("natural", "why did the package tool fail on Windows runners?"),
+    ("paraphrase", "why did our syncer choke on Microsoft hosts over clashing separators?"),
     ("identifier", "CacheLayout::index_path"),
     ("temporal-ish", "in the spring the Windows build broke on file paths, what was the fix?"),
 ]))

@@ -22,6 +22,7 @@ INFO [Consumer clientId=consumer-ingest-3, groupId=ingest-events] Member consume
       title="Stop consumer group rebalance loop"),
 ], qs=[
     ("natural", "why did the consumers keep getting kicked out of the group?"),
+    ("paraphrase", "why were the subscribers repeatedly ejected from their cohort?"),
     ("keyword", "kafka rebalance loop"),
     ("identifier", "max.poll.interval.ms"),
     ("error", "consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than "
@@ -42,7 +43,8 @@ INFO [Consumer clientId=consumer-ingest-3, groupId=ingest-events] Member consume
         answer="The topic has 3 partitions, so only 3 of the 12 consumers get any work — the rest sit idle. Raised it to "
                "24 partitions. Ordering is per user id (the message key), which survives the change for new messages.",
         title="Add partitions to clicks topic"),
-      qs=[("natural", "why did adding more consumer pods not reduce the lag?")]),
+      qs=[("natural", "why did adding more consumer pods not reduce the lag?"),
+          ("paraphrase", "why did quadrupling the subscribers not shrink the backlog at all?")]),
 ]))
 
 add(S("late-events-watermark", "ingest-pipeline", when=(40, 60), turns=[
@@ -59,6 +61,7 @@ add(S("late-events-watermark", "ingest-pipeline", when=(40, 60), turns=[
       title="Fix undercounted daily events"),
 ], qs=[
     ("natural", "why were some events missing from the daily totals in the warehouse?"),
+    ("paraphrase", "why were our tallies a couple percent shy of what the handset toolkit reckoned?"),
     ("keyword", "watermark allowed lateness"),
     ("phrase", '"arrive up to an hour and a half after"'),
     ("identifier", "late_events_dropped_total"),
@@ -100,6 +103,7 @@ device_type: string'''),
 ], qs=[
     ("error", "pyarrow.lib.ArrowInvalid: Schema at index 5 was different:"),
     ("natural", "the compaction job broke when a new field appeared in the events, how did we handle it?"),
+    ("paraphrase", "the coalescing routine choked once a novel trait surfaced; how did we cope?"),
     ("identifier", "compact_partition"),
     ("keyword", "compaction schema mismatch"),
 ], decoys=[
@@ -135,6 +139,7 @@ features/online/customer.py:31:    f["avg_order_value_7d"] = mean(o.value for o 
       title="Fix training/serving skew in 7d features"),
 ], qs=[
     ("natural", "why did the model score worse in production than in offline evaluation?"),
+    ("paraphrase", "why did the attrition predictor underperform in the wild versus its laboratory scores?"),
     ("keyword", "training serving skew"),
     ("identifier", "compute_rolling_mean"),
     ("phrase", '"one implementation imported by both the batch job and the online service"'),
@@ -164,6 +169,7 @@ add(S("airflow-backfill", "feature-store", when=(130, 145), turns=[
       title="Throttle customer_features backfill"),
 ], qs=[
     ("natural", "how did we stop the historical reruns from swamping the data warehouse?"),
+    ("paraphrase", "how did we tame a six-month historical rerun that starved neighbouring squads?"),
     ("keyword", "backfill concurrency airflow"),
     ("identifier", "warehouse_pool"),
     ("temporal-ish", "back in June a huge backfill hogged snowflake, how did we limit it?"),
@@ -200,6 +206,7 @@ positives: 0 / 412,877'''),
       title="Fix all-zero churn labels"),
 ], qs=[
     ("natural", "why did the churn label column stay all zeros?"),
+    ("paraphrase", "why was the attrition outcome uniformly negative in the newly assembled corpus?"),
     ("phrase", '"A value is trying to be set on a copy of a slice"'),
     ("identifier", "assign_churn_labels"),
     ("keyword", "pandas chained assignment labels"),
@@ -236,6 +243,7 @@ add(S("tf-state-lock", "infra-live", when=(7, 13), turns=[
     ("error", "Error: Error acquiring the state lock\nError message: ConditionalCheckFailedException: The conditional request failed\n"
               "  ID:        0a9f3e12-55c1-4b7d-9e08-c2f1d3a4b5c6"),
     ("natural", "how did we get terraform unstuck after the cancelled pipeline?"),
+    ("paraphrase", "how did we unjam provisioning after an aborted automation didn't relinquish its padlock?"),
     ("keyword", "terraform force unlock"),
     ("temporal-ish", "the other week prod terraform was locked — what did we do about it?"),
 ], decoys=[
@@ -262,6 +270,7 @@ add(S("rds-autoscaling", "infra-live", when=(100, 115), turns=[
       title="RDS out of storage"),
 ], qs=[
     ("natural", "the database ran out of disk, what did we change so it grows on its own?"),
+    ("paraphrase", "the hosted purchases box ran out of room; how does it enlarge unattended now?"),
     ("keyword", "rds storage full"),
     ("identifier", "max_allocated_storage"),
     ("phrase", '"storage autoscaling only kicks in when free space drops below 10%"'),
@@ -297,6 +306,7 @@ add(S("nat-gateway-cost", "infra-live", when=(150, 165), turns=[
       title="Cut NAT gateway costs"),
 ], qs=[
     ("natural", "why was our AWS bill so high for network traffic?"),
+    ("paraphrase", "why did the Amazon tab balloon, and how did blob downloads get cheaper?"),
     ("keyword", "nat gateway s3 endpoint"),
     ("phrase", '"gateway endpoints for S3 are free"'),
     ("temporal-ish", "in May there was a surprise on the cloud bill — what was driving it?"),
@@ -333,6 +343,7 @@ reports-worker-7d9f8c6b5-tq4lm    1/1     Running     6 (11m ago)    52m'''),
 ], qs=[
     ("error", "reports-worker-7d9f8c6b5-x2k4q   0/1     OOMKilled   5 (2m ago)   31m"),
     ("natural", "why did the reporting workers keep restarting with exit 137?"),
+    ("paraphrase", "why did the recap cruncher die repeatedly from exceeding its RAM allowance?"),
     ("keyword", "worker oomkilled memory limit"),
     ("temporal-ish", "at the start of September the report worker pods were crash looping, what was it?"),
 ], decoys=[
@@ -362,6 +373,7 @@ add(S("startup-probe", "k8s-manifests", when=(170, 190), turns=[
       title="Add startup probe to search-api"),
 ], qs=[
     ("natural", "pods were killed before they finished booting, what did we add to the deployment?"),
+    ("paraphrase", "newborn workloads got shot while still warming up — which extra gate did we introduce?"),
     ("identifier", "startupProbe"),
     ("phrase", '"Liveness checks only start once the startup probe has succeeded"'),
     ("keyword", "liveness probe slow start"),
@@ -382,5 +394,6 @@ add(S("startup-probe", "k8s-manifests", when=(170, 190), turns=[
         answer="The readiness endpoint pinged the database; when the DB was slow, every pod went unready at once. "
                "Readiness only checks the process now; DB trouble shows up as errors, not as an empty endpoint list.",
         title="Stop readiness flapping"),
-      qs=[("natural", "why did all search pods drop out of the load balancer together when the database was slow?")]),
+      qs=[("natural", "why did all search pods drop out of the load balancer together when the database was slow?"),
+          ("paraphrase", "why did the entire finder fleet go dark at once whenever the DB turned sluggish?")]),
 ]))

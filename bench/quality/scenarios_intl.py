@@ -1,7 +1,8 @@
 """Scenarios told in Russian, Chinese, Spanish and German (tool output stays English, as in real life).
 
-Every question here is of kind `multilingual`: a person asking in their language about a session
-held in that language, with different words or word forms than the session used.
+Every question here is of kind `multilingual` (a person asking in their language about a session
+held in that language, with different words or word forms than the session used) or `paraphrase`
+(the same, sharing no content word with the session at all).
 """
 
 from qdsl import D, S, T, edit, grep, read, run, write
@@ -35,6 +36,7 @@ app/api/deps.py:9:    db = SessionLocal()'''),
       title="Утечка соединений в фоновых задачах"),
 ], qs=[
     (ML, "почему в фоновых задачах кончались соединения с базой?"),
+    ("paraphrase", "почему обработчики со временем переставали достучаться до СУБД?"),
     (ML, "исчерпание пула соединений sqlalchemy"),
     (ML, "в прошлом месяце воркеры зависали из-за базы — что было не так?"),
 ], decoys=[
@@ -64,6 +66,7 @@ add(S("ru-clickhouse", "ingest-pipeline", lang="ru", when=(25, 45), turns=[
       title="Выбор хранилища для аналитики"),
 ], qs=[
     (ML, "почему для аналитических событий выбрали ClickHouse, а не Postgres?"),
+    ("paraphrase", "какую СУБД выбрали для статистики пользовательских действий и почему?"),
     (ML, "какую базу взяли под отчёты по событиям и насколько это быстрее?"),
 ], decoys=[
     D(T("Отчёт по воронке в Postgres стал считаться 5 минут вместо 30 секунд",
@@ -88,6 +91,7 @@ add(S("ru-nginx-502", "gateway", lang="ru", when=(60, 75), turns=[
       title="502 после входа через SSO"),
 ], qs=[
     (ML, "из-за чего nginx отдавал 502 после логина?"),
+    ("paraphrase", "почему после аутентификации обратный прокси падал с ошибкой шлюза?"),
     (ML, "слишком большие заголовки ответа nginx буфер"),
 ]))
 
@@ -111,6 +115,7 @@ ERROR tests/test_auth.py::test_login - DeprecationWarning: There is no current e
       title="Переход на Python 3.12: тесты и event loop"),
 ], qs=[
     (ML, "что сломалось в тестах при обновлении питона?"),
+    ("paraphrase", "что сломало автопроверки после обновления интерпретатора?"),
     (ML, "предупреждение об отсутствии текущего цикла событий в тестах"),
 ]))
 
@@ -129,6 +134,7 @@ add(S("zh-dedupe", "ingest-pipeline", lang="zh", when=(65, 80), turns=[
       title="订单事件重复消费"),
 ], qs=[
     (ML, "为什么下游服务收到了重复的消息？"),
+    ("paraphrase", "会员奖励为何被发放两遍"),
     (ML, "消费者重试导致重复处理是怎么解决的"),
     (ML, "前几个月积分被加两次的问题原因是什么"),
 ], decoys=[
@@ -160,6 +166,7 @@ export default defineConfig({
       title="前端构建迁移到 Vite"),
 ], qs=[
     (ML, "我们为什么把打包工具换成了 Vite？"),
+    ("paraphrase", "管理界面编译提速换用了哪款工具"),
     (ML, "前端编译太慢 换了什么工具"),
 ]))
 
@@ -176,6 +183,7 @@ add(S("zh-index", "orders-service", lang="zh", when=(35, 50), turns=[
       title="商户订单查询加联合索引"),
 ], qs=[
     (ML, "商户订单查询为什么很慢，最后加了什么索引？"),
+    ("paraphrase", "卖家的交易记录页面迟缓最终如何提速"),
     (ML, "上个月商户后台慢查询 全表扫描"),
 ]))
 
@@ -200,6 +208,7 @@ ENTRYPOINT ["/scheduler"]
       title="精简 scheduler 镜像"),
 ], qs=[
     (ML, "镜像体积是怎么减小的？"),
+    ("paraphrase", "容器发布物太臃肿，后来如何缩小"),
     (ML, "上个月 Docker 镜像太大的问题怎么处理的"),
 ]))
 
@@ -228,6 +237,7 @@ add(S("es-retry-429", "billing-api", lang="es", when=(80, 95), turns=[
       title="Reintentos ante 429 del proveedor de pagos"),
 ], qs=[
     (ML, "¿cómo manejamos los errores 429 del proveedor de pagos?"),
+    ("paraphrase", "¿qué hicimos cuando la pasarela financiera nos frenaba por exceso de solicitudes?"),
     (ML, "reintentar cobros con espera exponencial"),
     (ML, "el mes pasado hubo problemas de límite de peticiones con los pagos, ¿qué se hizo?"),
 ], decoys=[
@@ -255,6 +265,7 @@ add(S("es-mysql8", "orders-service", lang="es", when=(170, 200), turns=[
       title="Error de collation tras migrar a MySQL 8"),
 ], qs=[
     (ML, "¿qué falló al actualizar MySQL a la versión 8?"),
+    ("paraphrase", "¿por qué se rompió el resumen comercial al modernizar el motor relacional?"),
     (ML, "error de mezcla de intercalaciones en el informe de ventas"),
 ]))
 
@@ -272,6 +283,7 @@ add(S("es-413", "shop-web", lang="es", when=(40, 55), turns=[
       title="Subida de fotos grandes falla con 413"),
 ], qs=[
     (ML, "¿por qué fallaban las subidas de imágenes grandes?"),
+    ("paraphrase", "¿por qué los comerciantes no lograban cargar imágenes pesadas de sus artículos?"),
     (ML, "límite de tamaño de archivos subidos nginx"),
 ]))
 
@@ -293,6 +305,7 @@ add(S("es-testcontainers", "feature-store", lang="es", when=(100, 130), turns=[
       title="Acelerar pruebas de integración"),
 ], qs=[
     (ML, "¿cómo aceleramos los tests de integración?"),
+    ("paraphrase", "¿cómo bajamos tanto la duración de la batería de verificaciones automáticas?"),
     (ML, "reutilizar el contenedor de postgres en las pruebas"),
 ]))
 
@@ -318,6 +331,7 @@ def get_price_for_customer(customer: Customer, sku: str) -> Decimal:
       title="Speicherleck im Preis-Worker"),
 ], qs=[
     (ML, "Warum ist der Speicherverbrauch des Preis-Workers ständig gestiegen?"),
+    ("paraphrase", "Wieso lief der Dienst für Tarife voll, bis ihn der Kernel abschoss?"),
     (ML, "unbegrenzter Cache Speicher wächst"),
     (ML, "im September wurde der Preis-Worker wegen Speicher beendet – was war die Ursache?"),
 ], decoys=[
@@ -346,6 +360,7 @@ add(S("de-grpc", "ledger", lang="de", when=(260, 290), turns=[
       title="REST oder gRPC zwischen Diensten"),
 ], qs=[
     (ML, "Warum haben wir uns für gRPC zwischen den internen Diensten entschieden?"),
+    ("paraphrase", "Weshalb unterhalten sich unsere Komponenten künftig binär und nicht mehr textbasiert?"),
     (ML, "Protokoll interne Dienste Entscheidung Latenz"),
 ]))
 
@@ -366,6 +381,7 @@ add(S("de-dst-export", "billing-api", lang="de", when=(215, 225), turns=[
       title="Zeitumstellung im Monatsbericht"),
 ], qs=[
     (ML, "Warum fehlte im Monatsbericht eine Stunde?"),
+    ("paraphrase", "Warum verschwand im Frühjahr ein Zeitfenster im Monatsauszug, während es im Herbst zweimal auftauchte?"),
     (ML, "Sommerzeit Export Stunde doppelt"),
 ]))
 
@@ -383,5 +399,6 @@ add(S("de-helm-env", "k8s-manifests", lang="de", when=(10, 20), turns=[
       title="CrashLoopBackOff nach Chart-Update"),
 ], qs=[
     (ML, "Warum ist das Deployment nach dem Chart-Update abgestürzt?"),
+    ("paraphrase", "Weshalb fehlten dem Dienst nach der Paketaktualisierung sämtliche Konfigurationswerte?"),
     (ML, "fehlende Umgebungsvariable nach Helm Upgrade"),
 ]))

@@ -129,7 +129,9 @@ def _preload() -> None:
                  "deja.stages.sources.codex", "deja.stages.store.compact", "deja.stages.store.write",
                  # a warm process ranks with numpy (queries/score_arrays): imported once
                  # here, its pages are shared by every fork rather than copied into each
-                 "deja.queries.score_arrays"):
+                 "deja.queries.score_arrays",
+                 # semantic recall, for a store with vectors (cheap: its heavy imports are lazy)
+                 "deja.queries.semantic"):
         try:
             importlib.import_module(name)
         except Exception:  # a module renamed or optional: its first request imports what it needs

@@ -33,7 +33,7 @@ from deja.stages.store import duck
 from deja.stages.store.read import LiveStore
 
 # FILLER, ROLE_ALIASES, ROLE_CODE: imported from here by the hooks, the CLI and work_answers
-from . import project_match, semantic
+from . import project_match
 from .query_parse import FILLER, ROLE_ALIASES, ROLE_CODE, error_words, parse_query, role_codes, role_name, typed_words
 from .rank import Ranked, SessionRanker, best_records
 from .session_obj import demote_rejected, session_object, session_rows
@@ -283,7 +283,7 @@ class Searcher:
                 keep_order = True
                 total = lexical_total + len(only_vector)
                 if only_vector and len(only_vector) == len(ranked):
-                    tier = semantic.SEMANTIC_TIER  # nothing matched by words
+                    tier = SEMANTIC_TIER  # nothing matched by words
                     self.notes.append("no lexical match, semantic results:")
         if not keep_order:
             ranked = sorted(ranked, key=lambda r: (-r.score, -r.updated, r.ord))
@@ -312,7 +312,7 @@ class Searcher:
                 "count": int(r.nrec or r.matched),
                 "snippets": snips,
                 "score": round(r.score, 4),
-                "tier": semantic.SEMANTIC_TIER if r.ord in only_vector else tier,
+                "tier": SEMANTIC_TIER if r.ord in only_vector else tier,
             }
             if r.ord in only_vector:
                 hit["tier_detail"] = f"cosine {self._cosine.get(r.ord, 0.0):.3f}"
@@ -336,9 +336,11 @@ class Searcher:
         or its vector cannot be had (said once: the lexical order stands)."""
         if self.q.embed == "warm" and not self.store.hot:
             return None
-        if semantic.pasted_error(self.q.text):  # matched by its signature, not by meaning
+        if not has_vectors(self.store):  # (a stat: a store without vectors imports nothing more)
             return None
-        if not semantic.available(self.store):
+        from . import semantic
+
+        if semantic.pasted_error(self.q.text):  # matched by its signature, not by meaning
             return None
         roles = tuple(r for r in self.roles if r in semantic.SPEECH_CODES)
         if not roles:
@@ -390,6 +392,19 @@ class Searcher:
         return self._n_sessions
 
 
+SEMANTIC_TIER = "semantic"  # a hit only the vectors found (semantic.py)
+
+
+def has_vectors(store: LiveStore) -> bool:
+    """The store has vectors (`deja embed`) and embedding is not turned off:
+    a stat, so a search of a store without them costs nothing more."""
+    import os
+
+    if (os.environ.get("DEJA_EMBED") or "").strip().lower() in ("off", "0", "no", "false"):
+        return False
+    return os.path.exists(os.path.join(str(store.root), "vectors", "meta.json"))
+
+
 def check_regex(con, pattern: str) -> None:
     """A --re pattern DuckDB's RE2 compiles (linear time, so no pattern can
     hang a search), else a one-line error: RE2 has no backreferences or
@@ -421,7 +436,7 @@ def recall(store: LiveStore, terms: list[str], project: str | None = None, limit
     s.vocab_for(terms)
     groups = [s.forms(t) for t in terms]
     ranked = s.rank(groups, need_and=False, min_groups=2 if len(groups) >= 2 else 1)
-    if not ranked and not (store.hot and semantic.available(store)):
+    if not ranked and not (store.hot and has_vectors(store)):
         return {"schema_version": 2, "tier": "relevance", "total": 0, "hits": []}
     tier = "exact" if ranked and ranked[0].matched == len(groups) else "relevance"
     # a weak match is shown as a pointer (titles only): its snippets would go unread

@@ -26,7 +26,6 @@ in memory, reloaded when `deja embed` commits new ones.
 
 from __future__ import annotations
 
-import re
 import time
 
 from deja.stages import embedders
@@ -34,7 +33,6 @@ from deja.stages.store import vectors
 
 POOL = 64
 LEXICAL_WEIGHT = 0.5
-SEMANTIC_TIER = "semantic"
 # Role codes (stages/roles.py) of the records that are embedded: what was said
 SPEECH_CODES = (0, 1, 3, 4)
 
@@ -131,11 +129,6 @@ def space(store, env=None) -> Space | None:
     return sp
 
 
-def available(store, env=None) -> bool:
-    """Vectors exist for this store and embedding is not turned off (cheap: a stat)."""
-    return not embedders.disabled(env) and vectors.stamp(store.root) is not None
-
-
 def query_vector(sp: Space, text: str, env=None):
     """The query's vector from the model the store's vectors came from; Unavailable when it cannot be had."""
     emb = embedders.for_model(sp.model, env)
@@ -181,16 +174,18 @@ def fuse(lexical: list[tuple[int, float]], cos: dict[int, float], found: list[in
 
 # what a pasted line has and a question does not: punctuation of code and
 # paths, a dotted name, a number
-_PASTE = re.compile(r"[:/\\()\[\]\"=]|\w\.\w|\d")
+_PASTE = r"[:/\\()\[\]\"=]|\w\.\w|\d"
 
 
 def pasted_error(text: str) -> bool:
     """A pasted error line or stack frame (not a question that says "failed"):
     it reads like an error (query_parse.error_words) and carries code's
     punctuation, a dotted name or a number."""
+    import re
+
     from .query_parse import error_words
 
-    return bool(_PASTE.search(text)) and bool(error_words(text))
+    return bool(re.search(_PASTE, text)) and bool(error_words(text))
 
 
 def session_signals(con, ords: list[int]) -> dict[int, float]:

@@ -19,7 +19,6 @@ safetensors load inside the functions.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 
@@ -155,6 +154,7 @@ class HttpEmbedder(Embedder):
         return got
 
     def _post(self, payload: dict, timeout: float) -> dict:
+        import json
         import urllib.error
         import urllib.request
 

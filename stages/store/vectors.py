@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from pathlib import Path
 
 FORMAT = 1
@@ -135,6 +134,8 @@ def load(root, columns_only: bool = False) -> Vectors | None:
 def write_part(root, model: str, dim: int, ids, passages, roles, sessions, matrix) -> dict:
     """A new part of these rows, written under a temporary name and renamed;
     its entry for meta.json. (Not yet live: ``commit`` makes it so.)"""
+    import uuid
+
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -90,7 +90,7 @@ class Space:
         return cos, found
 
 
-def space(store, env=None) -> Space | None:
+def space(store) -> Space | None:
     """The store's vectors as a Space, or None when it has none (or none
     sound). A warm process keeps the vectors until `deja embed` commits
     again, and their sessions' places while the store's catalog is the same

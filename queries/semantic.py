@@ -110,7 +110,7 @@ def space(store) -> Space | None:
     if kept is not None and kept[0] == st:
         vecs = kept[1]
     else:
-        vecs = vectors.load(store.root)
+        vecs = vectors.load(store.root, sessions=False)
         if vecs is None or not len(vecs):
             return None
         if hot:

@@ -78,10 +78,12 @@ class Vectors:
         return len(self.ids)
 
 
-def load(root, columns_only: bool = False) -> Vectors | None:
+def load(root, columns_only: bool = False, sessions: bool = True) -> Vectors | None:
     """The committed vectors, or None when there are none or they are not
     sound (see the module's doc). ``columns_only``: ids, roles and sessions
-    without the matrix (what `deja embed` needs to plan)."""
+    without the matrix (what `deja embed` needs to plan); ``sessions``: False
+    leaves the session keys out (a search finds each record's session in the
+    store's docs: tens of thousands of strings a warm process need not keep)."""
     import numpy as np
 
     meta = read_meta(root)
@@ -91,19 +93,20 @@ def load(root, columns_only: bool = False) -> Vectors | None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        ids, passages, roles, sessions, mats = [], [], [], [], []
+        ids, passages, roles, keys, mats = [], [], [], [], []
         for part in meta["parts"]:
             path = folder(root) / part["file"]
             if os.path.basename(part["file"]) != part["file"] or os.path.getsize(path) != part["bytes"]:
                 return None
-            pf = pq.ParquetFile(path, memory_map=True, pre_buffer=False)
+            pf = pq.ParquetFile(path, pre_buffer=False)
             kv = pf.schema_arrow.metadata or {}
             if kv.get(b"deja.model", b"").decode() != meta["model"] or kv.get(b"deja.dim") != str(meta["dim"]).encode():
                 return None
             n = pf.metadata.num_rows
             if n != part["rows"]:
                 return None
-            cols = ["record_id", "passage", "role", "session_key"] + ([] if columns_only else ["vec"])
+            cols = ["record_id", "passage", "role"] + (["session_key"] if sessions else []) + \
+                ([] if columns_only else ["vec"])
             # batch by batch into arrays made once: reading the part whole
             # holds Arrow's copy and ours at once, and a warm process keeps the peak
             mat = None if columns_only else np.empty((n, meta["dim"]), np.float32)
@@ -112,9 +115,10 @@ def load(root, columns_only: bool = False) -> Vectors | None:
                 ids.append(b.column(0).to_numpy())
                 passages.append(b.column(1).to_numpy())
                 roles.append(b.column(2).to_numpy())
-                sessions.extend(b.column(3).to_pylist())
+                if sessions:
+                    keys.extend(b.column(3).to_pylist())
                 if mat is not None:
-                    vec = b.column(4)
+                    vec = b.column(b.num_columns - 1)
                     if vec.type.list_size != meta["dim"] or vec.null_count:
                         return None
                     mat[at:at + b.num_rows] = vec.values.to_numpy(zero_copy_only=False).reshape(b.num_rows, meta["dim"])
@@ -128,7 +132,7 @@ def load(root, columns_only: bool = False) -> Vectors | None:
         return None
     cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
     matrix = None if columns_only else (np.concatenate(mats) if mats else np.zeros((0, meta["dim"]), np.float32))
-    return Vectors(meta, cat(ids, np.int64), cat(passages, np.int16), cat(roles, np.int8), sessions, matrix)
+    return Vectors(meta, cat(ids, np.int64), cat(passages, np.int16), cat(roles, np.int8), keys, matrix)
 
 
 def write_part(root, model: str, dim: int, ids, passages, roles, sessions, matrix) -> dict:

@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from bench.bench_index import (  # noqa: E402
-    SEARCHES, cold_run, corpus, deja, env_for, serve_down, serve_up, size_of, timed)
+    SEARCHES, cold_run, corpus, deja, env_for, print_report, serve_down, serve_up, size_of, timed)
 from bench.gen_corpus import PROFILES  # noqa: E402
 
 
@@ -80,11 +80,7 @@ def main() -> None:
     last = serve_down(served) or {}
     report["server_pss_mb"] = last.get("pss_mb")
     report["server_warm_rss_mb"] = [w.get("rss_mb") for w in last.get("warm") or []]
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        for k, v in report.items():
-            print(f"{k:>30}: {v}")
+    print_report(report, args.json)
 
 
 if __name__ == "__main__":

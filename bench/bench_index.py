@@ -283,11 +283,16 @@ def main() -> None:
         report["server_warm_rss_mb"] = [w.get("rss_mb") for w in last.get("warm") or []]
         report["server_pss_mb"] = last.get("pss_mb")  # main and warm processes, shared pages counted once
 
-    if args.json:
+    print_report(report, args.json)
+
+
+def print_report(report: dict, as_json: bool) -> None:
+    if as_json:
         print(json.dumps(report, indent=2))
     else:
+        width = max(map(len, report))
         for k, v in report.items():
-            print(f"{k:>24}: {v}")
+            print(f"{k:>{width}}: {v}")
 
 
 if __name__ == "__main__":

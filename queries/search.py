@@ -373,7 +373,7 @@ class Searcher:
         by_ord = {r.ord: r for r in pool}
         best = {o: (rid, role) for o, rid, role in found}
         out, only = [], set()
-        for o, score, vector_only in semantic.fuse(lexical, cos, [o for o, _, _ in found], signal):
+        for o, score, _only in semantic.fuse(lexical, cos, [o for o, _, _ in found], signal):
             r = by_ord.get(o)
             if r is None:
                 rid, role = best[o]
@@ -400,9 +400,9 @@ def has_vectors(store: LiveStore) -> bool:
     a stat, so a search of a store without them costs nothing more."""
     import os
 
-    if (os.environ.get("DEJA_EMBED") or "").strip().lower() in ("off", "0", "no", "false"):
-        return False
-    return os.path.exists(os.path.join(str(store.root), "vectors", "meta.json"))
+    from deja.stages.embedders import disabled
+
+    return not disabled() and os.path.exists(os.path.join(str(store.root), "vectors", "meta.json"))
 
 
 def check_regex(con, pattern: str) -> None:

@@ -77,6 +77,15 @@ def embed(home, env: dict, *args: str, check: bool = True):
     return json.loads(proc.stdout) if proc.returncode == 0 else proc
 
 
+def embedded(home, server) -> dict:
+    """The three sessions indexed and embedded through the test's server; the environment that asks it."""
+    env = http_env(server[0])
+    three_sessions(home)
+    home.run("index")
+    embed(home, env)
+    return env
+
+
 def vector_rows(home) -> list[tuple]:
     import duckdb
 
@@ -141,11 +150,7 @@ def test_a_paraphrase_sharing_no_word_is_found_by_meaning_and_labelled_semantic(
 
 
 def test_words_and_meaning_rank_one_pool_and_a_lexical_hit_keeps_its_tier(home, server):
-    url, _ = server
-    env = http_env(url)
-    three_sessions(home)
-    home.run("index")
-    embed(home, env)
+    env = embedded(home, server)
     got = home.search("connection", "pool", extra_env=env)
     assert got["hits"][0]["session"]["id"] == POOL
     assert got["hits"][0]["tier"] == "exact" and got["tier"] == "exact"
@@ -174,9 +179,7 @@ def test_the_fusion_is_half_words_half_meaning_with_the_bounded_signals():
 
 def test_another_model_discards_the_vectors_and_embeds_anew(home, server):
     url, log = server
-    three_sessions(home)
-    home.run("index")
-    embed(home, http_env(url))
+    embedded(home, server)
     other = embed(home, http_env(url, model="concepts-v2"))
     assert other["model"] == "http:concepts-v2" and other["embedded"] == 6
     assert "embedding anew" in (other["rebuilt"] or "")
@@ -192,11 +195,7 @@ def test_another_model_discards_the_vectors_and_embeds_anew(home, server):
 
 @pytest.mark.parametrize("damage", ["truncated part", "garbage meta", "missing part", "foreign part"])
 def test_a_damaged_vectors_dataset_is_absent_to_search_and_rebuilt_by_embed(home, server, damage):
-    url, _ = server
-    env = http_env(url)
-    three_sessions(home)
-    home.run("index")
-    embed(home, env)
+    env = embedded(home, server)
     folder = home.index / "vectors"
     meta = json.loads((folder / "meta.json").read_text())
     part = folder / meta["parts"][0]["file"]
@@ -318,10 +317,7 @@ def test_doctor_reports_the_model_its_coverage_and_what_is_not_embedded_yet(home
 def test_the_vectors_are_parquet_an_analyst_can_query_with_duckdb(home, server):
     import duckdb
 
-    url, _ = server
-    three_sessions(home)
-    home.run("index")
-    embed(home, http_env(url))
+    embedded(home, server)
     meta = json.loads((home.index / "vectors" / "meta.json").read_text())
     files = [str(home.index / "vectors" / p["file"]) for p in meta["parts"]]
     rows = duckdb.sql(f"SELECT record_id, array_cosine_similarity(vec::FLOAT[16], vec::FLOAT[16]) "
@@ -333,11 +329,8 @@ def test_the_vectors_are_parquet_an_analyst_can_query_with_duckdb(home, server):
 
 
 def test_hook_recall_uses_the_vectors_in_a_warm_process_only(home, server, monkeypatch):
-    url, _ = server
-    three_sessions(home)
-    home.run("index")
-    embed(home, http_env(url))
-    for k, v in dict(home.env, **http_env(url)).items():
+    env = embedded(home, server)
+    for k, v in dict(home.env, **env).items():
         monkeypatch.setenv(k, v)
     from deja.queries.search import recall
     from deja.stages.store import duck, read
@@ -385,11 +378,7 @@ def test_the_local_model_embeds_and_answers_with_no_network(home):
 
 
 def test_vectors_of_replaced_records_are_not_served_before_the_next_embed(home, server):
-    url, _ = server
-    env = http_env(url)
-    three_sessions(home)
-    home.run("index")
-    embed(home, env)
+    env = embedded(home, server)
     assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["session"]["id"] == UP
     # the transcript is rewritten (another first line: its records are replaced, their ids dead)
     session(home, UP, "bump the docs theme to the dark variant", "Switched the docs theme.", day="2026-03-05")

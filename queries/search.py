@@ -369,6 +369,11 @@ class Searcher:
         # a lexical score carries the bounded signals already; the sessions only
         # the vectors found get theirs here, so every session has them once
         in_lexical = {o for o, _ in lexical}
+        if self.q.embed == "warm":
+            # a hook puts what it finds into the agent's context unasked: a session
+            # only the vectors found must be near, not merely the nearest there is
+            floor = semantic.hook_min_cosine()
+            found = [f for f in found if f[0] in in_lexical or cos.get(f[0], 0.0) >= floor]
         signal = semantic.session_signals(self.store.con, sorted({o for o, _, _ in found} - in_lexical))
         by_ord = {r.ord: r for r in pool}
         best = {o: (rid, role) for o, rid, role in found}

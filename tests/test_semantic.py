@@ -390,3 +390,32 @@ def test_vectors_of_replaced_records_are_not_served_before_the_next_embed(home, 
     hits = home.search(*PARAPHRASE.split(), extra_env=env)["hits"]
     assert UP not in [h["session"]["id"] for h in hits]
     assert embed(home, env)["removed"] == 2
+
+
+def test_a_warm_server_answers_by_meaning_as_in_process_and_sees_new_vectors(home, server):
+    """Through `deja serve`: the same hits as the in-process search, and a
+    second `deja embed` (a new session) is seen by the next request without
+    a restart (the warm process reloads when the vectors' meta changes)."""
+    from test_serve import _started, _status, _stop
+
+    env = embedded(home, server)
+    served = dict(env, DEJA_SERVE="on")
+    try:
+        home.run("search", "--json", "warm", "up", extra_env=served)  # no server yet: it answers and starts one
+        _started(home)
+        for _ in range(2):  # the second from the warm process's kept vectors
+            on = home.run("search", "--json", *PARAPHRASE.split(), extra_env=served)
+            off = home.run("search", "--json", *PARAPHRASE.split(), extra_env=env)
+            assert (on.returncode, on.stdout) == (off.returncode, off.stdout)
+            assert json.loads(on.stdout)["hits"][0]["session"]["id"] == UP
+        session(home, NEW, "our reverse gateway began rejecting huge bodies after the upgrade",
+                "Lifted the gateway's limit for bodies.", day="2026-03-06")
+        home.run("index")
+        embed(home, env)
+        question = "why did the proxy refuse large uploads"
+        on = json.loads(home.run("search", "--json", *question.split(), extra_env=served).stdout)
+        off = json.loads(home.run("search", "--json", *question.split(), extra_env=env).stdout)
+        assert on == off and NEW in [h["session"]["id"] for h in on["hits"]]
+        assert _status(home)["requests"] >= 3  # (served, not answered in-process)
+    finally:
+        _stop(home)

@@ -15,8 +15,8 @@ as the best lexical score does). The bounded lifts and damps (a decision, a
 note, giving up, recency) apply once per session: a lexical score carries
 them, and a session only the vectors found has them on its cosine. (Applied
 to every cosine as well, they counted twice for the lexical candidates, and
-cost the quality set's keyword questions 7 points of R@1.) A session only the vectors found is served with
-tier ``semantic``. A pasted error line stays lexical: its signature
+cost the quality set's keyword questions 6 points of R@1.) A session only the
+vectors found is served with tier ``semantic``. A pasted error line stays lexical: its signature
 (query_parse.error_words) is literal evidence, and a line of a stack trace
 means little to a model of words.
 

@@ -34,36 +34,36 @@ def embed_after(as_json: bool, asked: bool) -> dict | None:
     """`deja index --embed` (or DEJA_INDEX_EMBED=1): the embed run after the
     index; its summary. Asked for, a failure fails the command; by the
     setting, it is said and the index stands."""
-    from deja.pipeline import api
     from deja.pipeline.errors import Fail
 
-    bar = ProgressBar("embedding") if not as_json and sys.stderr.isatty() else None
     try:
-        return api.embed(progress=(lambda done, total: bar(done, total, "")) if bar else None, notice=say)
+        return run_embed(False, as_json)
     except Fail as exc:
         if asked:
             raise
         err(f"embedding skipped: {exc}")
         return None
-    finally:
-        if bar is not None:
-            bar.stop()
 
 
 def embed_command(rebuild: bool, as_json: bool) -> None:
-    from deja.pipeline import api
-
-    bar = ProgressBar("embedding") if not as_json and sys.stderr.isatty() else None
-    try:
-        summary = api.embed(rebuild=rebuild, progress=(lambda done, total: bar(done, total, "")) if bar else None,
-                            notice=say)
-    finally:
-        if bar is not None:
-            bar.stop()
+    summary = run_embed(rebuild, as_json)
     if as_json:
         out_json(summary)
         return
     print_embed(summary)
+
+
+def run_embed(rebuild: bool, as_json: bool) -> dict:
+    """One embed run, with a progress bar on a terminal; its summary."""
+    from deja.pipeline import api
+
+    bar = ProgressBar("embedding") if not as_json and sys.stderr.isatty() else None
+    try:
+        return api.embed(rebuild=rebuild, progress=(lambda done, total: bar(done, total, "")) if bar else None,
+                         notice=say)
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def print_embed(s: dict) -> None:

@@ -142,10 +142,7 @@ def vectors_report(env: Mapping[str, str], store: Store) -> dict:
 
         live = open_live(store.root, con=q)
         try:
-            ids = [r[0] for r in q.execute(
-                f"SELECT record_id FROM {live.records_source()} WHERE role IN (SELECT unnest(?)) "
-                "AND record_id NOT IN (SELECT record_id FROM deletes)", [list(vectors.SPEECH_ROLES)]).fetchall()] \
-                if live.has("records") else []
+            ids = vectors.speech_ids(live).tolist()
         finally:
             live.close()
     except Exception:  # noqa: BLE001  (a busy or damaged store: the rest of the report says so)

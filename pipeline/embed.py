@@ -94,7 +94,6 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
     try:
         con = live.con
         store_id, generation = store_facts(con, store)
-        roles = [r for r in vectors.SPEECH_ROLES]
         have = None if rebuild else vectors.load(root, columns_only=True)
         why = None
         if rebuild:
@@ -111,12 +110,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
             say(why)
         if have is None:
             vectors.drop(root)
-        if not live.has("records"):
-            live_ids = np.zeros(0, np.int64)
-        else:
-            live_ids = np.array([r[0] for r in con.execute(
-                f"SELECT record_id FROM {live.records_source()} WHERE role IN (SELECT unnest(?)) "
-                "AND record_id NOT IN (SELECT record_id FROM deletes)", [roles]).fetchall()], np.int64)
+        live_ids = vectors.speech_ids(live)
         meta = {"model": emb.name, "dim": have.dim if have is not None else 0, "store": store_id,
                 "generation": generation, "parts": list(have.meta["parts"]) if have is not None else []}
         removed = 0

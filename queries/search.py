@@ -338,6 +338,8 @@ class Searcher:
             return None
         if not has_vectors(self.store):  # (a stat: a store without vectors imports nothing more)
             return None
+        from deja.stages.embedders import HOOK_TIMEOUT_S, QUERY_TIMEOUT_S
+
         from . import semantic
 
         if semantic.pasted_error(self.q.text):  # matched by its signature, not by meaning
@@ -349,14 +351,14 @@ class Searcher:
             sp = semantic.space(self.store)
             if sp is None:
                 return None
-            qv = semantic.query_vector(sp, self.text, timeout=semantic.embedders.HOOK_TIMEOUT_S
-                                       if self.q.embed == "warm" else semantic.embedders.QUERY_TIMEOUT_S)
+            wait = HOOK_TIMEOUT_S if self.q.embed == "warm" else QUERY_TIMEOUT_S
+            qv = semantic.query_vector(sp, self.text, timeout=wait)
         except semantic.Unavailable as exc:
             self.notes.append(f"semantic recall unavailable: {exc}; lexical order")
             return None
+        self.ranker.load([])  # (the search's session table: which sessions its filters admit, their signals)
         admitted = None
         if self.ranker._filtered():
-            self.ranker.load([])  # (the search's session table, with which sessions its filters admit)
             admitted = {o for (o,) in self.store.con.execute("SELECT ord FROM q_sessions WHERE admitted").fetchall()}
         cos, found = sp.nearest(qv, roles, admitted)
         self._cosine = cos
@@ -373,23 +375,23 @@ class Searcher:
         if self.q.embed == "warm":
             # a hook puts what it finds into the agent's context unasked: a session
             # only the vectors found must be near, not merely the nearest there is
-            floor = semantic.hook_min_cosine()
-            found = [f for f in found if f[0] in in_lexical or cos.get(f[0], 0.0) >= floor]
+            near = semantic.hook_min_cosine()
+            found = [f for f in found if f[0] in in_lexical or cos.get(f[0], 0.0) >= near]
         signal = semantic.session_signals(self.store.con, sorted({o for o, _, _ in found} - in_lexical))
         by_ord = {r.ord: r for r in pool}
         best = {o: (rid, role) for o, rid, role in found}
         out, only = [], set()
-        for o, score, _only in semantic.fuse(lexical, cos, [o for o, _, _ in found], signal):
-            r = by_ord.get(o)
-            if r is None:
+        for o, score, vector_only in semantic.fuse(lexical, cos, [o for o, _, _ in found], signal):
+            if vector_only:
                 rid, role = best[o]
                 out.append(Ranked(o, score, 0, 0, 0, [role << 40 | rid]))
                 only.add(o)
             else:
+                r = by_ord[o]
                 out.append(Ranked(o, score, r.matched, r.nrec, r.updated, r.best))
-        floor = out[-1].score if out else 0.0
+        last = out[-1].score if out else 0.0
         for i, r in enumerate(rest):  # below the pool, in their order
-            out.append(Ranked(r.ord, floor * (1.0 - (i + 1) / (len(rest) + 1)), r.matched, r.nrec, r.updated, r.best))
+            out.append(Ranked(r.ord, last * (1.0 - (i + 1) / (len(rest) + 1)), r.matched, r.nrec, r.updated, r.best))
         return out, only
 
     def session_count(self) -> int:

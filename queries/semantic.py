@@ -206,7 +206,8 @@ def pasted_error(text: str) -> bool:
 
 def session_signals(con, ords: list[int]) -> dict[int, float]:
     """The bounded lifts and damps of rank.py for these sessions (a decision,
-    a note, giving up; recency)."""
+    a note, giving up; recency), from the search's session table
+    (sql/search_tables.sql: the one place they are read from the sessions)."""
     from .rank import freshness, signals
 
     if not ords:
@@ -214,7 +215,6 @@ def session_signals(con, ords: list[int]) -> dict[int, float]:
     from deja.stages.store.duck import sql_list
 
     now = time.time() * 1000
-    rows = con.execute(
-        "SELECT ord, decision IS NOT NULL AND decision <> '', coalesce(gave_up, false), harness = 'deja', "
-        f"epoch_ms(updated) FROM sessions WHERE ord IN (SELECT unnest({sql_list(ords)}))").fetchall()
-    return {o: signals(bool(d), bool(g), bool(n)) * freshness(u, now) for o, d, g, n, u in rows}
+    rows = con.execute("SELECT ord, decided, gave_up, note, updated FROM q_sessions "
+                       f"WHERE ord IN (SELECT unnest({sql_list(ords)}))").fetchall()
+    return {o: signals(d, g, n) * freshness(u, now) for o, d, g, n, u in rows}

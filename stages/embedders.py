@@ -139,9 +139,6 @@ class HttpEmbedder(Embedder):
         return normalise(rows)
 
     def _ask(self, texts: list[str], timeout: float) -> list[list[float]]:
-        import urllib.error
-        import urllib.request
-
         if self.ollama and self.url.endswith("/api/embeddings"):  # Ollama's older, one-text endpoint
             return [self._post({"model": self.model, "prompt": t}, timeout).get("embedding") or [] for t in texts]
         body = self._post({"model": self.model, "input": texts}, timeout)

@@ -12,8 +12,6 @@ them back here; no other module writes them.
 
 from __future__ import annotations
 
-import uuid
-
 from dataclasses import dataclass, field
 
 MANIFEST_COLS = ("path", "harness", "size", "mtime_ns", "prefix_hash", "safe_offset", "content_version", "records",
@@ -119,6 +117,8 @@ def commit(con, store, change: RunCommit, before_commit=None) -> None:
                 [str(change.next_record_id), str(change.generation)])
     # which store this is: record ids are its own (a store made anew numbers from
     # zero again), so what is keyed by them beside it (the vectors) is stamped with it
+    import uuid
+
     con.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", [uuid.uuid4().hex])
     if before_commit is not None:
         before_commit()

@@ -135,6 +135,19 @@ def load(root, columns_only: bool = False, sessions: bool = True) -> Vectors | N
     return Vectors(meta, cat(ids, np.int64), cat(passages, np.int16), cat(roles, np.int8), keys, matrix)
 
 
+def speech_ids(live):
+    """The record ids of a live store (stages/store/read.LiveStore) that should
+    have vectors: what was said, not deleted. Sorted."""
+    import numpy as np
+
+    if not live.has("records"):
+        return np.zeros(0, np.int64)
+    rows = live.con.execute(
+        f"SELECT record_id FROM {live.records_source()} WHERE role IN (SELECT unnest(?)) "
+        "AND record_id NOT IN (SELECT record_id FROM deletes) ORDER BY record_id", [list(SPEECH_ROLES)]).fetchall()
+    return np.fromiter((r[0] for r in rows), np.int64, len(rows))
+
+
 def write_part(root, model: str, dim: int, ids, passages, roles, sessions, matrix) -> dict:
     """A new part of these rows, written under a temporary name and renamed;
     its entry for meta.json. (Not yet live: ``commit`` makes it so.)"""

@@ -15,6 +15,7 @@ from deja.stages.store.catalog import Busy, CatalogUnreadable, Store
 def report(env: Mapping[str, str]) -> dict:
     store = Store(config.index_dir(env))
     indexed: dict[str, dict] = {}
+    from_machines: dict[str, int] = {}  # synced-in sessions by the machine they came from
     health: dict[str, dict] = {}
     index = {"state": "missing", "path": str(store.root)}
     files_by_harness: dict[str, set[str]] = {}
@@ -50,10 +51,16 @@ def report(env: Mapping[str, str]) -> dict:
             if sess:
                 cols = {d[0] for d in q.execute("SELECT * FROM read_parquet(?) LIMIT 0", [sess]).description}
                 gone = "count(gone_at)" if "gone_at" in cols else "0"  # (a part from before gone_at)
+                # (a synced-in session keeps its agent's name; it is counted under the store it was read from)
                 for h, n, m, gone in q.execute(
-                    f"SELECT harness, count(*), sum(messages), {gone} FROM read_parquet(?) GROUP BY harness", [sess]
+                    f"SELECT CASE WHEN origin = 'imported' THEN 'imported' ELSE harness END AS h, count(*), "
+                    f"sum(messages), {gone} FROM read_parquet(?) GROUP BY h", [sess]
                 ).fetchall():
                     indexed[h] = {"sessions": int(n), "messages": int(m or 0), "gone": int(gone)}
+                for machine, n in q.execute(
+                    "SELECT from_machine, count(*) FROM read_parquet(?) WHERE from_machine IS NOT NULL GROUP BY ALL", [sess]
+                ).fetchall():
+                    from_machines[machine] = int(n)
             q.close()
             index = {"state": "damaged" if damaged else "ok", "path": str(store.root),
                      "generation": int(gen[0]) if gen else 0,
@@ -113,7 +120,26 @@ def report(env: Mapping[str, str]) -> dict:
     if index["state"] in ("ok", "damaged"):
         rep["vectors"] = vectors_report(env, store)
     rep["server"] = server_report(env)
+    rep["sync"] = sync_report(env, from_machines)
     return rep
+
+
+def sync_report(env: Mapping[str, str], from_machines: dict[str, int]) -> dict:
+    """The peers of `deja sync` and what arrived from each: a peer is counted
+    under the alias it was reached by and the name it gives itself (learned on
+    a pull), so one only ever pushed to counts nothing."""
+    from deja.pipeline import sync
+
+    try:
+        peers = sync.load_peers(env)
+    except Exception as exc:  # a broken peers file is reported, never fatal
+        return {"error": str(exc), "imported_sessions": from_machines}
+    rows = []
+    for r in peers:
+        names = {r["host"], r["host"].rpartition("@")[2]} | ({r["name"]} if r.get("name") else set())
+        rows.append({"host": r["host"], "name": r.get("name"), "last_push": r.get("last_push"),
+                     "last_pull": r.get("last_pull"), "sessions": sum(from_machines.get(n, 0) for n in names)})
+    return {"machine": sync.machine_name(env), "peers": rows, "imported_sessions": from_machines}
 
 
 def vectors_report(env: Mapping[str, str], store: Store) -> dict:
@@ -230,6 +256,7 @@ def render(rep: dict) -> str:
     for e in rep.get("exposed", []):
         lines.append(f"warning: {e['what']} {e['path']} is {e['problem']}; fix: {e['fix']}")
     lines += render_vectors(rep.get("vectors"))
+    lines += render_sync(rep.get("sync"))
     srv = rep.get("server") or {}
     if srv.get("state") == "running":
         warm = srv.get("warm") or []
@@ -257,6 +284,23 @@ def render(rep: dict) -> str:
             lines.append(f"  hook client {client}" + {"absent": " (no C compiler at install: hooks start deja itself)",
                                                      "outdated": " (run `deja install --auto` to rebuild it)"}.get(client, ""))
     return "\n".join(lines)
+
+
+def render_sync(sy: dict | None) -> list[str]:
+    if not sy or (not sy.get("peers") and not sy.get("imported_sessions") and not sy.get("error")):
+        return []
+    if sy.get("error"):
+        return [f"sync: {sy['error']}"]
+    out = [f"sync: this machine is {sy['machine']}"]
+    for p in sy["peers"]:
+        name = f" ({p['name']})" if p.get("name") and p["name"] != p["host"] else ""
+        out.append(f"  {p['host']}{name}: {counted(p['sessions'], 'session')} from it; "
+                   f"pushed {p.get('last_push') or 'never'}, pulled {p.get('last_pull') or 'never'}")
+    known = {n for p in sy["peers"] for n in (p["host"], p["host"].rpartition("@")[2], p.get("name")) if n}
+    for machine, n in sorted(sy["imported_sessions"].items()):
+        if machine not in known:
+            out.append(f"  {machine}: {counted(n, 'session')} imported (not a peer)")
+    return out
 
 
 def render_vectors(v: dict | None) -> list[str]:

@@ -16,7 +16,7 @@ COMMANDS = frozenset({"index", "embed", "doctor", "search", "demo", "recover", "
                       "hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact",
                       "install", "uninstall", "blame", "files", "how", "fix", "friction",
                       "remember", "promote", "forget", "stats", "view", "completion", "version",
-                      "sources", "mcp", "serve", "resume", "handoff", "restore", "share"})
+                      "sources", "mcp", "serve", "resume", "handoff", "restore", "share", "sync"})
 # Agent hooks run on every session start, prompt and tool call (design.md §5: median
 # ≤150 ms whole process): they bypass typer too and import only what they read.
 HOOKS = frozenset({"hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact"})

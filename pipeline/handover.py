@@ -51,7 +51,10 @@ def resume_plan(row: dict) -> dict:
     harness, sid = row["harness"], row["session_id"]
     origin = row.get("origin") or "local"
     if origin != "local":
-        raise Fail(f"{harness} session {sid} came from {origin}; resume it on the machine it came from")
+        there = row.get("from_machine") or "another machine"
+        orig = row.get("orig_id") or sid
+        raise Fail(f"{harness} session {sid} was synced in from {there}; resume it there "
+                   f"(`deja resume {orig}` on {there})")
     path = str(row.get("path") or "")
     if harness == "cursor" and path.endswith(".vscdb"):
         raise Fail(f"cursor session {sid} is a Cursor IDE chat; IDE chats cannot be resumed from a terminal")

@@ -69,8 +69,8 @@ def build_sessions(rows: list[dict], ords: dict[str, int], names: dict[str, str]
         out["harness"].append(first["harness"])
         out["session_id"].append(first["session_id"])
         out["path"].append(first["path"])
-        out["origin"].append("local")
-        out["from_machine"].append(None)
+        # (merged: a synced-in session's from_machine and orig_id, "" for a local one)
+        out["origin"].append("imported" if merged.get("from_machine") else "local")
         # (a file's mark, or the session's own: gone from a database still on disk)
         out["gone_at"].append(_gone_ms([(gone or {}).get(p["path"]) or p.get("gone_at") for p in parts]))
     return out
@@ -128,6 +128,8 @@ def _merge(parts: list[dict]) -> dict:
         "kind": first_nonempty("kind"),
         "parent": first_nonempty("parent"),
         "agent": first_nonempty("agent"),
+        "from_machine": first_nonempty("from_machine") or None,
+        "orig_id": first_nonempty("orig_id") or None,
         "decision": max(((p.get("decision_ts") or 0, p["decision"]) for p in parts if p.get("decision")), default=(0, ""))[1],
         # backed out and settled nothing: a decision reached afterwards keeps the lift
         "gave_up": any(p.get("gave_up") for p in parts) and not any(p.get("decision") for p in parts),

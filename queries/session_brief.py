@@ -180,12 +180,12 @@ def _records(store: LiveStore, res: show.Resolved) -> list[tuple]:
         f"""
         SELECT role, text, exit_code
         FROM {store.records_of([res.key])}
-        WHERE harness = ? AND session_key = ?
+        WHERE session_key = ?
           AND role IN ('user', 'assistant', 'summary', 'command', 'files')
           AND record_id NOT IN (SELECT record_id FROM deletes)
         ORDER BY ts NULLS LAST, seq, record_id
         """,
-        [res.row["harness"], res.key],
+        [res.key],
     ).fetchall()
 
 

@@ -9,7 +9,7 @@ from deja.stages.store.duck import sql_list
 
 COLUMNS = (
     "ord, session_key, harness, session_id, project, project_root, path, started, updated, title, agent_title, "
-    "touched, kind, parent, agent, origin, messages, decision, gave_up, gone_at, "
+    "touched, kind, parent, agent, origin, from_machine, orig_id, messages, decision, gave_up, gone_at, "
     # `deja promote` state (store.read loads the lifecycle table); NULL when none
     """(SELECT {'state': l.state, 'note': l.note, 'at': l."at"} FROM lifecycle l """
     "WHERE l.session_key = sessions.session_key) AS lifecycle"
@@ -53,6 +53,10 @@ def session_object(row: dict) -> dict:
     for k in ("kind", "parent", "agent"):
         if row.get(k):
             s[k] = row[k]
+    if row.get("orig_id"):  # synced in (deja sync import): its id and machine where it ran
+        s["orig_id"] = row["orig_id"]
+    if row.get("from_machine"):
+        s["from"] = row["from_machine"]
     lc = row.get("lifecycle")
     if lc and lc.get("state"):
         s["lifecycle"] = lc["state"]

@@ -107,14 +107,16 @@ def _rows(store: LiveStore, where: str, params: list) -> list[dict]:
 
 def candidates(store: LiveStore, prefix: str, harness: str | None = None) -> list[dict]:
     """Sessions whose id starts with ``prefix`` (case-insensitive), most recent first;
-    an exactly equal id comes before the longer ids it prefixes."""
+    an exactly equal id comes before the longer ids it prefixes. A session
+    synced in from another machine is also found by the id it has there."""
     rows = _rows(
         store,
-        "starts_with(lower(session_id), lower(?)) AND (?::VARCHAR IS NULL OR harness = ?)",
-        [prefix, harness, harness],
+        "(starts_with(lower(session_id), lower(?)) OR starts_with(lower(coalesce(orig_id, '')), lower(?))) "
+        "AND (?::VARCHAR IS NULL OR harness = ?)",
+        [prefix, prefix, harness, harness],
     )
-    exact = [r for r in rows if r["session_id"] == prefix]
-    exact_ci = [r for r in rows if r not in exact and r["session_id"].lower() == prefix.lower()]
+    exact = [r for r in rows if prefix in (r["session_id"], r.get("orig_id"))]
+    exact_ci = [r for r in rows if r not in exact and prefix.lower() in (r["session_id"].lower(), (r.get("orig_id") or "").lower())]
     rest = [r for r in rows if r not in exact and r not in exact_ci]
     return exact + exact_ci + rest
 
@@ -124,7 +126,7 @@ def resolve(store: LiveStore, ident: str, harness: str | None = None, exact: boo
     if not ident:
         raise ShowError("a session id (or the start of one) is needed")
     if exact:
-        rows = [r for r in candidates(store, ident, harness) if r["session_id"] == ident]
+        rows = [r for r in candidates(store, ident, harness) if ident in (r["session_id"], r.get("orig_id"))]
         if not rows:
             near = candidates(store, ident, harness)
             if near:
@@ -140,7 +142,7 @@ def resolve(store: LiveStore, ident: str, harness: str | None = None, exact: boo
         raise ShowError(f"no session matches id {ident!r}" + (f" in {harness}" if harness else ""))
     best = rows[0]
     notice = ""
-    exact_hits = [r for r in rows if r["session_id"].lower() == ident.lower()]
+    exact_hits = [r for r in rows if ident.lower() in (r["session_id"].lower(), (r.get("orig_id") or "").lower())]
     if len(exact_hits) > 1 or (not exact_hits and len(rows) > 1):
         n = len(exact_hits) if exact_hits else len(rows)
         when = own_day(best.get("updated") or best.get("started"))
@@ -245,7 +247,7 @@ def window(store: LiveStore, res: Resolved, offset: int = 0, limit: int | None =
                        OVER (ORDER BY ts NULLS LAST, seq, record_id ROWS UNBOUNDED PRECEDING) AS n,
                    ts, seq, record_id
             FROM {store.records_of([res.key])}
-            WHERE harness = $harness AND session_key = $key
+            WHERE session_key = $key
               AND list_contains($roles, role)
               AND record_id NOT IN (SELECT record_id FROM deletes)
         )
@@ -253,7 +255,7 @@ def window(store: LiveStore, res: Resolved, offset: int = 0, limit: int | None =
         FROM r
         ORDER BY ts NULLS LAST, seq, record_id
         """,
-        {"speech": speech, "harness": res.row["harness"], "key": res.key, "roles": roles},
+        {"speech": speech, "key": res.key, "roles": roles},
     ).fetchall()
     if not rows:
         return win

@@ -283,7 +283,7 @@ def _check_message(msg, faults: v.Faults) -> None:
         msg.tool = faults.name(at, "tool", msg.tool) or None
 
 
-_PART_NAMES = ("project", "cwd", "branch", "kind", "parent", "agent")
+_PART_NAMES = ("project", "cwd", "branch", "kind", "parent", "agent", "from_machine", "orig_id")
 
 
 def _check_part(part, faults: v.Faults) -> None:
@@ -331,6 +331,8 @@ def _new_meta(part, key: str, project: str, root: str) -> dict:
         "kind": part.kind,
         "parent": part.parent,
         "agent": part.agent,
+        "from_machine": part.from_machine,
+        "orig_id": part.orig_id,
         "started": None,
         "updated": None,
         "first_user": [],
@@ -349,7 +351,7 @@ def _new_meta(part, key: str, project: str, root: str) -> dict:
     return m
 
 
-_IDENTITY = ("project", "project_root", "cwd", "branch", "kind", "parent", "agent")
+_IDENTITY = ("project", "project_root", "cwd", "branch", "kind", "parent", "agent", "from_machine", "orig_id")
 COUNTS = SESSION_COUNTS  # the sessions dataset has a column of each (stages/store/layout.py)
 
 
@@ -369,8 +371,8 @@ def merge_identity(o: dict, n) -> None:
 
 
 def _merge_part_fields(m: dict, part, project: str, root: str) -> None:
-    merge_identity(m, {f: getattr(part, f) for f in ("cwd", "branch", "kind", "parent", "agent", "title",
-                                                     "title_rank", "last_prompt")}
+    merge_identity(m, {f: getattr(part, f) for f in ("cwd", "branch", "kind", "parent", "agent", "from_machine",
+                                                     "orig_id", "title", "title_rank", "last_prompt")}
                    | {"project": project, "project_root": root})
     for p in part.touched:
         m["_touch"][p] = m["_touch"].get(p, 0) + 1

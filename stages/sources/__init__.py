@@ -12,6 +12,7 @@ READERS = {
     "copilot": "deja.stages.sources.copilot",
     "copilot-vscode": "deja.stages.sources.copilot_vscode",
     "deja": "deja.stages.sources.notes",
+    "imported": "deja.stages.sources.imported",
     "cursor": "deja.stages.sources.cursor",
     "opencode": "deja.stages.sources.opencode",
     "gemini": "deja.stages.sources.gemini",

@@ -68,6 +68,8 @@ class SessionPart:
     agent: str = ""
     spawned: bool = False  # started by an agent, not a person (a subagent): kept only with DEJA_INCLUDE_SUBAGENTS=1
     touched: list[str] = field(default_factory=list)  # paths from file-history snapshots etc.
+    from_machine: str = ""  # a session synced in from another machine: the name that machine gave itself
+    orig_id: str = ""  # ... and the id it has there (the session_id here is namespaced: imported-<hash>)
     messages: list[Message] = field(default_factory=list)
 
 

@@ -289,6 +289,27 @@ def notes_files(env: Mapping[str, str], problems: list[str] | None = None) -> li
     return [p] if is_regular_file(p) else []
 
 
+# ---- sessions synced in from other machines (`deja sync import`) -------------------
+
+
+def imports_dir(env: Mapping[str, str]) -> str:
+    """Where imported records live: primary data beside the notes, outside the
+    cache, so a rebuild reads them again like any agent's store."""
+    if env.get("DEJA_IMPORTS_DIR"):
+        return os.path.expanduser(env["DEJA_IMPORTS_DIR"])
+    data = env.get("XDG_DATA_HOME") or os.path.join(_home(env), ".local", "share")
+    return os.path.join(data, "deja", "imports")
+
+
+def imports_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    folder = imports_dir(env)
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [p for n in names if n.endswith(".jsonl") and is_regular_file(p := os.path.join(folder, n))]
+
+
 # ---- Cursor: the IDE's state.vscdb stores and the CLI agent's transcripts ----------
 
 CURSOR_CLI_SUFFIXES = (".jsonl", ".txt")
@@ -1089,6 +1110,7 @@ LOCATORS = {
     "claude": claude_files,
     "codex": codex_files,
     "deja": notes_files,
+    "imported": imports_files,
     "cursor": cursor_files,
     "opencode": opencode_files,
     "copilot": copilot_files,

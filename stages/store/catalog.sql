@@ -75,6 +75,10 @@ ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS project_root VARCHAR;
 -- holding the session (kept, marked, like a transcript gone from disk).
 ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS fingerprint VARCHAR;
 ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS gone_at TIMESTAMP;
+-- A session synced in from another machine (deja sync import, the imported reader):
+-- the name that machine gave itself, and the session's id there.
+ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS from_machine VARCHAR;
+ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS orig_id VARCHAR;
 
 -- Stable small integers for sessions; postings carry them.
 CREATE TABLE IF NOT EXISTS session_ords (session_key VARCHAR PRIMARY KEY, ord INTEGER NOT NULL);

@@ -140,10 +140,11 @@ SESSION_TYPES = (
     # when deja found every transcript of the session gone from disk (the agent deleted
     # it); NULL while one is there. The session is kept until `deja index --prune-gone`.
     ("gone_at", "TIMESTAMPTZ"),
+    ("orig_id", "VARCHAR"),  # a synced-in session's id on the machine it came from (from_machine)
 )
 # Sessions columns added after parts were written without them: NULL in those parts'
 # rows until a run rewrites the part (read.py's view supplies them).
-LATE_SESSION_COLUMNS = (("gone_at", "TIMESTAMPTZ"),)
+LATE_SESSION_COLUMNS = (("gone_at", "TIMESTAMPTZ"), ("orig_id", "VARCHAR"))
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,355 @@
+"""Moving memory between machines (cli-contract §2.3, the seed's "Sync format"
+and "Which machines are one machine").
+
+``export`` writes this machine's own records, redacted again, as JSONL batches
+``deja-sync-<machine-hash>-<timestamp>.jsonl``; only what is new since the last
+export to the same peer (a watermark per peer and transcript: the newest
+record time sent). ``import_batches`` appends the lines it has not seen to
+``<data>/deja/imports/<machine>.jsonl``, which the ``imported`` reader
+(``stages/sources/imported.py``) reads like any agent's store: imported
+sessions are indexed like local ones and a rebuild replays them. Records that
+came from elsewhere are never exported, and a line that originated on this
+machine is never imported back.
+
+Who this machine syncs with lives in ``peers.json`` beside the trust policy
+(``DEJA_PEERS_FILE``); the watermarks in ``<data>/deja/sync-state.json``.
+Both outlive any rebuild of the index. The ssh path (``pipeline/sync_ssh.py``)
+runs the same export and import on both ends with the system ``ssh``/``scp``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Callable, Mapping
+
+from deja.pipeline.access import environ, open_store, reindex, tell
+from deja.pipeline.errors import Fail
+from deja.stages.policy import config_dir, exclusion_patterns, project_excluded
+from deja.stages.roles import ROLES
+from deja.stages.sources.imported import PROJECT_PREFIX
+from deja.stages.sources.locate import imports_dir
+from deja.stages.store.private import private_dir, private_file
+
+Notice = Callable[[str], None] | None
+
+BATCH_PREFIX = "deja-sync-"
+CHUNK = 5_000  # records fetched, redacted and written at a time: memory stays flat on any history
+
+
+# --------------------------------------------------------------------------- names
+
+
+def machine_name(env: Mapping[str, str] | None = None) -> str:
+    """The name this machine gives itself in what it exports: DEJA_MACHINE, else the host name."""
+    env = environ(env)
+    return (env.get("DEJA_MACHINE") or socket.gethostname() or "localhost").strip()
+
+
+def host_key(host: str) -> str:
+    """A host as ssh matches it: the login before the last @ as typed, the
+    machine after it without case (``box`` and ``BOX`` are one machine,
+    ``Root@box`` and ``root@box`` two logins on it)."""
+    user, at, machine = host.strip().rpartition("@")
+    return f"{user}{at}{machine.lower()}"
+
+
+def _slug(name: str) -> str:
+    import re
+
+    s = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+    return (s or "unknown")[:80] + "-" + hashlib.blake2b(name.encode(), digest_size=3).hexdigest()
+
+
+# --------------------------------------------------------------------------- peers and watermarks
+
+
+def peers_path(env: Mapping[str, str] | None = None) -> Path:
+    env = environ(env)
+    if env.get("DEJA_PEERS_FILE"):
+        return Path(env["DEJA_PEERS_FILE"]).expanduser()
+    return config_dir(env) / "peers.json"
+
+
+def state_path(env: Mapping[str, str] | None = None) -> Path:
+    return Path(imports_dir(environ(env))).parent / "sync-state.json"
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise Fail(f"{path}: cannot read the {what} ({exc}); fix or remove it")
+    if not isinstance(data, dict):
+        raise Fail(f"{path}: the {what} is not a JSON object; fix or remove it")
+    return data
+
+
+def _write_json(path: Path, data: dict) -> None:
+    private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    private_file(tmp)
+    os.replace(tmp, path)
+
+
+def load_peers(env: Mapping[str, str] | None = None) -> list[dict]:
+    rows = _read_json(peers_path(env), "peers file").get("peers", [])
+    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("host"), str) and r["host"].strip()]
+
+
+def save_peers(rows: list[dict], env: Mapping[str, str] | None = None) -> None:
+    _write_json(peers_path(env), {"peers": rows})
+
+
+def find_peer(rows: list[dict], host: str) -> dict | None:
+    """The row of ``host`` (matched as ssh matches it), or None."""
+    key = host_key(host)
+    return next((r for r in rows if host_key(r["host"]) == key), None)
+
+
+def forget_peer(host: str, env: Mapping[str, str] | None = None) -> dict:
+    """Remove a peer's row and its export watermarks; what was imported from it stays."""
+    rows = load_peers(env)
+    row = find_peer(rows, host)
+    if row is None:
+        raise Fail(f"no peer {host!r} in {peers_path(env)}")
+    save_peers([r for r in rows if r is not row], env)
+    state = _read_json(state_path(env), "sync state")
+    state.get("watermarks", {}).pop(host_key(row["host"]), None)
+    _write_json(state_path(env), state)
+    return row
+
+
+def _watermarks(env, peer: str | None) -> dict[str, int]:
+    marks = _read_json(state_path(env), "sync state").get("watermarks", {}).get(host_key(peer) if peer else "", {})
+    return {k: v for k, v in marks.items() if isinstance(k, str) and type(v) is int}
+
+
+def commit_watermarks(env, peer: str | None, marks: dict[str, int]) -> None:
+    """Record what an export sent (after it was delivered: a failed push sends it again)."""
+    if not marks:
+        return
+    state = _read_json(state_path(env), "sync state")
+    mine = state.setdefault("watermarks", {}).setdefault(host_key(peer) if peer else "", {})
+    for path, ms in marks.items():
+        mine[path] = max(ms, mine.get(path, ms))
+    _write_json(state_path(env), state)
+
+
+# --------------------------------------------------------------------------- export
+
+_EXPORT_SQL = """
+SELECT r.source_path, s.harness, s.session_id, s.project, s.title, r.role, r.text,
+       epoch_ms(r.ts) AS ms, r.tool, r.exit_code
+FROM records r JOIN sessions s ON r.session_key = s.session_key
+LEFT JOIN sent w ON w.path = r.source_path
+WHERE coalesce(s.origin, 'local') = 'local'
+  AND r.record_id NOT IN (SELECT record_id FROM deletes)
+  AND (w.ms IS NULL OR coalesce(epoch_ms(r.ts), 0) > w.ms)
+ORDER BY r.source_path, r.record_id
+"""
+
+
+def export(dest: str | os.PathLike, *, peer: str | None = None, full: bool = False,
+           env: Mapping[str, str] | None = None, notice: Notice = None, commit: bool = True) -> dict:
+    """Write this machine's records not yet sent to ``peer`` (all with ``full``)
+    as one JSONL batch in ``dest``. Returns the counts, the batch's path
+    (None when nothing was new) and the watermarks it advances (``commit``:
+    recorded now; the ssh path records them once the peer has imported)."""
+    from deja.stages.redact import redact_many
+    from deja.stages.shown import shown
+
+    env = environ(env)
+    dest = Path(dest).expanduser()
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise Fail(f"cannot write to {dest}: {exc.strerror}")
+    me = machine_name(env)
+    sent = {} if full else _watermarks(env, peer)
+    patterns = exclusion_patterns(env)
+    live = open_store(env, notice)
+    name = f"{BATCH_PREFIX}{hashlib.blake2b(me.encode(), digest_size=6).hexdigest()}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.jsonl"
+    path = dest / name
+    tmp = dest / ("." + name + ".tmp")
+    marks: dict[str, int] = {}
+    records = excluded = 0
+    sessions: set[tuple[str, str]] = set()
+    try:
+        if not live.has("records") or not live.has("sessions"):
+            return {"path": None, "records": 0, "sessions": 0, "excluded": 0, "machine": me, "peer": peer,
+                    "watermarks": {}}
+        con = live.con
+        con.execute("CREATE OR REPLACE TEMP TABLE sent (path VARCHAR, ms BIGINT)")
+        if sent:
+            con.executemany("INSERT INTO sent VALUES (?, ?)", list(sent.items()))
+        cur = con.execute(_EXPORT_SQL)
+        with open(tmp, "w", encoding="utf-8") as out:
+            private_file(tmp)
+            while rows := cur.fetchmany(CHUNK):
+                keep = [r for r in rows if not project_excluded(r[3] or "", patterns)]
+                excluded += len(rows) - len(keep)
+                texts, _ = redact_many([r[6] for r in keep])
+                for (src, harness, sid, project, title, role, _, ms, tool, exit_code), text in zip(keep, texts):
+                    line = {"harness": harness, "session_id": sid, "project": project or "", "role": role,
+                            "text": text, "time": _iso(ms), "origin": me}
+                    if title:
+                        line["title"] = shown(title)  # (titles are cut from turns: they hold what turns held)
+                    if tool:
+                        line["tool"] = tool
+                    if exit_code is not None:
+                        line["exit_code"] = exit_code
+                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    records += 1
+                    sessions.add((harness, sid))
+                    if src:
+                        marks[src] = max(marks.get(src, 0), ms or 0)
+            out.flush()
+            os.fsync(out.fileno())
+        if records:
+            os.replace(tmp, path)
+        else:
+            tmp.unlink()
+            path = None
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise Fail(f"cannot write the batch in {dest}: {exc.strerror or exc}")
+    finally:
+        live.close()
+    if commit:
+        commit_watermarks(env, peer, marks)
+    return {"path": str(path) if path else None, "records": records, "sessions": len(sessions),
+            "excluded": excluded, "machine": me, "peer": peer, "watermarks": marks}
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+
+
+# --------------------------------------------------------------------------- import
+
+
+def _key(line: dict) -> bytes:
+    """A record's identity across machines and imports: where it ran, its
+    session, time, role and text (the seed's harness:session_id:time, with the
+    role and text, so two records of one second are two records)."""
+    h = hashlib.blake2b(digest_size=12)
+    for part in (line["origin"], line["harness"], line["session_id"], str(line.get("time")), line["role"], line["text"]):
+        h.update(part.encode("utf-8", "replace"))
+        h.update(b"\0")
+    return h.digest()
+
+
+def _valid(obj) -> bool:
+    from deja.stages.sources.jsonl import parse_ts
+
+    return (isinstance(obj, dict) and isinstance(obj.get("harness"), str) and obj["harness"].strip() != ""
+            and isinstance(obj.get("session_id"), str) and obj["session_id"].strip() != ""
+            and obj.get("role") in ROLES and isinstance(obj.get("text"), str) and obj["text"] != ""
+            and (obj.get("time") is None or parse_ts(obj["time"]) is not None)
+            and (obj.get("project") is None or isinstance(obj["project"], str)))
+
+
+def _seen_keys(folder: Path) -> set[bytes]:
+    seen: set[bytes] = set()
+    for f in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        with open(f, "rb") as fh:
+            for raw in fh:
+                try:
+                    obj = json.loads(raw)
+                except ValueError:
+                    continue
+                if _valid(obj) and isinstance(obj.get("origin"), str):
+                    seen.add(_key(obj))
+    return seen
+
+
+def import_batches(src: str | os.PathLike, *, env: Mapping[str, str] | None = None, notice: Notice = None,
+                   default_origin: str | None = None, index_now: bool = True) -> dict:
+    """Read every ``*.jsonl`` batch in ``src`` and keep the records not seen
+    before (re-import adds nothing), redacted under today's rules, in the
+    imports folder; then index them. ``default_origin``: the machine a line
+    that does not name one came from (a pull names the host)."""
+    import fcntl
+
+    from deja.stages.redact import redact_many
+    from deja.stages.shown import shown
+
+    env = environ(env)
+    src = Path(src).expanduser()
+    if not src.is_dir():
+        raise Fail(f"{src} is not a folder of sync batches")
+    batches = sorted(p for p in src.glob("*.jsonl") if p.is_file())
+    me = machine_name(env)
+    folder = private_dir(Path(imports_dir(env)))
+    counts = {"batches": len(batches), "records": 0, "duplicates": 0, "echoed": 0, "malformed": 0}
+    machines: dict[str, int] = {}
+    sessions: set[tuple[str, str, str]] = set()
+    with open(folder / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two imports at once append whole lines, and see each other's keys
+        seen = _seen_keys(folder)
+        for batch in batches:
+            pending: dict[str, list[dict]] = {}
+            try:
+                fh = open(batch, "rb")
+            except OSError as exc:
+                raise Fail(f"cannot read {batch}: {exc.strerror}")
+            with fh:
+                for raw in fh:
+                    try:
+                        obj = json.loads(raw)
+                    except ValueError:
+                        obj = None
+                    if not _valid(obj):
+                        counts["malformed"] += 1
+                        continue
+                    origin = obj.get("origin") if isinstance(obj.get("origin"), str) and obj["origin"].strip() else (default_origin or "unknown")
+                    if origin == me:
+                        counts["echoed"] += 1  # ours, come back: never imported
+                        continue
+                    line = {"harness": obj["harness"], "session_id": obj["session_id"],
+                            "project": (obj.get("project") or "").removeprefix(PROJECT_PREFIX),
+                            "role": obj["role"], "text": obj["text"], "time": obj.get("time"), "origin": origin}
+                    for extra, kind in (("title", str), ("tool", str), ("exit_code", int)):
+                        if type(obj.get(extra)) is kind:
+                            line[extra] = obj[extra]
+                    if "title" in line:
+                        line["title"] = shown(line["title"])
+                    pending.setdefault(origin, []).append(line)
+            for origin, lines in pending.items():
+                texts, _ = redact_many([ln["text"] for ln in lines])
+                out = []
+                for ln, text in zip(lines, texts):
+                    ln["text"] = text
+                    k = _key(ln)
+                    if k in seen:
+                        counts["duplicates"] += 1
+                        continue
+                    seen.add(k)
+                    out.append(json.dumps(ln, ensure_ascii=False) + "\n")
+                    sessions.add((origin, ln["harness"], ln["session_id"]))
+                if out:
+                    target = folder / f"{_slug(origin)}.jsonl"
+                    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    with os.fdopen(fd, "a", encoding="utf-8") as w:
+                        w.write("".join(out))
+                        w.flush()
+                        os.fsync(w.fileno())
+                    counts["records"] += len(out)
+                    machines[origin] = machines.get(origin, 0) + len(out)
+    counts["sessions"] = len(sessions)
+    counts["machines"] = machines
+    if counts["malformed"]:
+        tell(notice, f"deja: {counts['malformed']} line(s) of the batches were not sync records; skipped")
+    if counts["records"] and index_now:
+        reindex("the import", env, notice)
+    return counts

@@ -157,15 +157,65 @@ ORDER BY r.source_path, r.record_id
 """
 
 
+def own_records(env: Mapping[str, str], *, peer: str | None = None, full: bool = False, notice: Notice = None):
+    """This machine's own records not yet sent to ``peer`` (all with ``full``),
+    redacted under today's rules, in chunks: ``(rows, excluded)`` where each
+    row is a dict of the batch line's fields plus ``ms`` (the record's time,
+    epoch ms) and ``source`` (its transcript, which the watermark is kept by).
+    What export writes and what `deja team publish` appends."""
+    from deja.stages.redact import redact_many
+    from deja.stages.shown import shown
+
+    me = machine_name(env)
+    sent = {} if full else _watermarks(env, peer)
+    patterns = exclusion_patterns(env)
+    live = open_store(env, notice)
+    try:
+        if not live.has("records") or not live.has("sessions"):
+            return
+        con = live.con
+        con.execute("CREATE OR REPLACE TEMP TABLE sent (path VARCHAR, ms BIGINT)")
+        if sent:
+            con.executemany("INSERT INTO sent VALUES (?, ?)", list(sent.items()))
+        cur = con.execute(_EXPORT_SQL)
+        while rows := cur.fetchmany(CHUNK):
+            keep = [r for r in rows if not project_excluded(r[3] or "", patterns)]
+            texts, _ = redact_many([r[6] for r in keep])
+            out = []
+            for (src, harness, sid, project, title, role, _, ms, tool, exit_code), text in zip(keep, texts):
+                out.append({"harness": harness, "session_id": sid, "project": project or "", "role": role,
+                            "text": text, "ms": ms, "origin": me, "source": src,
+                            # (titles are cut from turns: they hold what turns held)
+                            "title": shown(title) if title else None, "tool": tool, "exit_code": exit_code})
+            yield out, len(rows) - len(keep)
+    finally:
+        live.close()
+
+
+def advance(marks: dict[str, int], rows: list[dict]) -> None:
+    """The watermarks ``rows`` move: per transcript, the newest record time."""
+    for r in rows:
+        if r["source"]:
+            marks[r["source"]] = max(marks.get(r["source"], 0), r["ms"] or 0)
+
+
+def batch_line(row: dict) -> dict:
+    """A row of ``own_records`` as a line of a batch (cli-contract §2.3)."""
+    line = {k: row[k] for k in ("harness", "session_id", "project", "role", "text")}
+    line["time"] = _iso(row["ms"])
+    line["origin"] = row["origin"]
+    for k in ("title", "tool", "exit_code"):
+        if row.get(k) is not None:
+            line[k] = row[k]
+    return line
+
+
 def export(dest: str | os.PathLike, *, peer: str | None = None, full: bool = False,
            env: Mapping[str, str] | None = None, notice: Notice = None, commit: bool = True) -> dict:
     """Write this machine's records not yet sent to ``peer`` (all with ``full``)
     as one JSONL batch in ``dest``. Returns the counts, the batch's path
     (None when nothing was new) and the watermarks it advances (``commit``:
     recorded now; the ssh path records them once the peer has imported)."""
-    from deja.stages.redact import redact_many
-    from deja.stages.shown import shown
-
     env = environ(env)
     dest = Path(dest).expanduser()
     try:
@@ -173,44 +223,22 @@ def export(dest: str | os.PathLike, *, peer: str | None = None, full: bool = Fal
     except OSError as exc:
         raise Fail(f"cannot write to {dest}: {exc.strerror}")
     me = machine_name(env)
-    sent = {} if full else _watermarks(env, peer)
-    patterns = exclusion_patterns(env)
-    live = open_store(env, notice)
-    name = f"{BATCH_PREFIX}{hashlib.blake2b(me.encode(), digest_size=6).hexdigest()}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.jsonl"
-    path = dest / name
+    name = (f"{BATCH_PREFIX}{hashlib.blake2b(me.encode(), digest_size=6).hexdigest()}-"
+            f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.jsonl")
+    path: Path | None = dest / name
     tmp = dest / ("." + name + ".tmp")
     marks: dict[str, int] = {}
     records = excluded = 0
     sessions: set[tuple[str, str]] = set()
     try:
-        if not live.has("records") or not live.has("sessions"):
-            return {"path": None, "records": 0, "sessions": 0, "excluded": 0, "machine": me, "peer": peer,
-                    "watermarks": {}}
-        con = live.con
-        con.execute("CREATE OR REPLACE TEMP TABLE sent (path VARCHAR, ms BIGINT)")
-        if sent:
-            con.executemany("INSERT INTO sent VALUES (?, ?)", list(sent.items()))
-        cur = con.execute(_EXPORT_SQL)
         with open(tmp, "w", encoding="utf-8") as out:
             private_file(tmp)
-            while rows := cur.fetchmany(CHUNK):
-                keep = [r for r in rows if not project_excluded(r[3] or "", patterns)]
-                excluded += len(rows) - len(keep)
-                texts, _ = redact_many([r[6] for r in keep])
-                for (src, harness, sid, project, title, role, _, ms, tool, exit_code), text in zip(keep, texts):
-                    line = {"harness": harness, "session_id": sid, "project": project or "", "role": role,
-                            "text": text, "time": _iso(ms), "origin": me}
-                    if title:
-                        line["title"] = shown(title)  # (titles are cut from turns: they hold what turns held)
-                    if tool:
-                        line["tool"] = tool
-                    if exit_code is not None:
-                        line["exit_code"] = exit_code
-                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
-                    records += 1
-                    sessions.add((harness, sid))
-                    if src:
-                        marks[src] = max(marks.get(src, 0), ms or 0)
+            for rows, left_out in own_records(env, peer=peer, full=full, notice=notice):
+                excluded += left_out
+                out.write("".join(json.dumps(batch_line(r), ensure_ascii=False) + "\n" for r in rows))
+                records += len(rows)
+                sessions.update((r["harness"], r["session_id"]) for r in rows)
+                advance(marks, rows)
             out.flush()
             os.fsync(out.fileno())
         if records:
@@ -221,8 +249,9 @@ def export(dest: str | os.PathLike, *, peer: str | None = None, full: bool = Fal
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise Fail(f"cannot write the batch in {dest}: {exc.strerror or exc}")
-    finally:
-        live.close()
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     if commit:
         commit_watermarks(env, peer, marks)
     return {"path": str(path) if path else None, "records": records, "sessions": len(sessions),
@@ -279,26 +308,13 @@ def import_batches(src: str | os.PathLike, *, env: Mapping[str, str] | None = No
     before (re-import adds nothing), redacted under today's rules, in the
     imports folder; then index them. ``default_origin``: the machine a line
     that does not name one came from (a pull names the host)."""
-    import fcntl
-
-    from deja.stages.redact import redact_many
-    from deja.stages.shown import shown
-
-    env = environ(env)
     src = Path(src).expanduser()
     if not src.is_dir():
         raise Fail(f"{src} is not a folder of sync batches")
     batches = sorted(p for p in src.glob("*.jsonl") if p.is_file())
-    me = machine_name(env)
-    folder = private_dir(Path(imports_dir(env)))
-    counts = {"batches": len(batches), "records": 0, "duplicates": 0, "echoed": 0, "malformed": 0}
-    machines: dict[str, int] = {}
-    sessions: set[tuple[str, str, str]] = set()
-    with open(folder / ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # two imports at once append whole lines, and see each other's keys
-        seen = _seen_keys(folder)
+
+    def lines():
         for batch in batches:
-            pending: dict[str, list[dict]] = {}
             try:
                 fh = open(batch, "rb")
             except OSError as exc:
@@ -306,50 +322,83 @@ def import_batches(src: str | os.PathLike, *, env: Mapping[str, str] | None = No
             with fh:
                 for raw in fh:
                     try:
-                        obj = json.loads(raw)
+                        yield json.loads(raw)
                     except ValueError:
-                        obj = None
-                    if not _valid(obj):
-                        counts["malformed"] += 1
-                        continue
-                    origin = obj.get("origin") if isinstance(obj.get("origin"), str) and obj["origin"].strip() else (default_origin or "unknown")
-                    if origin == me:
-                        counts["echoed"] += 1  # ours, come back: never imported
-                        continue
-                    line = {"harness": obj["harness"], "session_id": obj["session_id"],
-                            "project": (obj.get("project") or "").removeprefix(PROJECT_PREFIX),
-                            "role": obj["role"], "text": obj["text"], "time": obj.get("time"), "origin": origin}
-                    for extra, kind in (("title", str), ("tool", str), ("exit_code", int)):
-                        if type(obj.get(extra)) is kind:
-                            line[extra] = obj[extra]
-                    if "title" in line:
-                        line["title"] = shown(line["title"])
-                    pending.setdefault(origin, []).append(line)
-            for origin, lines in pending.items():
-                texts, _ = redact_many([ln["text"] for ln in lines])
-                out = []
-                for ln, text in zip(lines, texts):
-                    ln["text"] = text
-                    k = _key(ln)
-                    if k in seen:
-                        counts["duplicates"] += 1
-                        continue
-                    seen.add(k)
-                    out.append(json.dumps(ln, ensure_ascii=False) + "\n")
-                    sessions.add((origin, ln["harness"], ln["session_id"]))
-                if out:
-                    target = folder / f"{_slug(origin)}.jsonl"
-                    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                    with os.fdopen(fd, "a", encoding="utf-8") as w:
-                        w.write("".join(out))
-                        w.flush()
-                        os.fsync(w.fileno())
-                    counts["records"] += len(out)
-                    machines[origin] = machines.get(origin, 0) + len(out)
+                        yield None
+
+    got = import_lines(lines(), env=env, notice=notice, default_origin=default_origin, index_now=index_now)
+    return {"batches": len(batches), **got}
+
+
+def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice = None,
+                 default_origin: str | None = None, index_now: bool = True) -> dict:
+    """``import_batches`` for lines already parsed (None: a line that was not
+    JSON); `deja team pull` hands the team's rows here."""
+    import fcntl
+
+    from deja.stages.redact import redact_many
+    from deja.stages.shown import shown
+
+    env = environ(env)
+    me = machine_name(env)
+    folder = private_dir(Path(imports_dir(env)))
+    counts = {"records": 0, "duplicates": 0, "echoed": 0, "malformed": 0}
+    machines: dict[str, int] = {}
+    sessions: set[tuple[str, str, str]] = set()
+
+    def keep(pending: dict[str, list[dict]], seen: set[bytes]) -> None:
+        for origin, lines in pending.items():
+            texts, _ = redact_many([ln["text"] for ln in lines])
+            out = []
+            for ln, text in zip(lines, texts):
+                ln["text"] = text
+                k = _key(ln)
+                if k in seen:
+                    counts["duplicates"] += 1
+                    continue
+                seen.add(k)
+                out.append(json.dumps(ln, ensure_ascii=False) + "\n")
+                sessions.add((origin, ln["harness"], ln["session_id"]))
+            if out:
+                fd = os.open(folder / f"{_slug(origin)}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                with os.fdopen(fd, "a", encoding="utf-8") as w:
+                    w.write("".join(out))
+                    w.flush()
+                    os.fsync(w.fileno())
+                counts["records"] += len(out)
+                machines[origin] = machines.get(origin, 0) + len(out)
+        pending.clear()
+
+    with open(folder / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two imports at once append whole lines, and see each other's keys
+        seen = _seen_keys(folder)
+        pending: dict[str, list[dict]] = {}
+        n = 0
+        for obj in objs:
+            if not _valid(obj):
+                counts["malformed"] += 1
+                continue
+            origin = obj.get("origin") if isinstance(obj.get("origin"), str) and obj["origin"].strip() else (default_origin or "unknown")
+            if origin == me:
+                counts["echoed"] += 1  # ours, come back: never imported
+                continue
+            line = {"harness": obj["harness"], "session_id": obj["session_id"],
+                    "project": (obj.get("project") or "").removeprefix(PROJECT_PREFIX),
+                    "role": obj["role"], "text": obj["text"], "time": obj.get("time"), "origin": origin}
+            for extra, kind in (("title", str), ("tool", str), ("exit_code", int)):
+                if type(obj.get(extra)) is kind:
+                    line[extra] = obj[extra]
+            if "title" in line:
+                line["title"] = shown(line["title"])
+            pending.setdefault(origin, []).append(line)
+            n += 1
+            if n % CHUNK == 0:
+                keep(pending, seen)
+        keep(pending, seen)
     counts["sessions"] = len(sessions)
     counts["machines"] = machines
     if counts["malformed"]:
-        tell(notice, f"deja: {counts['malformed']} line(s) of the batches were not sync records; skipped")
+        tell(notice, f"deja: {counts['malformed']} line(s) were not sync records; skipped")
     if counts["records"] and index_now:
         reindex("the import", env, notice)
     return counts

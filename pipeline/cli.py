@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from deja.pipeline import cli_handover, cli_hooks, cli_index, cli_memory, cli_search, cli_sessions, cli_sync, cli_work
+from deja.pipeline import cli_handover, cli_hooks, cli_index, cli_memory, cli_search, cli_sessions, cli_sync, cli_team, cli_work
 from deja.pipeline.cli_common import HELP_HARNESS, HELP_JSON, Fail, err as _err, out_json as _out_json  # (the recover command's names)
 from deja.stages.store import config
 
@@ -159,6 +159,7 @@ cli_handover.register(app)  # resume, handoff, restore, share
 cli_work.register(app)  # blame, files, how, fix, friction
 cli_memory.register(app)  # remember, promote, forget, stats, view
 cli_sync.register(app)  # sync
+cli_team.register(app)  # team
 cli_hooks.register(app)  # hook-*, install, uninstall
 app.command("mcp")(mcp_cmd)
 app.command("serve")(serve_cmd)

@@ -10,15 +10,31 @@ import sys
 
 from deja.pipeline.cli_common import (
     HELP_JSON, HELP_HARNESS, HELP_PROJECT, HELP_SINCE, BOLD, RESET, color_on, elide, err, highlight,
-    out_json, plural, say, term_width
+    Fail, out_json, plural, say, term_width
 )
 
 
 def search_command(query: list[str], as_json: bool, harness: str | None, project: str | None, since: str | None,
                    role: str | None, limit: int, show_all: bool, session: str | None = None, regex: bool = False,
-                   rebuild: bool = False, env=None, no_embed: bool = False) -> None:
+                   rebuild: bool = False, env=None, no_embed: bool = False, team: bool = False) -> None:
     from deja.pipeline import api
 
+    if team:  # the team store's tables (deja team publish), queried where they are
+        from deja.pipeline import team as team_store
+
+        others = [name for name, on in (("--harness", harness), ("--project", project), ("--since", since),
+                                        ("--role", role), ("--session", session), ("--re", regex),
+                                        ("--rebuild", rebuild)) if on]
+        if others:
+            raise Fail(f"--team searches the team's tables by words alone; {others[0]} is for this machine's store")
+        answer = team_store.search(" ".join(query), limit=100 if show_all else limit, env=env)
+        if as_json:
+            out_json(answer)
+        else:
+            print_hits(answer, match_pattern(" ".join(query), False) if color_on() else None)
+        if not answer["hits"]:
+            err("no team session matches " + repr(" ".join(query).strip()))
+        return
     answer = api.search(query, harness=harness, project=project, since=since, role=role, limit=limit,
                         show_all=show_all, session=session, regex=regex, rebuild=rebuild, env=env, notice=say,
                         embed=not no_embed)
@@ -64,6 +80,8 @@ def print_hits(answer: dict, pattern=None) -> None:
         when = (s.get("updated") or s.get("started") or "")[:10]
         title = sanitize_display(s.get("title") or "(untitled)")
         head = f"{s['harness']}  {s['id'][:12]}  {when}  {s.get('project', '')}"
+        if s.get("from"):  # synced in, or in the team store: the machine it ran on
+            head += f"  from {s['from']}"
         if s.get("source_gone"):
             head += f"  {GONE_MARK}"
         if hit.get("reused"):
@@ -91,10 +109,11 @@ def register(app) -> None:
         regex: bool = typer.Option(False, "--re", help="Read the query as a regular expression (RE2), e.g. deja search --re 'pool_size=\\d+'."),
         rebuild: bool = typer.Option(False, "--rebuild", help="Re-read every transcript first, then search (slow; like `deja index --rebuild`)."),
         no_embed: bool = typer.Option(False, "--no-embed", help="Words only: leave the vectors (`deja embed`) out of this search."),
+        team: bool = typer.Option(False, "--team", help="Search the team store's tables (`deja team`) instead of this machine's history."),
     ) -> None:
         """Search every agent's history."""
         search_command(query, as_json, harness, project, since, role, limit, show_all, session, regex, rebuild,
-                       no_embed=no_embed)
+                       no_embed=no_embed, team=team)
 
     @app.command()
     def demo() -> None:

@@ -90,9 +90,18 @@ def register(app) -> None:
         from deja.pipeline import api
 
         words = list(query or [])
+        team = "--team" in words
+        words = [w for w in words if w != "--team"]
         flags = [w for w in words if w.startswith("--")]
         if flags:
-            raise Fail(f"ctx takes no flags (got {flags[0]}); give it a query or a session id")
+            raise Fail(f"ctx takes no flags but --team (got {flags[0]}); give it a query or a session id")
+        if team:  # the team store's tables (deja team), not this machine's store
+            from deja.pipeline import team as team_store
+
+            if not words:
+                raise Fail("ctx --team needs a query")
+            sys.stdout.write(team_store.ctx(" ".join(words)))
+            return
         try:
             digest = api.ctx(words, notice=say)
         except api.NotFound as exc:

@@ -232,6 +232,14 @@ def forget_apply(plan: dict, reason: str, env: Mapping[str, str], notice) -> Non
         raise
     access.tell(notice, f"deja: forgot {len(keys)} session{'s' if len(keys) != 1 else ''}; "
                      f"tombstones in {_notes().tombstones_path(env)}")
+    # what this machine published of them to a team store leaves it too (deja team)
+    from deja.pipeline import team
+
+    own = [tuple(k.split(":", 1)) for k in sorted(keys) if ":imported-" not in k]
+    if own and team.configured(env):
+        gone = team.retract(own, env=env, notice=notice)
+        if gone:
+            access.tell(notice, f"deja: removed them from the team store too")
 
 
 def _session_matches(session, project, cutoff, all_matches, env, notice) -> tuple[list[dict], str]:

@@ -16,7 +16,7 @@ COMMANDS = frozenset({"index", "embed", "doctor", "search", "demo", "recover", "
                       "hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact",
                       "install", "uninstall", "blame", "files", "how", "fix", "friction",
                       "remember", "promote", "forget", "stats", "view", "completion", "version",
-                      "sources", "mcp", "serve", "resume", "handoff", "restore", "share", "sync"})
+                      "sources", "mcp", "serve", "resume", "handoff", "restore", "share", "sync", "team"})
 # Agent hooks run on every session start, prompt and tool call (design.md §5: median
 # ≤150 ms whole process): they bypass typer too and import only what they read.
 HOOKS = frozenset({"hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact"})
@@ -52,6 +52,7 @@ def _search_parser():
     p.add_argument("--re", dest="regex", action="store_true")
     p.add_argument("--rebuild", action="store_true")
     p.add_argument("--no-embed", dest="no_embed", action="store_true")
+    p.add_argument("--team", action="store_true")
     return p
 
 
@@ -65,7 +66,7 @@ def _fast_search(argv: list[str]) -> None:
 
         raise Fail(f"no such option: {unknown[0]}")
     search_command(ns.query + extra, ns.as_json, ns.harness, ns.project, ns.since, ns.role, ns.limit,
-                ns.show_all, ns.session, ns.regex, ns.rebuild, no_embed=ns.no_embed)
+                ns.show_all, ns.session, ns.regex, ns.rebuild, no_embed=ns.no_embed, team=ns.team)
 
 
 def _fast_index(argv: list[str]) -> None:

@@ -267,7 +267,7 @@ def _iso(ms: int | None) -> str | None:
 # --------------------------------------------------------------------------- import
 
 
-def _key(line: dict) -> bytes:
+def record_key(line: dict) -> bytes:
     """A record's identity across machines and imports: where it ran, its
     session, time, role and text (the seed's harness:session_id:time, with the
     role and text, so two records of one second are two records)."""
@@ -298,7 +298,7 @@ def _seen_keys(folder: Path) -> set[bytes]:
                 except ValueError:
                     continue
                 if _valid(obj) and isinstance(obj.get("origin"), str):
-                    seen.add(_key(obj))
+                    seen.add(record_key(obj))
     return seen
 
 
@@ -352,7 +352,7 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
             out = []
             for ln, text in zip(lines, texts):
                 ln["text"] = text
-                k = _key(ln)
+                k = record_key(ln)
                 if k in seen:
                     counts["duplicates"] += 1
                     continue

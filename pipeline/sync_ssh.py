@@ -18,7 +18,6 @@ give a port in the config). ssh runs with ``BatchMode``: it never prompts.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import tempfile

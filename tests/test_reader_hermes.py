@@ -4,18 +4,13 @@ from a real Postgres started here."""
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import shutil
-import socket
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
+from conftest import _free_port
 from deja.pipeline.demo import build_sqlite_samples
 from deja.stages.sources import hermes, hermes_pg
 
@@ -116,51 +111,6 @@ def test_a_changed_database_replaces_its_sessions(home):
 
 
 # ---------------------------------------------------------------- Postgres
-
-
-def _pg_bin() -> str | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if found:
-        return os.path.dirname(found[-1])
-    initdb = shutil.which("initdb")
-    return os.path.dirname(initdb) if initdb else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def postgres():
-    """A real Postgres server in a temp folder, on a unix socket; its DSN."""
-    import tempfile
-
-    bindir = _pg_bin()
-    if not bindir:
-        pytest.skip("no Postgres binaries (initdb) on this machine: .ci/run installs Debian's postgresql")
-    tmp_path = Path(tempfile.mkdtemp(prefix="deja-pg-"))  # (pytest's tmp folders are closed to the postgres user)
-    data, sock = tmp_path / "pgdata", tmp_path / "pgsock"
-    sock.mkdir()
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # postgres refuses to run as root
-        as_user = ["runuser", "-u", "postgres", "--"]
-        os.chmod(tmp_path, 0o755)
-        shutil.chown(sock, "postgres")
-        data.mkdir()
-        shutil.chown(data, "postgres")
-    user = "postgres" if as_user else os.environ.get("USER") or "postgres"
-    subprocess.run(as_user + [f"{bindir}/initdb", "-D", str(data), "-A", "trust", "-U", user],
-                   check=True, capture_output=True)
-    port = _free_port()
-    subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", str(data), "-w", "-l", str(data / "log"), "-o",
-                              f"-p {port} -k {sock} -c listen_addresses=''", "start"], check=True, capture_output=True)
-    try:
-        yield f"host={sock} port={port} dbname=postgres user={user}"
-    finally:
-        subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def _pg_store(dsn: str) -> None:

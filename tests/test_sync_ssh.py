@@ -17,16 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Home, deja_cmd
+from conftest import _free_port, deja_cmd
 from test_sync import SA, SB, machine, session
 
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

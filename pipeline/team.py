@@ -293,7 +293,14 @@ def _records_table(rows: list[dict], machine: str, published_at):
         "record_key": pa.array([sync.record_key(sync.batch_line(r)).hex() for r in rows], pa.string()),
         "published_at": pa.array([published_at] * n, pa.timestamp("us", tz="UTC")),
     }
-    return pa.table(cols, schema=lake.arrow_schema(lake.RECORDS))
+    # tool output after everything else (then by role, session, time): it fills row groups
+    # of its own, which a search of what was said skips by their statistics
+    import pyarrow.compute as pc
+
+    table = pa.table(cols, schema=lake.arrow_schema(lake.RECORDS))
+    table = table.append_column("_bulk", pc.equal(table["role"], "tool-output"))
+    return table.sort_by([("_bulk", "ascending"), ("role", "ascending"), ("session_id", "ascending"),
+                          ("ts", "ascending")]).drop_columns(["_bulk"])
 
 
 def _session_rows(env, team: Team, keys: set[tuple[str, str]], every: bool, published_at):

@@ -3,7 +3,9 @@ store's tables (stages/store/lake.py), DuckDB over the data files the
 catalog's current snapshot lists. There is no index over them: a record
 matches by holding the query's words (a quoted phrase whole), a session
 ranks by the most of them one of its records holds, then by how many of its
-records match, then by how recent it is.
+records match, then by how recent it is. What was said and the commands run
+are searched; tool output is not (most of a history's bytes, and its row
+groups are skipped by their role statistics: publish writes them apart).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def search(con, records: str, sessions: str | None, query: str, limit: int = 15,
         WITH m AS (
             SELECT machine, harness, session_id, project, role, text, ts, {hits_expr} AS hits
             FROM {records}
-            WHERE ({any_expr}) AND role IN ('user', 'assistant', 'summary', 'note', 'tool-output', 'command')
+            WHERE role IN ('user', 'assistant', 'summary', 'note', 'command') AND ({any_expr})
               AND ($machine IS NULL OR machine = $machine) AND ($other IS NULL OR machine <> $other)
         ), s AS (
             SELECT machine, harness, session_id, any_value(project) AS project, max(hits) AS best,

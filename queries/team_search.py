@@ -29,17 +29,23 @@ def search(con, records: str, sessions: str | None, query: str, limit: int = 15,
     needles = needles_of(query)
     if not needles:
         return {"schema_version": 2, "tier": "team", "total": 0, "hits": []}
-    hits_expr = " + ".join(f"contains(lower(text), $w{i})::INT" for i in range(len(needles)))
-    any_expr = " OR ".join(f"contains(lower(text), $w{i})" for i in range(len(needles)))
-    params = {f"w{i}": n for i, n in enumerate(needles)}
-    params.update(machine=machine, other=exclude_machine, lim=limit)
+    import re
+
+    # RE2 without case: one pass for any of the words, a third cheaper than lower() and contains
+    # on every record; which of them a matched record holds is counted on those alone
+    any_re = "(?i)(?:" + "|".join(re.escape(n) for n in needles) + ")"
+    hits_expr = " + ".join(f"regexp_matches(text, $w{i})::INT" for i in range(len(needles)))
+    params = {f"w{i}": "(?i)" + re.escape(n) for i, n in enumerate(needles)}
+    params.update(any=any_re, machine=machine, other=exclude_machine, lim=limit)
     rows = con.execute(
         f"""
-        WITH m AS (
-            SELECT machine, harness, session_id, project, role, text, ts, {hits_expr} AS hits
+        WITH c AS (
+            SELECT machine, harness, session_id, project, role, text, ts
             FROM {records}
-            WHERE role IN ('user', 'assistant', 'summary', 'note', 'command') AND ({any_expr})
+            WHERE role IN ('user', 'assistant', 'summary', 'note', 'command') AND regexp_matches(text, $any)
               AND ($machine IS NULL OR machine = $machine) AND ($other IS NULL OR machine <> $other)
+        ), m AS (
+            SELECT *, {hits_expr} AS hits FROM c
         ), s AS (
             SELECT machine, harness, session_id, any_value(project) AS project, max(hits) AS best,
                    count(*) AS n, max(ts) AS last,

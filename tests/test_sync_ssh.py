@@ -99,6 +99,9 @@ def test_a_pull_brings_the_peers_sessions_and_learns_the_name_it_gives_itself(pa
     assert (peers[0]["host"], peers[0]["name"]) == ("peer-b", "beta")
     # the peer kept its watermark for this machine: a second pull brings nothing
     assert json.loads(a.run("sync", "ssh", "peer-b", "--pull", "--json").stdout)["pull"]["received"] == 0
+    # the alias it is reached by stands for that name
+    last = json.loads(a.run("last", "--json", "--from", "peer-b").stdout)["sessions"]
+    assert [s["orig_id"] for s in last] == [SB]
     # doctor counts what came from the peer under the alias it is reached by
     sync = json.loads(a.run("doctor", "--json").stdout)["sync"]
     assert sync["peers"][0]["sessions"] == 1 and sync["imported_sessions"] == {"beta": 1}

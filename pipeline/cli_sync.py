@@ -16,8 +16,8 @@ def register(app) -> None:
 
     @app.command("sync")
     def sync_cmd(
-        action: Optional[str] = typer.Argument(None, metavar="[ACTION]", help="export DIR, import DIR, ssh HOST, peers, forget HOST; none: every peer, both ways."),
-        target: Optional[str] = typer.Argument(None, metavar="[DIR|HOST]", help="The folder of batches, or the peer (as ssh names it)."),
+        action: Optional[str] = typer.Argument(None, metavar="ACTION", help="export DIR, import DIR, ssh HOST, peers, forget HOST; none: every peer, both ways."),
+        target: Optional[str] = typer.Argument(None, metavar="DIR|HOST", help="The folder of batches, or the peer (as ssh names it)."),
         full: bool = typer.Option(False, "--full", help="Send everything, not only what the peer has not had."),
         peer: Optional[str] = typer.Option(None, "--peer", metavar="NAME", help="export: the machine the batch is for (its own watermark)."),
         pull: bool = typer.Option(False, "--pull", help="ssh: bring the peer's sessions here instead of sending ours."),

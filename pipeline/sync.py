@@ -5,7 +5,7 @@ and "Which machines are one machine").
 ``deja-sync-<machine-hash>-<timestamp>.jsonl``; only what is new since the last
 export to the same peer (a watermark per peer and transcript: the newest
 record time sent). ``import_batches`` appends the lines it has not seen to
-``<data>/deja/imports/<machine>.jsonl``, which the ``imported`` reader
+``<data>/deja/imports/<machine>/<month>.jsonl``, which the ``imported`` reader
 (``stages/sources/imported.py``) reads like any agent's store: imported
 sessions are indexed like local ones and a rebuild replays them. Records that
 came from elsewhere are never exported, and a line that originated on this
@@ -153,8 +153,7 @@ LEFT JOIN sent w ON w.path = r.source_path
 WHERE coalesce(s.origin, 'local') = 'local'
   AND r.record_id NOT IN (SELECT record_id FROM deletes)
   AND (w.ms IS NULL OR coalesce(epoch_ms(r.ts), 0) > w.ms)
-ORDER BY r.source_path, r.record_id
-"""
+"""  # (no order: the rows stream out as the parts are read, in bounded memory)
 
 
 def own_records(env: Mapping[str, str], *, peer: str | None = None, full: bool = False, notice: Notice = None):
@@ -290,7 +289,7 @@ def _valid(obj) -> bool:
 
 def _seen_keys(folder: Path) -> set[bytes]:
     seen: set[bytes] = set()
-    for f in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+    for f in sorted(folder.rglob("*.jsonl")) if folder.is_dir() else []:
         with open(f, "rb") as fh:
             for raw in fh:
                 try:
@@ -357,14 +356,21 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
                     counts["duplicates"] += 1
                     continue
                 seen.add(k)
-                out.append(json.dumps(ln, ensure_ascii=False) + "\n")
+                out.append((ln, json.dumps(ln, ensure_ascii=False) + "\n"))
                 sessions.add((origin, ln["harness"], ln["session_id"]))
             if out:
-                fd = os.open(folder / f"{_slug(origin)}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                with os.fdopen(fd, "a", encoding="utf-8") as w:
-                    w.write("".join(out))
-                    w.flush()
-                    os.fsync(w.fileno())
+                # one file per machine and month: the reader parses a file whole, so each stays
+                # a month of one machine's history, not all of it
+                by_month: dict[str, list[str]] = {}
+                for ln, text in out:
+                    by_month.setdefault((ln.get("time") or "undated")[:7], []).append(text)
+                machine_dir = private_dir(folder / _slug(origin))
+                for month, texts in sorted(by_month.items()):
+                    fd = os.open(machine_dir / f"{month}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    with os.fdopen(fd, "a", encoding="utf-8") as w:
+                        w.write("".join(texts))
+                        w.flush()
+                        os.fsync(w.fileno())
                 counts["records"] += len(out)
                 machines[origin] = machines.get(origin, 0) + len(out)
         pending.clear()

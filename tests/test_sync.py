@@ -156,7 +156,8 @@ def test_a_secret_the_store_still_holds_never_leaves_in_an_export(two, tmp_path)
     assert key not in text and "[redacted" in text
     import_(b, tmp_path / "x")
     imports = b.home / ".local" / "share" / "deja" / "imports"
-    assert key not in "".join(f.read_text() for f in imports.glob("*.jsonl"))
+    kept = "".join(f.read_text() for f in imports.rglob("*.jsonl"))
+    assert kept and key not in kept
 
 
 def test_a_batch_written_by_hand_is_redacted_on_the_way_in(two, tmp_path):
@@ -170,7 +171,8 @@ def test_a_batch_written_by_hand_is_redacted_on_the_way_in(two, tmp_path):
          "title": f"rotate {key}"}) + "\n")
     assert import_(b, folder)["records"] == 1
     imports = b.home / ".local" / "share" / "deja" / "imports"
-    assert key not in "".join(f.read_text() for f in imports.glob("*.jsonl"))
+    kept = "".join(f.read_text() for f in imports.rglob("*.jsonl"))
+    assert kept and key not in kept
     assert b.search("rotated")["hits"][0]["session"]["from"] == "gamma"
 
 

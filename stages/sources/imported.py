@@ -1,7 +1,7 @@
 """Sessions synced in from other machines (``deja sync import``).
 
 ``deja sync import`` appends the batch lines it has not seen to one file per
-machine of origin, ``<data>/deja/imports/<machine>.jsonl`` (beside the notes,
+machine of origin, ``<data>/deja/imports/<machine>/<month>.jsonl`` (beside the notes,
 outside the cache): primary data, never rewritten, read by this reader like
 any agent's store, so a rebuild replays it. One record per line, the batch
 format of cli-contract §2.3 with the machine that wrote it::

@@ -302,12 +302,24 @@ def imports_dir(env: Mapping[str, str]) -> str:
 
 
 def imports_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    """``<imports>/<machine>/<month>.jsonl`` (and any ``*.jsonl`` directly inside)."""
     folder = imports_dir(env)
+    out = []
     try:
-        names = sorted(os.listdir(folder))
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
         return []
-    return [p for n in names if n.endswith(".jsonl") and is_regular_file(p := os.path.join(folder, n))]
+    for e in entries:
+        if e.name.endswith(".jsonl") and is_regular_file(e.path):
+            out.append(e.path)
+        elif e.is_dir(follow_symlinks=False):
+            try:
+                out += [p for n in sorted(os.listdir(e.path))
+                        if n.endswith(".jsonl") and is_regular_file(p := os.path.join(e.path, n))]
+            except OSError as exc:
+                if problems is not None:
+                    problems.append(f"imported: {e.path}: {exc.strerror}")
+    return out
 
 
 # ---- Cursor: the IDE's state.vscdb stores and the CLI agent's transcripts ----------

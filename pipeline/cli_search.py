@@ -28,22 +28,16 @@ def search_command(query: list[str], as_json: bool, harness: str | None, project
         if others:
             raise Fail(f"--team searches the team's tables by words alone; {others[0]} is for this machine's store")
         answer = team_store.search(" ".join(query), limit=100 if show_all else limit, env=env)
-        if as_json:
-            out_json(answer)
-        else:
-            print_hits(answer, match_pattern(" ".join(query), False) if color_on() else None)
-        if not answer["hits"]:
-            err("no team session matches " + repr(" ".join(query).strip()))
-        return
-    answer = api.search(query, harness=harness, project=project, since=since, role=role, limit=limit,
-                        show_all=show_all, session=session, regex=regex, rebuild=rebuild, env=env, notice=say,
-                        embed=not no_embed)
+    else:
+        answer = api.search(query, harness=harness, project=project, since=since, role=role, limit=limit,
+                            show_all=show_all, session=session, regex=regex, rebuild=rebuild, env=env, notice=say,
+                            embed=not no_embed)
     if as_json:
         out_json(answer)
     else:
         print_hits(answer, match_pattern(" ".join(query), regex) if color_on() else None)
     if not answer["hits"]:
-        err("no session matches " + repr(" ".join(query).strip()))
+        err(f"no {'team ' if team else ''}session matches " + repr(" ".join(query).strip()))
 
 
 def match_pattern(text: str, regex: bool):

@@ -201,7 +201,7 @@ def advance(marks: dict[str, int], rows: list[dict]) -> None:
 def batch_line(row: dict) -> dict:
     """A row of ``own_records`` as a line of a batch (cli-contract §2.3)."""
     line = {k: row[k] for k in ("harness", "session_id", "project", "role", "text")}
-    line["time"] = _iso(row["ms"])
+    line["time"] = iso_ms(row["ms"])
     line["origin"] = row["origin"]
     for k in ("title", "tool", "exit_code"):
         if row.get(k) is not None:
@@ -257,7 +257,7 @@ def export(dest: str | os.PathLike, *, peer: str | None = None, full: bool = Fal
             "excluded": excluded, "machine": me, "peer": peer, "watermarks": marks}
 
 
-def _iso(ms: int | None) -> str | None:
+def iso_ms(ms: int | None) -> str | None:
     if ms is None:
         return None
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"

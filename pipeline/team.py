@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping
 
@@ -36,6 +37,19 @@ from deja.stages.store import config, lake
 
 Notice = sync.Notice
 APPEND_ROWS = 50_000  # records a data file write takes at a time: memory stays bounded on any history
+
+
+@contextmanager
+def _said(what: str):
+    """Whatever goes wrong with the team store inside, as one line (``what`` failed: why)."""
+    try:
+        yield
+    except Fail:
+        raise
+    except lake.LakeError as exc:
+        raise Fail(str(exc))
+    except Exception as exc:
+        raise Fail(f"{what}: {lake.why(exc)}")
 
 
 # --------------------------------------------------------------------------- configuration
@@ -62,7 +76,7 @@ def _conninfo(dsn: str) -> dict:
     try:
         info = {k: str(v) for k, v in conninfo_to_dict(text).items()}
     except Exception as exc:
-        raise Fail(f"not a Postgres DSN: {dsn!r} ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc})")
+        raise Fail(f"--catalog is not a Postgres DSN ({lake.why(exc)})")  # (not echoed: it may hold a password)
     if info.pop("password", None) is not None:
         raise Fail("keep the password out of the DSN: deja never stores one; set PGPASSWORD or use ~/.pgpass")
     return info
@@ -119,10 +133,8 @@ class Team:
                 for var, prop in (("AWS_ENDPOINT_URL", "s3.endpoint"), ("AWS_REGION", "s3.region")):
                     if self.env.get(var):
                         props[prop] = self.env[var]
-            try:
+            with _said("cannot open the team catalog"):
                 self._cat = lake.catalog(self.uri, self.warehouse, props)
-            except lake.LakeError as exc:
-                raise Fail(str(exc))
         return self._cat
 
 
@@ -159,12 +171,8 @@ def init(catalog: str, data: str, machine: str | None = None, *, env: Mapping[st
             Path(team.warehouse[len("file://"):]).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise Fail(f"cannot make the data folder {data}: {exc.strerror}")
-    try:
+    with _said("cannot create the team tables"):
         lake.ensure_tables(team.catalog())
-    except lake.LakeError as exc:
-        raise Fail(str(exc))
-    except Exception as exc:
-        raise Fail(f"cannot create the team tables: {_why(exc)}")
     path = config_path(env)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in (("catalog", catalog), ("data", data), ("machine", machine)))
@@ -221,12 +229,8 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
     out = {"records": 0, "sessions": 0, "retracted": retracted, "machine": team.machine}
     marks: dict[str, int] = {}
     sessions: set[tuple[str, str]] = set()
-    try:
+    with _said("cannot reach the team store"):
         peer = team.peer()
-    except lake.LakeError as exc:
-        raise Fail(str(exc))
-    except Exception as exc:
-        raise Fail(f"cannot reach the team store: {_why(exc)}")
 
     def write_records(tx) -> None:  # (run again from the start when the commit lost a race)
         from pyiceberg.expressions import EqualTo
@@ -248,7 +252,7 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
         if pending:
             tx.append(_records_table(pending, team.machine, published_at))
 
-    try:
+    with _said("cannot publish to the team store"):
         attempts = lake.commit(cat, lake.RECORDS, write_records)
         if sessions or full:
             rows = _session_rows(env, team, sessions, full, published_at)
@@ -265,12 +269,6 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
 
             lake.commit(cat, lake.SESSIONS, write_sessions)
             out["sessions"] = rows.num_rows
-    except lake.LakeError as exc:
-        raise Fail(str(exc))
-    except Fail:
-        raise
-    except Exception as exc:
-        raise Fail(f"cannot publish to the team store: {_why(exc)}")
     sync.commit_watermarks(env, peer, marks)
     out["attempts"] = attempts
     return out
@@ -371,16 +369,10 @@ def _retract_pending(team: Team, env, notice) -> int:
     def drop(tx) -> None:
         tx.delete(And(EqualTo("machine", team.machine), In("session_id", ids)))
 
-    try:
+    with _said("cannot reach the team store"):
         cat = team.catalog()
         lake.commit(cat, lake.RECORDS, drop)
         lake.commit(cat, lake.SESSIONS, drop)
-    except lake.LakeError as exc:
-        raise Fail(str(exc))
-    except Fail:
-        raise
-    except Exception as exc:
-        raise Fail(f"cannot reach the team store: {_why(exc)}")
     mine["retract"] = []
     _save_state(env, team, mine)
     return len(pending)
@@ -397,7 +389,7 @@ def pull(*, env: Mapping[str, str] | None = None, notice: Notice = None) -> dict
     team = load_team(env)
     env = dict(env, DEJA_MACHINE=team.machine)
     retracted = _retract_pending(team, env, notice) if _state(env, team).get("retract") else 0
-    try:
+    with _said("cannot read the team store"):
         cat = team.catalog()
         records = lake.load(cat, lake.RECORDS)
         files = lake.data_files(records)
@@ -409,10 +401,6 @@ def pull(*, env: Mapping[str, str] | None = None, notice: Notice = None) -> dict
         titles = _team_titles(cat, team.machine)
         # what the others have in the tables now (the records decide: a sessions row may lag them)
         published = _published(records, files, team.machine)
-    except lake.LakeError as exc:
-        raise Fail(str(exc))
-    except Exception as exc:
-        raise Fail(f"cannot read the team store: {_why(exc)}")
     got = {"records": 0, "duplicates": 0, "sessions": 0, "machines": {}}
     seen: set[tuple] = set()
     if table is not None and table.num_rows:
@@ -469,7 +457,7 @@ def _lines(table, me: str, titles: dict, seen: set):
         seen.add(key)
         line = {"harness": key[1], "session_id": key[2], "project": cols["project"][i] or "",
                 "role": cols["role"][i], "text": cols["text"][i],
-                "time": sync._iso(int(ts.timestamp() * 1000)) if ts is not None else None, "origin": machine,
+                "time": sync.iso_ms(int(ts.timestamp() * 1000)) if ts is not None else None, "origin": machine,
                 "tool": cols["tool"][i], "exit_code": cols["exit_code"][i]}
         if titles.get(key) and key not in titled:
             line["title"] = titles[key]
@@ -489,13 +477,9 @@ def _sources(team: Team) -> tuple[str, str]:
     cache = root.with_name(f"{root.name}.team-{team.id}")  # (sidecars, like the others)
     out = []
     for name in (lake.RECORDS, lake.SESSIONS):
-        try:
+        with _said("cannot read the team's data files"):
             files = lake.current_files(team.catalog, team.info, name, cache.with_name(cache.name + ".json"))
             local = lake.local_copies(team.catalog, name, files, cache / name)
-        except lake.LakeError as exc:
-            raise Fail(str(exc))
-        except OSError as exc:
-            raise Fail(f"cannot copy the team's data files here: {exc}")
         if local:
             out.append(f"read_parquet({sql_list(local)})")
         else:  # (no file yet: the table's columns, no rows)
@@ -538,8 +522,3 @@ def ctx(query: str, *, env: Mapping[str, str] | None = None) -> str:
         return team_search.brief(hit, team_search.session_records(con, records, s["from"], s["harness"], s["id"]))
     finally:
         con.close()
-
-
-def _why(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]

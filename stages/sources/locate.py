@@ -277,11 +277,15 @@ def qwen_files(env: Mapping[str, str], problems: list[str] | None = None) -> lis
 # ---- deja's own notes (`deja remember`) ------------------------------------------
 
 
+def deja_data(env: Mapping[str, str]) -> str:
+    """deja's primary data outside the cache (notes, imports): the index is rebuilt from it."""
+    return os.path.join(env.get("XDG_DATA_HOME") or os.path.join(_home(env), ".local", "share"), "deja")
+
+
 def notes_file(env: Mapping[str, str]) -> str:
     if env.get("DEJA_NOTES_FILE"):
         return os.path.expanduser(env["DEJA_NOTES_FILE"])
-    data = env.get("XDG_DATA_HOME") or os.path.join(_home(env), ".local", "share")
-    return os.path.join(data, "deja", "notes.jsonl")
+    return os.path.join(deja_data(env), "notes.jsonl")
 
 
 def notes_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
@@ -297,8 +301,7 @@ def imports_dir(env: Mapping[str, str]) -> str:
     cache, so a rebuild reads them again like any agent's store."""
     if env.get("DEJA_IMPORTS_DIR"):
         return os.path.expanduser(env["DEJA_IMPORTS_DIR"])
-    data = env.get("XDG_DATA_HOME") or os.path.join(_home(env), ".local", "share")
-    return os.path.join(data, "deja", "imports")
+    return os.path.join(deja_data(env), "imports")
 
 
 def imports_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:

@@ -92,7 +92,7 @@ def catalog(uri: str, warehouse: str, props: dict | None = None):
     try:
         return SqlCatalog("deja", uri=uri, warehouse=warehouse, **(props or {}))
     except Exception as exc:
-        raise LakeError(f"cannot open the team catalog: {_why(exc)}")
+        raise LakeError(f"cannot open the team catalog: {why(exc)}")
 
 
 def ensure_tables(cat) -> None:
@@ -168,7 +168,7 @@ def current_files(cat_factory, dsn_kwargs: dict, name: str, cache: Path) -> list
     try:
         pointer = metadata_pointer(dsn_kwargs, name)
     except Exception as exc:
-        raise LakeError(f"cannot reach the team catalog: {_why(exc)}")
+        raise LakeError(f"cannot reach the team catalog: {why(exc)}")
     if pointer is None:
         raise LakeError(f"the team store has no {NAMESPACE}.{name} table; run `deja team init` first")
     try:
@@ -247,6 +247,7 @@ def read_files(table, files: list[str], columns: list[str], row_filter=None):
     return pa.concat_tables(parts) if parts else None
 
 
-def _why(exc: Exception) -> str:
+def why(exc: Exception) -> str:
+    """An exception's first line, for a one-line error."""
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:300]

@@ -202,3 +202,34 @@ def test_the_data_can_live_in_an_s3_compatible_bucket(tmp_path, postgres, bucket
     assert team_search(b, "client_max_body_size") == hits  # (the second from the copies kept here)
     assert pull(b)["records"] == 2
     assert b.search("client_max_body_size")["hits"][0]["session"]["orig_id"] == SA
+
+
+def test_a_commit_that_loses_the_race_is_made_again_on_top_of_the_winner(tmp_path, postgres):
+    import pyarrow as pa
+
+    from deja.pipeline.team import Team
+    from deja.stages.store import lake
+
+    t = Team(postgres, str(tmp_path / "lake"), "m", {})
+    cat = t.catalog()
+    lake.ensure_tables(cat)
+    rival = lake.catalog(t.uri, t.warehouse)  # another machine's catalog client
+
+    def row(machine: str):
+        return pa.table({"machine": [machine], "harness": ["claude"], "session_id": [machine], "project": ["p"],
+                         "title": ["t"], "started": [None], "updated": [None], "records": [1], "published_at": [None]},
+                        schema=lake.arrow_schema(lake.SESSIONS))
+
+    tries = []
+
+    def work(tx):
+        tries.append(1)
+        if len(tries) == 1:  # while this transaction is open, the rival commits first
+            lake.load(rival, lake.SESSIONS).append(row("rival"))
+        tx.append(row("mine"))
+
+    # (pyiceberg itself refreshes and applies the append again on top; lake.commit redoes the
+    # whole work when those retries run out)
+    assert lake.commit(cat, lake.SESSIONS, work) >= 1
+    got = lake.load(cat, lake.SESSIONS).scan().to_arrow().column("machine").to_pylist()
+    assert sorted(got) == ["mine", "rival"]  # both, once each

@@ -12,8 +12,10 @@ must match DuckDB's version, and none built for the DuckDB this project runs
 (2.x) can be installed offline; Iceberg is written here by ``pyiceberg`` (pure
 Python over pyarrow) and read by Spark, Trino, DuckDB, Polars and the rest.
 Every commit is optimistic (the catalog swaps the table's metadata pointer
-only if nobody else did first): a publisher that loses the race reloads and
-commits again.
+only if nobody else did first): a publisher that loses the race has its
+changes applied again on top of the winner's, by pyiceberg's own retries
+(``commit.retry.*``) and, when those run out, by ``commit`` doing the whole
+work again on a fresh copy of the table.
 
 Readers that only want the current data files ask the catalog's table row
 for the metadata pointer with one SQL query and keep the file list of each

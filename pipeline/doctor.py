@@ -121,6 +121,10 @@ def report(env: Mapping[str, str]) -> dict:
         rep["vectors"] = vectors_report(env, store)
     rep["server"] = server_report(env)
     rep["sync"] = sync_report(env, from_machines)
+    from deja.pipeline import team
+
+    if (t := team.report(env)) is not None:
+        rep["team"] = t
     return rep
 
 
@@ -257,6 +261,13 @@ def render(rep: dict) -> str:
         lines.append(f"warning: {e['what']} {e['path']} is {e['problem']}; fix: {e['fix']}")
     lines += render_vectors(rep.get("vectors"))
     lines += render_sync(rep.get("sync"))
+    t = rep.get("team")
+    if t:
+        lines.append(f"team store: {t['error']}" if "error" in t else
+                     f"team store: {t['data']} as {t['machine']}; published {t.get('last_publish') or 'never'}, "
+                     f"pulled {t.get('last_pull') or 'never'}"
+                     + (f"; {counted(t['pending_deletions'], 'forgotten session')} still to delete there"
+                        if t["pending_deletions"] else ""))
     srv = rep.get("server") or {}
     if srv.get("state") == "running":
         warm = srv.get("warm") or []

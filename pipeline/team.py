@@ -212,6 +212,26 @@ def _save_state(env, team: Team, mine: dict) -> None:
     os.replace(tmp, path)
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def report(env: Mapping[str, str] | None = None) -> dict | None:
+    """What `deja doctor` says of the team store: None when none is configured.
+    Reads only team.toml and the state file (doctor never waits on a catalog)."""
+    env = environ(env)
+    if not configured(env):
+        return None
+    try:
+        team = load_team(env)
+    except Fail as exc:
+        return {"error": str(exc)}
+    mine = _state(env, team)
+    return {"machine": team.machine, "data": team.warehouse, "config": str(config_path(env)),
+            "last_publish": mine.get("last_publish"), "last_pull": mine.get("last_pull"),
+            "pending_deletions": len(mine.get("retract", []))}
+
+
 # --------------------------------------------------------------------------- publish
 
 
@@ -270,6 +290,9 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
             lake.commit(cat, lake.SESSIONS, write_sessions)
             out["sessions"] = rows.num_rows
     sync.commit_watermarks(env, peer, marks)
+    mine = _state(env, team)
+    mine["last_publish"] = _now()
+    _save_state(env, team, mine)
     out["attempts"] = attempts
     return out
 
@@ -411,6 +434,7 @@ def pull(*, env: Mapping[str, str] | None = None, notice: Notice = None) -> dict
         _forget_here(gone, env, notice)
     mine["pulled"] = sorted(set(files))
     mine["pulled_sessions"] = sorted((before | seen) & published)
+    mine["last_pull"] = _now()
     _save_state(env, team, mine)
     return {"files": len(new), "retracted": retracted, "forgotten": len(gone),
             **{k: got[k] for k in ("records", "duplicates", "sessions", "machines")}}

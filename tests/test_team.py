@@ -130,8 +130,11 @@ def test_a_forget_while_the_catalog_is_down_waits_for_the_next_publish(team, tmp
     assert "the team store keeps those sessions until it can be reached" in said
     assert len(said.strip().splitlines()) <= 4 and "Traceback" not in said
     cfg.write_text(good)
+    assert json.loads(a.run("doctor", "--json").stdout)["team"]["pending_deletions"] == 1
     assert team_search(b, "payroll")  # still there
     assert publish(a)["retracted"] == 1
+    doctor = json.loads(a.run("doctor", "--json").stdout)["team"]
+    assert doctor["pending_deletions"] == 0 and doctor["last_publish"] and doctor["machine"] == "alpha"
     assert team_search(b, "payroll") == []
 
 

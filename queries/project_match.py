@@ -6,7 +6,8 @@ path (``~/src/volcano``, or a folder inside it: the project holding it). When
 the value is some project's display name exactly, it names that project only,
 though it is also a suffix of longer roots; otherwise every project whose root
 ends with it matches. Sessions without a root (a note filed under a name, Codex's
-history) match by their name. Case never matters.
+history) match by their name; a session synced in from another machine by its
+name there, without its ``imported:`` prefix. Case never matters.
 
 The rule reads the sessions table (``alias``: how the query names it).
 """
@@ -19,10 +20,19 @@ from deja.stages.sources.projects import match_terms
 
 
 def _rule(a: str, e: str, s: str) -> str:
+    # a session synced in from another machine (deja sync, deja team pull) has no root here,
+    # only its name there behind "imported:", which is matched without the prefix: the same
+    # name, a path here that ends with it, or a tail of it
+    there = f"substr(lower({a}project), {len(IMPORTED) + 1})"
     return (f"({e} IS NULL OR CASE WHEN EXISTS (SELECT 1 FROM sessions WHERE lower(project) = {e}) "
             f"THEN lower({a}project) = {e} "
             f"ELSE lower(coalesce({a}project_root, '')) = {e} OR ends_with(lower({a}project_root), {s}) "
-            f"OR (coalesce({a}project_root, '') = '' AND lower({a}project) = {e}) END)")
+            f"OR (coalesce({a}project_root, '') = '' AND lower({a}project) = {e}) END "
+            f"OR (starts_with(lower({a}project), '{IMPORTED}') AND ({there} = {e} OR ends_with({e}, '/' || {there}) "
+            f"OR ends_with('/' || {there}, '/' || {e}))))")
+
+
+IMPORTED = "imported:"
 
 
 def named(alias: str = "") -> str:

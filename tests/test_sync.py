@@ -66,6 +66,11 @@ def test_a_session_exported_here_is_found_there_namespaced_and_marked_with_its_m
     assert "client_max_body_size" in shown and "the upload times out" in shown
     last = json.loads(b.run("last", "--json", "--from", "alpha").stdout)["sessions"]
     assert [s["orig_id"] for s in last] == [SA]
+    # the project is matched without its imported: prefix: by name, by a tail, by the path here
+    for project in ("src/shop", "shop", "/home/dev/src/shop", "imported:src/shop"):
+        hits = b.search("client_max_body_size", "--project", project)["hits"]
+        assert [h["session"]["orig_id"] for h in hits] == [SA], project
+    assert b.search("client_max_body_size", "--project", "web", check=False)["hits"] == []
     resume = b.run("resume", SA[:8], "--print", check=False)
     assert resume.returncode == 1 and "synced in from alpha" in resume.stderr
 

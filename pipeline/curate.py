@@ -239,7 +239,7 @@ def forget_apply(plan: dict, reason: str, env: Mapping[str, str], notice) -> Non
     if own and team.configured(env):
         gone = team.retract(own, env=env, notice=notice)
         if gone:
-            access.tell(notice, f"deja: removed them from the team store too")
+            access.tell(notice, "deja: removed them from the team store too")
 
 
 def _session_matches(session, project, cutoff, all_matches, env, notice) -> tuple[list[dict], str]:

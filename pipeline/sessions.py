@@ -69,7 +69,7 @@ def build_sessions(rows: list[dict], ords: dict[str, int], names: dict[str, str]
         out["harness"].append(first["harness"])
         out["session_id"].append(first["session_id"])
         out["path"].append(first["path"])
-        # (merged: a synced-in session's from_machine and orig_id, "" for a local one)
+        # (merged holds a synced-in session's from_machine and orig_id; None for a local one)
         out["origin"].append("imported" if merged.get("from_machine") else "local")
         # (a file's mark, or the session's own: gone from a database still on disk)
         out["gone_at"].append(_gone_ms([(gone or {}).get(p["path"]) or p.get("gone_at") for p in parts]))

@@ -116,9 +116,14 @@ def candidates(store: LiveStore, prefix: str, harness: str | None = None) -> lis
         [prefix, prefix, harness, harness],
     )
     exact = [r for r in rows if prefix in (r["session_id"], r.get("orig_id"))]
-    exact_ci = [r for r in rows if r not in exact and prefix.lower() in (r["session_id"].lower(), (r.get("orig_id") or "").lower())]
+    exact_ci = [r for r in rows if r not in exact and prefix.lower() in _ids(r)]
     rest = [r for r in rows if r not in exact and r not in exact_ci]
     return exact + exact_ci + rest
+
+
+def _ids(row: dict) -> tuple[str, str]:
+    """A session's ids in lower case: its own, and the one it has where it ran (synced in)."""
+    return row["session_id"].lower(), (row.get("orig_id") or "").lower()
 
 
 def resolve(store: LiveStore, ident: str, harness: str | None = None, exact: bool = False) -> Resolved:
@@ -142,7 +147,7 @@ def resolve(store: LiveStore, ident: str, harness: str | None = None, exact: boo
         raise ShowError(f"no session matches id {ident!r}" + (f" in {harness}" if harness else ""))
     best = rows[0]
     notice = ""
-    exact_hits = [r for r in rows if ident.lower() in (r["session_id"].lower(), (r.get("orig_id") or "").lower())]
+    exact_hits = [r for r in rows if ident.lower() in _ids(r)]
     if len(exact_hits) > 1 or (not exact_hits and len(rows) > 1):
         n = len(exact_hits) if exact_hits else len(rows)
         when = own_day(best.get("updated") or best.get("started"))

@@ -396,6 +396,9 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
                     line[extra] = obj[extra]
             if "title" in line:
                 line["title"] = shown(line["title"])
+            for k, v in line.items():  # (JSON can spell a lone surrogate, which no UTF-8 file holds)
+                if isinstance(v, str) and not v.isascii():
+                    line[k] = v.encode("utf-8", "replace").decode("utf-8")
             pending.setdefault(origin, []).append(line)
             n += 1
             if n % CHUNK == 0:

@@ -194,9 +194,11 @@ def test_bad_lines_are_counted_and_the_rest_imported(two, tmp_path):
         json.dumps(dict(good, time="yesterday-ish")),
         json.dumps(dict(good, text="")),
         json.dumps([1, 2]),
+        json.dumps(dict(good, text="a lone \ud800 surrogate and ünïcode", session_id="019b-odd")),
     ]) + "\n")
     got = import_(b, folder)
-    assert (got["records"], got["malformed"]) == (1, 5)
+    assert (got["records"], got["malformed"]) == (2, 5)
+    assert "ünïcode" in b.run("show", "019b-odd").stdout
     hit = b.search("shared temp dir")["hits"][0]["session"]
     assert (hit["orig_id"], hit["from"], hit["project"]) == ("019b-demo", "unknown", "imported:api")
 

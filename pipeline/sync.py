@@ -147,7 +147,7 @@ def commit_watermarks(env, peer: str | None, marks: dict[str, int]) -> None:
 
 _EXPORT_SQL = """
 SELECT r.source_path, s.harness, s.session_id, s.project, s.title, r.role, r.text,
-       epoch_ms(r.ts) AS ms, r.tool, r.exit_code
+       epoch_ms(r.ts) AS ms, r.tool, r.exit_code, r.seq
 FROM records r JOIN sessions s ON r.session_key = s.session_key
 LEFT JOIN sent w ON w.path = r.source_path
 WHERE coalesce(s.origin, 'local') = 'local'
@@ -181,11 +181,12 @@ def own_records(env: Mapping[str, str], *, peer: str | None = None, full: bool =
             keep = [r for r in rows if not project_excluded(r[3] or "", patterns)]
             texts, _ = redact_many([r[6] for r in keep])
             out = []
-            for (src, harness, sid, project, title, role, _, ms, tool, exit_code), text in zip(keep, texts):
+            for (src, harness, sid, project, title, role, _, ms, tool, exit_code, seq), text in zip(keep, texts):
                 out.append({"harness": harness, "session_id": sid, "project": project or "", "role": role,
                             "text": text, "ms": ms, "origin": me, "source": src,
                             # (titles are cut from turns: they hold what turns held)
-                            "title": shown(title) if title else None, "tool": tool, "exit_code": exit_code})
+                            "title": shown(title) if title else None, "tool": tool, "exit_code": exit_code,
+                            "seq": seq})
             yield out, len(rows) - len(keep)
     finally:
         live.close()
@@ -203,7 +204,7 @@ def batch_line(row: dict) -> dict:
     line = {k: row[k] for k in ("harness", "session_id", "project", "role", "text")}
     line["time"] = iso_ms(row["ms"])
     line["origin"] = row["origin"]
-    for k in ("title", "tool", "exit_code"):
+    for k in ("title", "tool", "exit_code", "seq"):
         if row.get(k) is not None:
             line[k] = row[k]
     return line
@@ -274,6 +275,8 @@ def record_key(line: dict) -> bytes:
     for part in (line["origin"], line["harness"], line["session_id"], str(line.get("time")), line["role"], line["text"]):
         h.update(part.encode("utf-8", "replace"))
         h.update(b"\0")
+    if type(line.get("seq")) is int:  # its place in the session: two equal records of one moment stay two
+        h.update(str(line["seq"]).encode())
     return h.digest()
 
 
@@ -391,7 +394,7 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
             line = {"harness": obj["harness"], "session_id": obj["session_id"],
                     "project": (obj.get("project") or "").removeprefix(PROJECT_PREFIX),
                     "role": obj["role"], "text": obj["text"], "time": obj.get("time"), "origin": origin}
-            for extra, kind in (("title", str), ("tool", str), ("exit_code", int)):
+            for extra, kind in (("title", str), ("tool", str), ("exit_code", int), ("seq", int)):
                 if type(obj.get(extra)) is kind:
                     line[extra] = obj[extra]
             if "title" in line:

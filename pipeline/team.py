@@ -250,6 +250,7 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
     marks: dict[str, int] = {}
     sessions: set[tuple[str, str]] = set()
     with _said("cannot reach the team store"):
+        lake.ensure_tables(cat)  # (a lake made by an older deja gets the columns added since)
         peer = team.peer()
 
     def write_records(tx) -> None:  # (run again from the start when the commit lost a race)
@@ -313,6 +314,7 @@ def _records_table(rows: list[dict], machine: str, published_at):
         "exit_code": pa.array([r["exit_code"] for r in rows], pa.int64()),
         "record_key": pa.array([sync.record_key(sync.batch_line(r)).hex() for r in rows], pa.string()),
         "published_at": pa.array([published_at] * n, pa.timestamp("us", tz="UTC")),
+        "seq": pa.array([r.get("seq") for r in rows], pa.int64()),
     }
     # tool output after everything else (then by role, session, time): it fills row groups
     # of its own, which a search of what was said skips by their statistics
@@ -420,7 +422,7 @@ def pull(*, env: Mapping[str, str] | None = None, notice: Notice = None) -> dict
         done = set(mine.get("pulled", []))
         new = [f for f in files if f not in done and f"/machine={team.machine}/" not in f]
         table = lake.read_files(records, new, ["machine", "harness", "session_id", "project", "role", "text", "ts",
-                                               "tool", "exit_code"]) if new else None
+                                               "tool", "exit_code", "seq"]) if new else None
         titles = _team_titles(cat, team.machine)
         # what the others have in the tables now (the records decide: a sessions row may lag them)
         published = _published(records, files, team.machine)
@@ -482,7 +484,7 @@ def _lines(table, me: str, titles: dict, seen: set):
         line = {"harness": key[1], "session_id": key[2], "project": cols["project"][i] or "",
                 "role": cols["role"][i], "text": cols["text"][i],
                 "time": sync.iso_ms(int(ts.timestamp() * 1000)) if ts is not None else None, "origin": machine,
-                "tool": cols["tool"][i], "exit_code": cols["exit_code"][i]}
+                "tool": cols["tool"][i], "exit_code": cols["exit_code"][i], "seq": cols["seq"][i]}
         if titles.get(key) and key not in titled:
             line["title"] = titles[key]
             titled.add(key)

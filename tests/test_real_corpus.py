@@ -182,3 +182,27 @@ def test_gemini_and_qwen_sessions_are_all_found(indexed):
     assert got["checkpoint-e3d0d1de76d3"] == "repos/ssh-portfolio"
     assert got["30ef86a0-e9f6-4723-8023-b21da9b34829"] == "tp-tutor"
     assert "dd649aa7-6de3-4945-b57b-71ca9cb0a8a5" in got  # an older Qwen `.json` chat
+
+
+def test_the_real_corpus_travels_whole_through_deja_sync(indexed, tmp_path):
+    """Export the real store, import it on a second machine: every session and
+    record arrives, marked with where it came from, and nothing of it can be
+    exported again from there."""
+    from conftest import Home
+
+    home, _, _ = indexed
+    out = json.loads(home.run("sync", "export", str(tmp_path / "x"), "--json",
+                              extra_env={"DEJA_MACHINE": "published"}).stdout)
+    assert out["records"] > 1000
+    (tmp_path / "b").mkdir()
+    other = Home(tmp_path / "b")
+    other.env["DEJA_MACHINE"] = "reader"
+    got = json.loads(other.run("sync", "import", str(tmp_path / "x"), "--json").stdout)
+    assert (got["records"], got["malformed"], got["duplicates"]) == (out["records"], 0, 0)
+    assert got["sessions"] == out["sessions"]
+    local = json.loads(home.run("last", "--json", "100000").stdout)["sessions"]
+    there = json.loads(other.run("last", "--json", "100000").stdout)["sessions"]
+    assert len(there) == out["sessions"] <= len(local)
+    assert all(s["source"]["origin"] == "imported" and s["from"] == "published" for s in there)
+    assert {s["orig_id"] for s in there} <= {s["id"] for s in local}
+    assert json.loads(other.run("sync", "export", str(tmp_path / "y"), "--json").stdout)["path"] is None

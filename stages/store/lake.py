@@ -55,6 +55,7 @@ def _schemas():
         f(4, "project", StringType()), f(5, "role", StringType()), f(6, "text", StringType()),
         f(7, "ts", TimestamptzType()), f(8, "tool", StringType()), f(9, "exit_code", LongType()),
         f(10, "record_key", StringType()), f(11, "published_at", TimestamptzType()),
+        f(12, "seq", LongType()),
     )
     records_spec = PartitionSpec(
         PartitionField(1, 1000, IdentityTransform(), "machine"),
@@ -79,7 +80,7 @@ def arrow_schema(table: str):
         return pa.schema([("machine", pa.string()), ("harness", pa.string()), ("session_id", pa.string()),
                           ("project", pa.string()), ("role", pa.string()), ("text", pa.string()), ("ts", ts),
                           ("tool", pa.string()), ("exit_code", pa.int64()), ("record_key", pa.string()),
-                          ("published_at", ts)])
+                          ("published_at", ts), ("seq", pa.int64())])
     return pa.schema([("machine", pa.string()), ("harness", pa.string()), ("session_id", pa.string()),
                       ("project", pa.string()), ("title", pa.string()), ("started", ts), ("updated", ts),
                       ("records", pa.int64()), ("published_at", ts)])
@@ -99,7 +100,8 @@ def catalog(uri: str, warehouse: str, props: dict | None = None):
 
 def ensure_tables(cat) -> None:
     """Create the namespace and both tables if they are not there (two machines
-    may try at once: the loser finds them made)."""
+    may try at once: the loser finds them made), and add the columns a table
+    made by an older deja lacks."""
     from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
 
     try:
@@ -107,6 +109,18 @@ def ensure_tables(cat) -> None:
     except NamespaceAlreadyExistsError:
         pass
     for name, (schema, spec) in _schemas().items():
+        try:
+            table = cat.load_table(f"{NAMESPACE}.{name}")
+        except Exception:
+            table = None
+        if table is not None:  # made by an older deja: the columns added since, added (Iceberg evolves schemas)
+            have = set(table.schema().column_names)
+            missing = [fld for fld in schema.fields if fld.name not in have]
+            if missing:
+                with table.update_schema() as update:
+                    for fld in missing:
+                        update.add_column(fld.name, fld.field_type)
+            continue
         try:
             cat.create_table(f"{NAMESPACE}.{name}", schema=schema, partition_spec=spec,
                              # small row groups, appended with the tool output last: a search
@@ -232,21 +246,33 @@ def local_copies(cat_factory, name: str, files: list[str], folder: Path) -> list
     return [str(folder / f) for f in want]
 
 
-def read_files(table, files: list[str], columns: list[str], row_filter=None):
+def read_files(table, files: list[str], columns: list[str] | None):
     """Rows of ``files`` (a pyarrow Table): read through the table's own FileIO,
     so a bucket needs nothing DuckDB would have to download."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    def read(source):
+        f = pq.ParquetFile(source)
+        have = set(f.schema_arrow.names)
+        got = f.read(columns=[c for c in columns if c in have] if columns else None)
+        for c in columns or []:  # a file written before a column was added: its rows have none
+            if c not in have:
+                kind = next((sch.field(c).type for sch in (arrow_schema(RECORDS), arrow_schema(SESSIONS))
+                             if c in sch.names), pa.string())
+                got = got.append_column(pa.field(c, kind), pa.nulls(got.num_rows, kind))
+        return got.select(columns) if columns else got
+
     parts = []
     for uri in files:
         local = local_path(uri)
         if local is not None:
-            parts.append(pq.read_table(local, columns=columns, filters=row_filter))
+            parts.append(read(local))
         else:
             with table.io.new_input(uri).open() as fh:
-                parts.append(pq.read_table(fh, columns=columns, filters=row_filter))
-    return pa.concat_tables(parts) if parts else None
+                parts.append(read(fh))
+    return pa.concat_tables(parts, promote_options="default") if parts else None
+
 
 
 def why(exc: Exception) -> str:

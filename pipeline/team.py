@@ -275,23 +275,34 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
 
     with _said("cannot publish to the team store"):
         attempts = lake.commit(cat, lake.RECORDS, write_records)
-        if sessions or full:
-            rows = _session_rows(env, team, sessions, full, published_at)
-
-            def write_sessions(tx) -> None:
-                from pyiceberg.expressions import And, EqualTo, In
-
-                if full:
-                    tx.delete(EqualTo("machine", team.machine))
-                else:
-                    tx.delete(And(EqualTo("machine", team.machine), In("session_id", sorted({s for _, s in sessions}))))
-                if rows.num_rows:
-                    tx.append(rows)
-
-            lake.commit(cat, lake.SESSIONS, write_sessions)
-            out["sessions"] = rows.num_rows
+    # the records are in: never sent again, whatever happens to the sessions' rows
+    # (those wait in the state until a publish writes them)
     sync.commit_watermarks(env, peer, marks)
     mine = _state(env, team)
+    sessions |= {tuple(k) for k in mine.get("sessions_pending", [])}
+    mine["sessions_pending"] = sorted(sessions)
+    _save_state(env, team, mine)
+    try:
+        with _said("cannot write the sessions' rows"):
+            if sessions or full:
+                rows = _session_rows(env, team, sessions, full, published_at)
+
+                def write_sessions(tx) -> None:
+                    from pyiceberg.expressions import And, EqualTo, In
+
+                    if full:
+                        tx.delete(EqualTo("machine", team.machine))
+                    else:
+                        tx.delete(And(EqualTo("machine", team.machine), In("session_id", sorted({s for _, s in sessions}))))
+                    if rows.num_rows:
+                        tx.append(rows)
+
+                lake.commit(cat, lake.SESSIONS, write_sessions)
+                out["sessions"] = rows.num_rows
+    except Fail as exc:
+        raise Fail(f"the records are published, their sessions' rows not yet (the next publish writes them): {exc}")
+    mine = _state(env, team)
+    mine["sessions_pending"] = []
     mine["last_publish"] = _now()
     _save_state(env, team, mine)
     out["attempts"] = attempts

@@ -236,3 +236,30 @@ def test_a_commit_that_loses_the_race_is_made_again_on_top_of_the_winner(tmp_pat
     assert lake.commit(cat, lake.SESSIONS, work) >= 1
     got = lake.load(cat, lake.SESSIONS).scan().to_arrow().column("machine").to_pylist()
     assert sorted(got) == ["mine", "rival"]  # both, once each
+
+
+def test_records_published_are_never_sent_twice_when_their_sessions_rows_fail(team, monkeypatch):
+    from deja.pipeline import team as team_store
+    from deja.pipeline.errors import Fail
+    from deja.stages.store import lake
+
+    a, b, _ = team
+    session(a, SA, "why is the pool exhausted", "the pool size was 5; raised it to 20")
+    a.run("index")
+    real = lake.commit
+
+    def sessions_fail(cat, name, work):
+        if name == lake.SESSIONS:
+            raise lake.LakeError("the catalog went away")
+        return real(cat, name, work)
+
+    monkeypatch.setattr(lake, "commit", sessions_fail)
+    with pytest.raises(Fail, match="the records are published, their sessions' rows not yet"):
+        team_store.publish(env=a.env)
+    monkeypatch.setattr(lake, "commit", real)
+    hits = team_search(b, "pool")
+    assert hits[0]["count"] == 2 and "title" not in hits[0]["session"]  # the records, no sessions row yet
+    again = publish(a)
+    assert (again["records"], again["sessions"]) == (0, 1)  # nothing sent twice; the row written now
+    hits = team_search(b, "pool")
+    assert hits[0]["count"] == 2 and hits[0]["session"]["title"] == "why is the pool exhausted"

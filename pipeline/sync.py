@@ -79,7 +79,8 @@ def state_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(imports_dir(environ(env))).parent / "sync-state.json"
 
 
-def _read_json(path: Path, what: str) -> dict:
+def read_json(path: Path, what: str) -> dict:
+    """A JSON object file of deja's ({} when absent); one line when it is not one."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -91,7 +92,12 @@ def _read_json(path: Path, what: str) -> dict:
     return data
 
 
-def _write_json(path: Path, data: dict) -> None:
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def write_json(path: Path, data: dict) -> None:
+    """``data`` as ``path``, owner-only, replaced whole (a reader never sees half of it)."""
     private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -100,12 +106,12 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def load_peers(env: Mapping[str, str] | None = None) -> list[dict]:
-    rows = _read_json(peers_path(env), "peers file").get("peers", [])
+    rows = read_json(peers_path(env), "peers file").get("peers", [])
     return [r for r in rows if isinstance(r, dict) and isinstance(r.get("host"), str) and r["host"].strip()]
 
 
 def save_peers(rows: list[dict], env: Mapping[str, str] | None = None) -> None:
-    _write_json(peers_path(env), {"peers": rows})
+    write_json(peers_path(env), {"peers": rows})
 
 
 def find_peer(rows: list[dict], host: str) -> dict | None:
@@ -121,14 +127,14 @@ def forget_peer(host: str, env: Mapping[str, str] | None = None) -> dict:
     if row is None:
         raise Fail(f"no peer {host!r} in {peers_path(env)}")
     save_peers([r for r in rows if r is not row], env)
-    state = _read_json(state_path(env), "sync state")
+    state = read_json(state_path(env), "sync state")
     state.get("watermarks", {}).pop(host_key(row["host"]), None)
-    _write_json(state_path(env), state)
+    write_json(state_path(env), state)
     return row
 
 
 def _watermarks(env, peer: str | None) -> dict[str, int]:
-    marks = _read_json(state_path(env), "sync state").get("watermarks", {}).get(host_key(peer) if peer else "", {})
+    marks = read_json(state_path(env), "sync state").get("watermarks", {}).get(host_key(peer) if peer else "", {})
     return {k: v for k, v in marks.items() if isinstance(k, str) and type(v) is int}
 
 
@@ -136,11 +142,11 @@ def commit_watermarks(env, peer: str | None, marks: dict[str, int]) -> None:
     """Record what an export sent (after it was delivered: a failed push sends it again)."""
     if not marks:
         return
-    state = _read_json(state_path(env), "sync state")
+    state = read_json(state_path(env), "sync state")
     mine = state.setdefault("watermarks", {}).setdefault(host_key(peer) if peer else "", {})
     for path, ms in marks.items():
         mine[path] = max(ms, mine.get(path, ms))
-    _write_json(state_path(env), state)
+    write_json(state_path(env), state)
 
 
 # --------------------------------------------------------------------------- export

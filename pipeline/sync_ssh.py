@@ -21,7 +21,6 @@ import json
 import shlex
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Mapping
 
@@ -88,7 +87,7 @@ def push(host: str, *, full: bool = False, env: Mapping[str, str] | None = None,
                 except Fail:
                     pass
             sync.commit_watermarks(env, host, out["watermarks"])
-    row["last_push"] = _now()
+    row["last_push"] = sync.now_iso()
     sync.save_peers(rows, env)
     return {"host": host, "sent": out["records"], "sessions": out["sessions"]}
 
@@ -121,7 +120,7 @@ def pull(host: str, *, full: bool = False, env: Mapping[str, str] | None = None,
         names = _origins(Path(tmp))
     if names:  # the name the peer gives itself: what its sessions are stamped with here
         row["name"] = sorted(names)[0]
-    row["last_pull"] = _now()
+    row["last_pull"] = sync.now_iso()
     sync.save_peers(rows, env)
     return {"host": host, "name": row.get("name"), "received": got["records"], "duplicates": got["duplicates"],
             "sessions": got["sessions"]}
@@ -167,7 +166,3 @@ def sync_all(*, full: bool = False, env: Mapping[str, str] | None = None, notice
             tell(notice, f"deja: {row['host']}: {exc}")
             done.append({"host": row["host"], "error": str(exc)})
     return done
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

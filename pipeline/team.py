@@ -190,30 +190,13 @@ def _state_path(env) -> Path:
 
 
 def _state(env, team: Team) -> dict:
-    try:
-        data = json.loads(_state_path(env).read_text())
-    except (OSError, ValueError):
-        data = {}
-    mine = data.get(team.id) if isinstance(data, dict) else None
+    mine = sync.read_json(_state_path(env), "team state").get(team.id)
     return mine if isinstance(mine, dict) else {}
 
 
 def _save_state(env, team: Team, mine: dict) -> None:
     path = _state_path(env)
-    try:
-        data = json.loads(path.read_text())
-        data = data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        data = {}
-    data[team.id] = mine
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    sync.write_json(path, {**sync.read_json(path, "team state"), team.id: mine})
 
 
 def report(env: Mapping[str, str] | None = None) -> dict | None:
@@ -224,9 +207,9 @@ def report(env: Mapping[str, str] | None = None) -> dict | None:
         return None
     try:
         team = load_team(env)
+        mine = _state(env, team)
     except Fail as exc:
         return {"error": str(exc)}
-    mine = _state(env, team)
     return {"machine": team.machine, "data": team.warehouse, "config": str(config_path(env)),
             "last_publish": mine.get("last_publish"), "last_pull": mine.get("last_pull"),
             "pending_deletions": len(mine.get("retract", []))}
@@ -303,7 +286,7 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
         raise Fail(f"the records are published, their sessions' rows not yet (the next publish writes them): {exc}")
     mine = _state(env, team)
     mine["sessions_pending"] = []
-    mine["last_publish"] = _now()
+    mine["last_publish"] = sync.now_iso()
     _save_state(env, team, mine)
     out["attempts"] = attempts
     return out
@@ -447,7 +430,7 @@ def pull(*, env: Mapping[str, str] | None = None, notice: Notice = None) -> dict
         _forget_here(gone, env, notice)
     mine["pulled"] = sorted(set(files))
     mine["pulled_sessions"] = sorted((before | seen) & published)
-    mine["last_pull"] = _now()
+    mine["last_pull"] = sync.now_iso()
     _save_state(env, team, mine)
     return {"files": len(new), "retracted": retracted, "forgotten": len(gone),
             **{k: got[k] for k in ("records", "duplicates", "sessions", "machines")}}

@@ -20,8 +20,7 @@ def needles_of(query: str) -> list[str]:
     return [p.lower() for p in phrases] or sorted({t.lower() for t in content})
 
 
-def search(con, records: str, sessions: str | None, query: str, limit: int = 15,
-           machine: str | None = None, exclude_machine: str | None = None) -> dict:
+def search(con, records: str, sessions: str | None, query: str, limit: int = 15) -> dict:
     """Hits in the contract's shape (session objects with ``source.origin``
     ``team`` and ``from``: the publishing machine). ``records``/``sessions``:
     FROM sources of the two tables (``read_parquet([...])`` or a registered
@@ -36,14 +35,13 @@ def search(con, records: str, sessions: str | None, query: str, limit: int = 15,
     any_re = "(?i)(?:" + "|".join(re.escape(n) for n in needles) + ")"
     hits_expr = " + ".join(f"regexp_matches(text, $w{i})::INT" for i in range(len(needles)))
     params = {f"w{i}": "(?i)" + re.escape(n) for i, n in enumerate(needles)}
-    params.update(any=any_re, machine=machine, other=exclude_machine, lim=limit)
+    params.update(any=any_re, lim=limit)
     rows = con.execute(
         f"""
         WITH c AS (
             SELECT machine, harness, session_id, project, role, text, ts
             FROM {records}
             WHERE role IN ('user', 'assistant', 'summary', 'note', 'command') AND regexp_matches(text, $any)
-              AND ($machine IS NULL OR machine = $machine) AND ($other IS NULL OR machine <> $other)
         ), m AS (
             SELECT *, {hits_expr} AS hits FROM c
         ), s AS (

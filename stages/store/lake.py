@@ -246,7 +246,7 @@ def local_copies(cat_factory, name: str, files: list[str], folder: Path) -> list
     return [str(folder / f) for f in want]
 
 
-def read_files(table, files: list[str], columns: list[str] | None):
+def read_files(table, files: list[str], columns: list[str]):
     """Rows of ``files`` (a pyarrow Table): read through the table's own FileIO,
     so a bucket needs nothing DuckDB would have to download."""
     import pyarrow as pa
@@ -255,13 +255,13 @@ def read_files(table, files: list[str], columns: list[str] | None):
     def read(source):
         f = pq.ParquetFile(source)
         have = set(f.schema_arrow.names)
-        got = f.read(columns=[c for c in columns if c in have] if columns else None)
-        for c in columns or []:  # a file written before a column was added: its rows have none
+        got = f.read(columns=[c for c in columns if c in have])
+        for c in columns:  # a file written before a column was added: its rows have none
             if c not in have:
                 kind = next((sch.field(c).type for sch in (arrow_schema(RECORDS), arrow_schema(SESSIONS))
                              if c in sch.names), pa.string())
                 got = got.append_column(pa.field(c, kind), pa.nulls(got.num_rows, kind))
-        return got.select(columns) if columns else got
+        return got.select(columns)
 
     parts = []
     for uri in files:

@@ -1,14 +1,22 @@
-/* deja-client: the hooks' way into the warm server (deja serve), compiled by
- * `deja install` beside the hook launcher when a C compiler is at hand.
+/* deja-client: the thin way into the warm server (deja serve), in two builds.
  *
- * A hook is paid for on every prompt and every tool call. Python's own start
- * costs more than a warm answer takes, so the launcher runs this program
- * first: it speaks the Python client's protocol (pipeline/serve_client.py),
+ * A hook is paid for on every prompt and every tool call, and a search on
+ * every question; Python's own start costs more than a warm answer takes.
+ * This program speaks the Python client's protocol (pipeline/serve_client.py),
  * hands the server its stdin, stdout and stderr, and exits when the server's
  * process has answered. Whenever it cannot be served (no server, a hung or
- * babbling one, one of other code, DEJA_SERVE=off, a command that is not a
- * hook) it becomes `deja` itself, with the same arguments and its stdin
- * untouched: $DEJA_REAL, the executable the launcher found.
+ * babbling one, one of other code, DEJA_SERVE=off, a command the server does
+ * not answer) it becomes the Python `deja` itself, with the same arguments and
+ * its stdin untouched, and that starts a server for next time.
+ *
+ * - The hook client (`deja install` compiles it beside the hook launcher,
+ *   hooks/client_build.py): hooks only; the Python deja is $DEJA_REAL, the
+ *   executable the launcher found; it always exits 0 (a hook never fails the
+ *   agent).
+ * - The `deja` executable (compiled with -DDEJA_MAIN when the package is
+ *   built, setup.py): the hooks and the hot commands (serve_client.SERVED,
+ *   and bare words, which are a search); the Python deja is `deja-py` beside
+ *   it; it exits with the command's status.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,6 +42,30 @@ extern char **environ;
 
 static char **args;
 
+#ifdef DEJA_MAIN
+/* Python's deja, installed beside this program as deja-py */
+static void fallback(void) {
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 16);
+    if (n > 0) {
+        path[n] = 0;
+    } else if (strchr(args[0], '/')) {
+        snprintf(path, sizeof path - 16, "%s", args[0]);
+    } else {
+        path[0] = 0;
+    }
+    char *slash = strrchr(path, '/');
+    if (slash) {
+        strcpy(slash + 1, "deja-py");
+        args[0] = path;
+        execv(path, args);
+    }
+    args[0] = "deja-py";
+    execvp("deja-py", args);
+    fprintf(stderr, "deja: cannot run deja-py, the Python side of deja, beside %s (reinstall deja)\n", path);
+    _exit(1);
+}
+#else
 static void fallback(void) {
     const char *real = getenv("DEJA_REAL");
     if (real && *real) {
@@ -42,15 +74,49 @@ static void fallback(void) {
     }
     _exit(0); /* no deja to run: a hook prints nothing and never fails the agent */
 }
+#endif
+
+/* the server was reached but did not take the command: the deja run next
+   answers in-process at once (after starting a fresh server, when this one
+   is of other code) instead of asking it again */
+static void give_up(const char *why) {
+    setenv("DEJA_SERVE_ASKED", why, 1);
+    fallback();
+}
 
 static const char *HOOKS[] = {"hook-context", "hook-prompt", "hook-tool", "hook-tool-after",
                               "hook-precompact", NULL};
 
-static int is_hook(const char *a) {
-    for (int i = 0; HOOKS[i]; i++)
-        if (strcmp(a, HOOKS[i]) == 0) return 1;
+static int listed(const char *a, const char **list) {
+    for (int i = 0; list[i]; i++)
+        if (strcmp(a, list[i]) == 0) return 1;
     return 0;
 }
+
+static int is_hook(const char *a) { return listed(a, HOOKS); }
+
+#ifdef DEJA_MAIN
+/* serve_client.SERVED, and entry.COMMANDS (tests/test_cli.py keeps them in step) */
+static const char *SERVED[] = {"search", "last", "show", "ctx", "blame", "how", "fix", NULL};
+static const char *COMMANDS[] = {
+    "index", "embed", "doctor", "search", "demo", "recover", "last", "show", "ctx", "hook-context",
+    "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact", "install", "uninstall", "blame",
+    "files", "how", "fix", "friction", "remember", "promote", "forget", "stats", "view", "completion",
+    "version", "sources", "mcp", "serve", "resume", "handoff", "restore", "share", "sync", "team", NULL};
+
+/* entry.main's choice: a hook or hot command, or bare words (a search), and
+   not a --help, a shell asking for completions or a page for the terminal */
+static int is_served(int argc, char **argv) {
+    if (argc < 2 || getenv("_DEJA_COMPLETE")) return 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 0;
+    const char *a = argv[1];
+    if (a[0] == '-') return 0;
+    if (is_hook(a)) return 1;
+    if (listed(a, SERVED)) return strcmp(a, "show") != 0 || !isatty(1);
+    return !listed(a, COMMANDS);
+}
+#endif
 
 static uint64_t fnv(const char *s, size_t n) {
     uint64_t h = 0xCBF29CE484222325ULL;
@@ -159,7 +225,13 @@ static void forward(int sig) {
 int main(int argc, char **argv) {
     args = argv;
     const char *off = getenv("DEJA_SERVE");
+#ifdef DEJA_MAIN
+    int hook = argc >= 2 && is_hook(argv[1]);
+    if (!is_served(argc, argv)) fallback();
+#else
     if (argc < 2 || !is_hook(argv[1])) fallback();
+#endif
+    if (getenv("DEJA_SERVE_ASKED")) fallback(); /* a client before this one asked already */
     if (off && (!strcasecmp(off, "off") || !strcmp(off, "0") || !strcasecmp(off, "no") || !strcasecmp(off, "false")))
         fallback();
     char path[4096];
@@ -173,14 +245,17 @@ int main(int argc, char **argv) {
         close(s);
         fallback(); /* deja itself starts a server for next time */
     }
-    /* the request: DEJA2 <length>\n, then NUL-separated fields (serve_client.encode_request);
-       an empty code key: the server checks that its own code is current */
+    /* the request: DEJA2 <length>\n, then NUL-separated fields (serve_client.encode_request) */
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) {
         const char *h = getenv("HOME");
         snprintf(cwd, sizeof cwd, "%s", h ? h : "/");
     }
-    size_t len = 0;
+    /* the code key: empty (the server checks that its own code is current),
+       or what a test forces, as the Python client's code_key() */
+    const char *code = getenv("DEJA_SERVE_CODE");
+    if (!code) code = "";
+    size_t len = strlen(code);
     char nargs[32];
     snprintf(nargs, sizeof nargs, "%d", argc - 1);
     len += 1 + strlen(cwd) + 1 + strlen(nargs);
@@ -193,8 +268,7 @@ int main(int argc, char **argv) {
     char *p = msg;
     memcpy(p, head, (size_t)hn);
     p += hn;
-    /* code key: empty */
-    *p++ = 0;
+    p = stpcpy(p, code) + 1;
     p = stpcpy(p, cwd) + 1;
     p = stpcpy(p, nargs);
     for (int i = 1; i < argc; i++) {
@@ -207,14 +281,14 @@ int main(int argc, char **argv) {
     }
     if (send_all(s, msg, (size_t)(p - msg)) != 0) {
         close(s);
-        fallback();
+        give_up("failed");
     }
     free(msg);
     char line[256];
     read_line(s, line, sizeof line, ACK_MS);
     if (strcmp(line, "go") != 0) { /* stale, garbage or silence: nothing ran */
         close(s);
-        fallback();
+        give_up(strcmp(line, "stale") == 0 ? "stale" : "failed");
     }
     int fds[3] = {0, 1, 2};
     char byte = 'F';
@@ -236,12 +310,12 @@ int main(int argc, char **argv) {
     } while (sent < 0 && errno == EINTR);
     if (sent != 1) {
         close(s);
-        fallback();
+        give_up("failed");
     }
     read_line(s, line, sizeof line, ACK_MS);
     if (strncmp(line, "ok ", 3) != 0) {
         close(s);
-        fallback();
+        give_up("failed");
     }
     /* the command runs, writing to our stdout: wait for its end, passing on
        the signals meant for it (a warm process is only ever interrupted) */
@@ -257,5 +331,11 @@ int main(int argc, char **argv) {
     sigaction(SIGHUP, &sa, NULL);
     read_line(s, line, sizeof line, -1);
     close(s);
+#ifdef DEJA_MAIN
+    if (hook) return 0; /* a hook never fails the agent, whatever its status */
+    if (strncmp(line, "exit ", 5) == 0) return (int)strtol(line + 5, NULL, 10);
+    return 1; /* the command died unheard */
+#else
     return 0; /* a hook never fails the agent, whatever its status */
+#endif
 }

@@ -12,6 +12,7 @@ it cannot be served. Without a compiler nothing changes: the launcher runs
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -53,23 +54,37 @@ def build(launcher: Path, env=os.environ) -> str | None:
         return None
     if state(launcher) == "built":
         return None
-    cc = env.get("CC") or next((c for c in COMPILERS if shutil.which(c, path=env.get("PATH"))), None)
-    if not cc:
+    failed = compile_client(path, env)
+    if failed == "":
         return "no C compiler found: hooks start deja itself (install cc and run `deja install` again for faster hooks)"
-    tmp = path.with_name(f".{NAME}.{os.getpid()}.tmp")
-    try:
-        proc = subprocess.run([cc, "-O2", "-o", str(tmp), str(source())], capture_output=True, text=True,
-                              timeout=120, env=dict(env))
-        if proc.returncode != 0 or not tmp.exists():
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            return f"the hook client did not compile ({cc}: {last}); hooks start deja itself"
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, path)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"the hook client did not compile ({type(exc).__name__}: {exc}); hooks start deja itself"
-    finally:
-        tmp.unlink(missing_ok=True)
+    if failed:
+        return f"the hook client did not compile ({failed}); hooks start deja itself"
     return f"hook client built: {path}"
+
+
+def compile_client(out: Path, env=os.environ, main: bool = False) -> str | None:
+    """Compile client.c to ``out`` (replaced whole) with the first compiler
+    that can: ``$CC``, else cc, gcc or clang. ``main``: the `deja` executable
+    (-DDEJA_MAIN, setup.py), else the hook client. None when built; else why
+    not, "" when no compiler was found. Imports nothing of deja: the package
+    build loads this file on its own."""
+    compilers = [env["CC"]] if env.get("CC") else [c for c in COMPILERS if shutil.which(c, path=env.get("PATH"))]
+    why = ""
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    for cc in compilers:
+        cmd = [*shlex.split(cc), "-O2", *(["-DDEJA_MAIN"] if main else []), "-o", str(tmp), str(source())]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=dict(env))
+            if proc.returncode == 0 and tmp.exists():
+                os.chmod(tmp, 0o755)
+                os.replace(tmp, out)
+                return None
+            why = f"{cc}: {(proc.stderr.strip().splitlines() or ['no output'])[-1]}"
+        except (OSError, subprocess.SubprocessError) as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        finally:
+            tmp.unlink(missing_ok=True)
+    return why
 
 
 def remove(launcher: Path) -> None:

@@ -118,6 +118,8 @@ def launcher_path(home: Path, env: Mapping[str, str]) -> Path:
 def current_binary() -> str:
     """The `deja` executable this install runs from."""
     arg0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if arg0 is not None and arg0.name == "deja-py":  # run by the compiled `deja` beside it (setup.py)
+        arg0 = arg0.with_name("deja")
     if arg0 is not None and arg0.name == "deja" and arg0.exists():
         return str(arg0.resolve() if not arg0.is_absolute() else arg0)
     beside = Path(sys.executable).parent / "deja"

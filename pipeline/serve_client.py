@@ -167,7 +167,14 @@ def decode_request(body: bytes) -> dict:
 def request(argv: list[str], hook: bool) -> int | None:
     """Run ``argv`` in the warm server; its exit status, or None when the
     caller must run it itself (nothing has been written to its output then)."""
+    # the compiled client (hooks/client.c) reached the server, which did not
+    # take the command: answer here at once rather than ask it again
+    asked = os.environ.pop("DEJA_SERVE_ASKED", None)
     if not enabled():
+        return None
+    if asked is not None:
+        if asked == "stale":
+            start_server()  # one of this code, for next time
         return None
     if argv[0] in PAGED and os.isatty(1):
         return None  # a pager wants this process's terminal: the server has none of its own

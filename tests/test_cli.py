@@ -40,3 +40,23 @@ def test_a_reader_closing_the_pipe_ends_the_search_quietly(tmp_path):
                           env=home.env, capture_output=True, text=True, timeout=60)
     assert proc.stdout == "{"
     assert "BrokenPipe" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def _c_list(name: str) -> set[str]:
+    """A NULL-ended list of strings in hooks/client.c, the compiled client."""
+    import re
+    from pathlib import Path
+
+    source = (Path(entry.__file__).resolve().parents[1] / "hooks" / "client.c").read_text()
+    body = re.search(rf"static const char \*{name}\[\] = \{{(.*?)NULL\}};", source, re.S).group(1)
+    return set(re.findall(r'"([^"]+)"', body))
+
+
+def test_the_compiled_deja_knows_what_the_server_answers():
+    """`deja` compiled from hooks/client.c decides, before any Python runs,
+    what goes to the server: the same commands, hooks and bare words as entry.main."""
+    from deja.pipeline import serve_client
+
+    assert _c_list("COMMANDS") == entry.COMMANDS
+    assert _c_list("HOOKS") == entry.HOOKS
+    assert _c_list("SERVED") | entry.HOOKS == serve_client.SERVED

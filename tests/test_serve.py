@@ -223,6 +223,8 @@ def test_a_hung_or_babbling_server_means_the_in_process_answer(served, reply):
             on = _run(served, *args, stdin=stdin and stdin.replace("$live", "on"), DEJA_SERVE_START="0")
             assert (on.returncode, on.stdout, on.stderr) == (off.returncode, off.stdout, off.stderr)
             assert time.monotonic() - t < 30
+        # each asked it once: the Python deja the compiled one falls back to does not ask again
+        assert len(held) == 2
     finally:
         listener.close()
         path.unlink(missing_ok=True)
@@ -328,6 +330,9 @@ def test_doctor_reports_the_server(served):
     text = _run(served, "doctor").stdout
     assert f"server: running, pid {rep['pid']}" in text
     assert json.loads(_run(served, "doctor", "--json", DEJA_SERVE="off").stdout)["server"]["state"] == "off"
+    # what `deja` itself is: the compiled client, or the Python script without a compiler
+    assert rep["executable"] == ("compiled" if _native() else "python")
+    assert ("deja is the Python script" in text) is (not _native())
 
 
 def test_a_client_killed_mid_command_stops_its_copy(served):
@@ -359,6 +364,53 @@ def test_show_on_a_terminal_runs_in_process(served):
     assert _status(served)["requests"] == before
     piped = _run(served, "show", S1[:8])
     assert piped.returncode == 0 and _status(served)["requests"] == before + 1
+
+
+# ---------------------------------------------------------------- the compiled deja
+
+def _native() -> bool:
+    exe = Path(deja_cmd()[0])
+    try:
+        return exe.name == "deja" and exe.read_bytes()[:2] != b"#!"
+    except OSError:
+        return False
+
+
+native = pytest.mark.skipif(not _native(), reason="deja is the Python script here (no C compiler when installed)")
+
+
+@native
+def test_deja_is_compiled_and_runs_the_python_deja_beside_it_for_the_rest(served):
+    """The installed `deja` (setup.py, hooks/client.c) hands the hot commands
+    to the server and runs `deja-py`, the Python deja beside it, for the
+    others: the same output and status, and the server is not asked."""
+    exe = Path(deja_cmd()[0])
+    python = exe.with_name("deja-py")
+    assert os.access(python, os.X_OK)
+    _run(served, "search", "pool")
+    before = _started(served)["requests"]
+    for args in (["--version"], ["search", "--help"], ["index", "--nope"], []):
+        native_run = _run(served, *args)
+        by_python = subprocess.run([str(python), *args], env=dict(served.env), capture_output=True, text=True,
+                                   timeout=120, cwd=served.home)
+        assert (native_run.returncode, native_run.stdout, native_run.stderr) == \
+               (by_python.returncode, by_python.stdout, by_python.stderr), args
+    assert _status(served)["requests"] == before
+
+
+def test_the_python_client_is_served_too(served):
+    """Python's deja (`deja-py` beside a compiled `deja`, or `deja` itself
+    without a compiler) hands a search to the server with the same bytes."""
+    exe = Path(deja_cmd()[0])
+    python = exe.with_name("deja-py") if _native() else exe
+    _run(served, "search", "pool")
+    before = _started(served)["requests"]
+    run = lambda **env: subprocess.run([str(python), "search", "--json", "connection", "pool"],  # noqa: E731
+                                       env=dict(served.env, **env), capture_output=True, text=True, timeout=120,
+                                       cwd=served.home)
+    on, off = run(), run(DEJA_SERVE="off")
+    assert (on.returncode, on.stdout, on.stderr) == (off.returncode, off.stdout, off.stderr)
+    assert json.loads(on.stdout)["hits"] and _status(served)["requests"] == before + 1
 
 
 # ---------------------------------------------------------------- warm processes

@@ -36,3 +36,57 @@ def test_every_reader_has_a_locator_and_every_locator_a_reader():
     for h in harnesses():  # the one signature
         mod = reader(h)
         assert callable(mod.read) and callable(mod.discover) and mod.HARNESS == h, h
+
+
+def _claude(env: dict) -> list[str]:
+    from deja.stages.sources import locate
+
+    return [p.rsplit("/", 1)[1] for p in locate.claude_files(env)]
+
+
+def test_a_warm_process_lists_a_store_folder_again_whenever_it_changed(tmp_path, monkeypatch):
+    """deja serve and deja mcp check the stores before every answer and reuse
+    a folder's listing while its mtime stands: a transcript added, removed or
+    renamed there is still seen by the next check, and so is one added within
+    the mtime's granularity (a folder changed in the last seconds is listed anew)."""
+    import os
+    import time
+
+    from deja.stages.sources import locate
+
+    home = Home(tmp_path)
+    env = dict(home.env)
+    folder = home.claude_file(SID).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.jsonl").write_text("{}\n")
+    old = time.time() - 3600
+    os.utime(folder, (old, old))
+    locate.keep_listings()
+    # every listing kept at once (not only a folder's that has not changed for seconds)
+    monkeypatch.setattr(locate, "_SETTLED_NS", -(1 << 62))
+    listed = []
+    scandir = os.scandir
+    monkeypatch.setattr(locate.os, "scandir", lambda path: listed.append(path) or scandir(path))
+    try:
+        assert _claude(env) == ["a.jsonl"]
+        before = len(listed)
+        assert _claude(env) == ["a.jsonl"] and len(listed) == before  # kept: nothing changed
+        (folder / "b.jsonl").write_text("{}\n")
+        assert _claude(env) == ["a.jsonl", "b.jsonl"]
+        (folder / "a.jsonl").rename(folder / "c.jsonl")
+        assert _claude(env) == ["b.jsonl", "c.jsonl"]
+        # a file system whose mtimes are coarse: a change in the same tick keeps the mtime
+        stamp = folder.stat().st_mtime_ns
+        (folder / "d.jsonl").write_text("{}\n")
+        os.utime(folder, ns=(stamp, stamp))
+        assert _claude(env) == ["b.jsonl", "c.jsonl", "d.jsonl"]
+        # a folder that became a symlink's target elsewhere, or a linked transcript gone
+        (folder / "e.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+        os.utime(folder, (old, old))
+        problems: list[str] = []
+        assert [p.rsplit("/", 1)[1] for p in locate.claude_files(env, problems)] == ["b.jsonl", "c.jsonl", "d.jsonl"]
+        assert any("dangling" in p for p in problems)
+        (tmp_path / "nowhere.jsonl").write_text("{}\n")  # its target appears: the folder's mtime does not move
+        assert _claude(env) == ["b.jsonl", "c.jsonl", "d.jsonl", "e.jsonl"]
+    finally:
+        locate.keep_listings(False)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import time
 from collections.abc import Mapping
 
 
@@ -48,6 +49,58 @@ def claude_root(env: Mapping[str, str]) -> str:
     return os.path.join(config, "projects")
 
 
+# A warm process (deja serve, deja mcp) checks every store before each answer:
+# folder → (its identity and mtime, its entries) for listings it may reuse.
+# None: not kept (a one-shot process lists each folder once anyway).
+_LISTINGS: dict[str, tuple[tuple[int, int, int, int], list[tuple[str, str, int]]]] | None = None
+# A folder changed this recently may change again within its mtime's
+# granularity (a second on some file systems) unseen: listed again until then.
+_SETTLED_NS = 2_000_000_000
+# an entry's kind (compared whole), and _LINK, a flag on it for a symlink's
+_DIR, _FILE, _DANGLING, _OTHER, _LINK = 1, 2, 3, 4, 8
+
+
+def keep_listings(on: bool = True) -> None:
+    """Reuse a folder's listing while its mtime stands (a folder's entries
+    change its mtime; a file appended to does not need it listed again)."""
+    global _LISTINGS
+    _LISTINGS = {} if on else None
+
+
+def _entries(folder: str, st: os.stat_result, problems: list[str] | None) -> list[tuple[str, str, int]]:
+    """(name, path, kind) of a folder's entries, by name; a kept listing while
+    the folder's mtime stands (a symlink's kind is looked at again: its target
+    may change without the folder's mtime)."""
+    # (ctime too: a tool that sets a folder's mtime back, as rsync and tar do, moves its ctime)
+    key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+    kept = _LISTINGS.get(folder) if _LISTINGS is not None else None
+    if kept is not None and kept[0] == key:
+        return [(n, p, k if not k & _LINK else _kind_of_link(p)) for n, p, k in kept[1]]
+    listed_at = time.time_ns()
+    out, whole = [], True
+    with os.scandir(folder) as it:
+        for e in sorted(it, key=lambda e: e.name):
+            try:
+                if e.is_symlink():
+                    out.append((e.name, e.path, _LINK | _kind_of_link(e.path)))
+                else:
+                    out.append((e.name, e.path, _DIR if e.is_dir() else _FILE if e.is_file() else _OTHER))
+            except OSError as exc:
+                _problem(problems, e.path, _why(exc))
+                whole = False  # (said on every walk, not kept)
+    if _LISTINGS is not None and whole and listed_at - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
+        _LISTINGS[folder] = (key, out)
+    return out
+
+
+def _kind_of_link(path: str) -> int:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return _LINK | _DANGLING
+    return _LINK | (_DIR if stat.S_ISDIR(mode) else _FILE if stat.S_ISREG(mode) else _OTHER)
+
+
 def walk(top: str, problems: list[str] | None, skip_dir=None, want=None):
     """(folder, [file names]) of every folder under ``top``, symlinks followed.
 
@@ -67,23 +120,20 @@ def walk(top: str, problems: list[str] | None, skip_dir=None, want=None):
                 _problem(problems, folder, "symlink loop or second link to a folder already read: skipped")
                 continue
             seen.add(key)
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            entries = _entries(folder, st, problems)
         except OSError as exc:
             _problem(problems, folder, _why(exc))
             continue
         files, subdirs = [], []
-        for e in entries:
-            try:
-                if e.is_dir():
-                    if not (skip_dir and skip_dir(e.name)):
-                        subdirs.append(e.path)
-                elif e.is_symlink() and not os.path.exists(e.path):
-                    _problem(problems, e.path, "dangling or looping symlink: skipped")
-                elif (want is None or want(e.name)) and e.is_file():  # never a FIFO: open() would block
-                    files.append(e.name)
-            except OSError as exc:
-                _problem(problems, e.path, _why(exc))
+        for name, path, kind in entries:
+            kind &= ~_LINK
+            if kind == _DIR:
+                if not (skip_dir and skip_dir(name)):
+                    subdirs.append(path)
+            elif kind == _DANGLING:
+                _problem(problems, path, "dangling or looping symlink: skipped")
+            elif kind == _FILE and (want is None or want(name)):  # never a FIFO: open() would block
+                files.append(name)
         yield folder, files
         stack.extend(reversed(subdirs))
 

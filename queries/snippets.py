@@ -75,9 +75,12 @@ def _texts_sql(store: LiveStore, best: list[tuple[int, int, int | None]], keys: 
     key_of = dict(zip(ords, keys))
     holding = {key_of.get(o, "") for o, _, _ in best}
     roles = sorted({role_name(role) for _, _, role in best})
+    # the roles as a literal list: a filter the Parquet scan applies itself
+    # (~1 ms less than a semi join); the ids stay a join (as a literal list
+    # they cost more than they prune)
     return duck.inline(f"SELECT record_id, text FROM {store.records_of(holding)} "
-                       "WHERE role IN (SELECT unnest($roles)) AND record_id IN (SELECT unnest($ids))",
-                       roles=roles, ids=ids)
+                       f"WHERE role IN ({duck.sql_list(roles)[1:-1]}) AND record_id IN (SELECT unnest($ids))",
+                       ids=ids)
 
 
 def _collect(rows, pick) -> dict[int, list[str]]:

@@ -240,3 +240,16 @@ def test_duckdb_never_draws_its_progress_bar_on_stdout():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
+
+
+def test_the_shared_connection_is_opened_again_once_a_caller_closed_it():
+    """The freshness check and the query it guards share one connection; an
+    in-process caller that closed it (a test, an API user) gets a new one."""
+    from deja.stages.store import duck
+
+    con = duck.shared()
+    assert duck.shared() is con
+    con.close()
+    again = duck.shared()
+    assert again is not con and again.execute("SELECT 41 + 1").fetchone() == (42,)
+    assert duck.shared() is again

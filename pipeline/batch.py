@@ -109,7 +109,7 @@ class ListBatch:
                 rel = layout.records_rel(harness, month, name)
                 rows = write.copy_query(
                     self.con, f"SELECT * EXCLUDE (_month) FROM run_records WHERE _month = ? ORDER BY {layout.RECORDS_ORDER}",
-                    [month], self.root, rel, layout.RECORDS_ROW_GROUP,
+                    [month], self.root, rel, layout.RECORDS_ROW_GROUP, layout.RECORDS_GROUP_BYTES,
                 )
                 parts.append(("records", rel, rows))
         finally:

@@ -384,6 +384,65 @@ def test_big_runs_cut_records_row_groups_by_role_and_write_each_part_once(home):
     assert len({(f, g) for f, g, _, _ in roles_per_group}) > len(files["records"])
 
 
+def _text_per_row_group(files: list[str]) -> list[tuple[int, int]]:
+    """(rows, bytes of text) of every row group of these records parts."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    out = []
+    for f in files:
+        pf = pq.ParquetFile(f)
+        for g in range(pf.metadata.num_row_groups):
+            text = pf.read_row_group(g, columns=["text"]).column(0)
+            out.append((len(text), pc.sum(pc.binary_length(text)).as_py() or 0))
+    return out
+
+
+def test_records_row_groups_hold_half_a_megabyte_of_text_at_most(home):
+    """A snippet is read by decompressing its record's row group, and 2,048 long
+    tool outputs were megabytes of it. A big run's parts and the parts
+    compaction merges cut records by size: at most RECORDS_GROUP_BYTES of
+    text a row group (a big run's and a large merge's, cut by role as well),
+    or about that (a small merge, by DuckDB's COPY: no pyarrow to import in an
+    appended turn's run)."""
+    import random
+
+    from deja.stages.sources.values import PROSE_CAP
+    from deja.stages.store import layout, merge
+
+    rng = random.Random(7)
+    words = [f"{a}{b}" for a in ("build", "link", "test", "pkg", "step") for b in ("ok", "warn", "fail", "skip", "done")]
+    rows = [claude_user(S1, "run the release build and show the logs", "2026-03-02T10:00:00Z", "u0")]
+    for i in range(40):
+        body = " ".join(rng.choices(words, k=9_000))  # ~70 KB, kept to 64 KiB (values.PROSE_CAP)
+        rows.append(claude_assistant(S1, [{"type": "tool_use", "id": f"toolu_{i:03d}", "name": "Bash",
+                                           "input": {"command": f"make release-{i}"}}],
+                                     f"2026-03-02T10:{i:02d}:10Z", f"a{i}", msg_id=f"msg_{i}"))
+        rows.append({**claude_user(S1, "", f"2026-03-02T10:{i:02d}:20Z", f"r{i}"),
+                     "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i:03d}",
+                                                              "content": f"release-{i}\n{body}"}]}})
+    write_jsonl(home.claude_file(S1), rows)
+    home.run("index", extra_env={"DEJA_SMALL_RUN_BYTES": "0"})
+    files = [str(home.index / r[0]) for r in catalog(home, "SELECT file FROM generation WHERE dataset = 'records'")]
+    groups = _text_per_row_group(files)
+    cap = layout.RECORDS_GROUP_BYTES
+    assert sum(b for _, b in groups) > 4 * cap
+    assert all(b <= cap for _, b in groups) and sum(b > cap // 2 for _, b in groups) >= 4
+    # compaction's merge of those parts (the pyarrow path, as for a small one)
+    con = duckdb.connect()
+    con.execute("CREATE TEMP TABLE dead (record_id BIGINT)")
+    select = ("SELECT * FROM read_parquet($files, hive_partitioning=false) "
+              "WHERE $range AND record_id NOT IN (SELECT record_id FROM dead)")
+    for chunk in (1 << 40, cap):  # one range (DuckDB's COPY, no pyarrow), and several (pyarrow)
+        rel = f"merged-{chunk}.parquet"
+        n = merge.copy_sorted(con, select, files, layout.RECORDS_KEYS, home.root, rel, layout.RECORDS_ROW_GROUP,
+                              chunk, "role")
+        merged = _text_per_row_group([str(home.root / rel)])
+        assert n == sum(r for r, _ in groups) == sum(r for r, _ in merged)
+        # (COPY closes a row group at the record that passes the size: one record's text over at most)
+        assert all(b <= cap + PROSE_CAP for _, b in merged) and len(merged) >= 5
+
+
 def test_a_small_run_writes_one_postings_part_and_never_loads_arrow(home):
     p = first_session(home)
     home.run("index")
@@ -400,6 +459,33 @@ def test_a_small_run_writes_one_postings_part_and_never_loads_arrow(home):
     parts = [r[0] for r in catalog(home, "SELECT file FROM generation WHERE dataset='postings' AND gen = 2")]
     assert len(parts) == 1 and parts[0].startswith("postings/bucket=all/")
     assert ids(home.search("zebra", "migration")) == [S1]
+
+
+def test_appended_turns_compact_their_records_without_loading_arrow(home):
+    """Every few appended turns a run merges a partition's small records parts:
+    that merge runs in DuckDB too, as the run itself does (pyarrow's import
+    would double such a turn's time to searchable)."""
+    p = first_session(home)
+    home.run("index")
+    script = (
+        "import json, sys\n"
+        "from deja.pipeline.run import run_index\n"
+        "run_index()\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'polars'))))\n"
+    )
+    records = lambda: len(catalog(home, "SELECT file FROM generation WHERE dataset = 'records'"))  # noqa: E731
+    merged = False
+    for i in range(12):
+        write_jsonl(p, [claude_user(S1, f"appended turn {i}: the okapi{i} cache " + "logs " * 300,
+                                    f"2026-03-02T11:{i:02d}:00Z", f"t{i}")], "a")
+        before = records()
+        proc = subprocess.run([sys.executable, "-c", script], env=home.env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == [], i
+        merged |= records() < before + 1
+    assert merged  # (a merge happened among them)
+    assert ids(home.search("okapi0")) == [S1] and ids(home.search("okapi11")) == [S1]
 
 
 def test_small_run_postings_merge_then_go_to_their_buckets(home, monkeypatch):

@@ -23,6 +23,13 @@ POSTINGS_ROW_GROUP = 16_384
 # command's past runs) sit in a few small row groups apart from the speech
 # around them, and within a role an id lookup still skips row groups.
 RECORDS_ROW_GROUP = 2_048
+# ... and at most this much text: a snippet is read by decompressing its
+# record's row group, and 2,048 tool outputs or long answers are megabytes
+# (warm searches: text profile 58 -> 44 ms, the default's tool-heavy queries
+# 13-16 -> 8 ms; records 2-9 % larger). A longer record is a row group alone;
+# DuckDB's COPY (a small run, a small merge) closes a row group at the record
+# that passes the size.
+RECORDS_GROUP_BYTES = 512 * 1024
 # Vocabulary lookups are by stem (a word's own stem finds it and its forms):
 # sorted by stem in small row groups, a lookup reads a few of them.
 VOCAB_ROW_GROUP = 4_096

@@ -36,8 +36,9 @@ def copy_sorted(con, select: str, files: list[str], keys: tuple[tuple[str, str],
     ``root/rel``. Returns the row count; no rows, no file."""
     order = ", ".join(k for k, _ in keys)
     bounds = cut_points(con, files, keys, chunk_bytes)
-    if not bounds:
-        return write.copy_query(con, _sql(select, "TRUE") + f" ORDER BY {order}", [files], root, rel, row_group)
+    if not bounds:  # (a small merge: DuckDB's COPY, and no pyarrow to import in an appended turn's run)
+        return write.copy_query(con, _sql(select, "TRUE") + f" ORDER BY {order}", [files], root, rel, row_group,
+                                layout.RECORDS_GROUP_BYTES if runs_of else None)
     import duckdb  # noqa: F401  (the full package lends the core's connections relations: con.sql)
     import pyarrow.parquet as pq
 
@@ -53,7 +54,7 @@ def copy_sorted(con, select: str, files: list[str], keys: tuple[tuple[str, str],
             for batch in _row_groups(reader, row_group, runs_of):
                 if writer is None:
                     writer = pq.ParquetWriter(tmp, batch.schema, **layout.writer_options(batch.schema.names))
-                writer.write_table(batch, row_group_size=row_group)
+                write.write_run(writer, batch, row_group, runs_of)
                 rows += batch.num_rows
         if writer is not None:
             writer.close()

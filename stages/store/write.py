@@ -21,21 +21,26 @@ import os
 from pathlib import Path
 
 from . import footer
-from .layout import (COMPRESSION, FREE_TEXT, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_ORDER, RECORDS_ROW_GROUP,
+from .layout import (COMPRESSION, FREE_TEXT, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_GROUP_BYTES, RECORDS_ORDER,
+                     RECORDS_ROW_GROUP,
                      SESSION_TYPES, postings_rel, writer_options)
 
 # ---------------------------------------------------------------------------
 # DuckDB: queries and Python lists → Parquet
 
 
-def copy_query(con, sql: str, params: list | dict | None, root: Path, rel: str, row_group: int = 65_536) -> int:
-    """COPY the rows of ``sql`` to ``root/rel``; returns the row count. No rows, no file."""
+def copy_query(con, sql: str, params: list | dict | None, root: Path, rel: str, row_group: int = 65_536,
+               row_group_bytes: int | None = None) -> int:
+    """COPY the rows of ``sql`` to ``root/rel``; returns the row count. No rows, no file.
+    ``row_group_bytes``: row groups cut at about that size too (records: RECORDS_GROUP_BYTES)."""
     path = Path(root) / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     _disk_fault(tmp)
+    by_size = f", ROW_GROUP_SIZE_BYTES {int(row_group_bytes)}" if row_group_bytes else ""
     rows = con.execute(
-        f"COPY ({sql}) TO '{_quote(tmp)}' (FORMAT parquet, COMPRESSION {COMPRESSION}, ROW_GROUP_SIZE {row_group})",
+        f"COPY ({sql}) TO '{_quote(tmp)}' (FORMAT parquet, COMPRESSION {COMPRESSION}, ROW_GROUP_SIZE {row_group}"
+        f"{by_size})",
         params or [],
     ).fetchone()[0]
     if not rows:
@@ -133,11 +138,11 @@ def write_records_streamed(batches, roles, root: Path, rel: str) -> int:
                 pending.append(got)
                 n += got.num_rows
                 if n >= RECORDS_ROW_GROUP:
-                    writer.write_table(pa.Table.from_batches(pending), row_group_size=RECORDS_ROW_GROUP)
+                    write_record_groups(writer, pa.Table.from_batches(pending))
                     rows += n
                     pending, n = [], 0
             if pending:
-                writer.write_table(pa.Table.from_batches(pending), row_group_size=RECORDS_ROW_GROUP)
+                write_record_groups(writer, pa.Table.from_batches(pending))
                 rows += n
     except BaseException:
         if writer is not None:
@@ -217,7 +222,8 @@ def _write(table, path: Path, row_group: int, runs_of: str | None = None) -> Non
     """``runs_of``: a column the table is sorted by; each run of equal values
     starts a row group of its own. Records are cut by role, so a query for one
     role (the hooks' commands, the speech of snippets) skips the row groups of
-    the others by their statistics instead of decompressing tool output."""
+    the others by their statistics instead of decompressing tool output; and
+    by their text's size (``write_record_groups``)."""
     import pyarrow.parquet as pq
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -225,8 +231,44 @@ def _write(table, path: Path, row_group: int, runs_of: str | None = None) -> Non
     _disk_fault(tmp)
     with pq.ParquetWriter(tmp, table.schema, **writer_options(table.schema.names)) as w:
         for lo, hi in _runs(table, runs_of):
-            w.write_table(table.slice(lo, hi - lo), row_group_size=row_group)
+            write_run(w, table.slice(lo, hi - lo), row_group, runs_of)
     os.replace(tmp, path)  # a reader or analyst never sees a half-written part
+
+
+def write_run(writer, table, row_group: int, runs_of: str | None) -> None:
+    """One run of a part's rows through ``writer``: records (the only rows
+    cut into runs, by role) in ``record_groups``, anything else in row groups
+    of ``row_group`` rows."""
+    if runs_of:
+        write_record_groups(writer, table, row_group)
+    else:
+        writer.write_table(table, row_group_size=row_group)
+
+
+def record_groups(table, rows: int = RECORDS_ROW_GROUP, text_bytes: int = RECORDS_GROUP_BYTES) -> list[tuple[int, int]]:
+    """(start, end) of the row groups records (of one role, in order) are
+    written in: at most ``rows`` rows and ``text_bytes`` of text each, a
+    record longer than that in a row group of its own."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    sizes = pc.binary_length(table.column("text")).fill_null(0).to_numpy(zero_copy_only=False)
+    ends = np.cumsum(sizes, dtype=np.int64)  # text up to and including each row
+    out, lo = [], 0
+    while lo < n:
+        before = int(ends[lo - 1]) if lo else 0
+        hi = min(lo + rows, int(np.searchsorted(ends, before + text_bytes, side="right")), n)
+        hi = max(hi, lo + 1)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def write_record_groups(writer, table, rows: int = RECORDS_ROW_GROUP) -> None:
+    """``table`` (records of one role) through a ParquetWriter in ``record_groups``."""
+    for lo, hi in record_groups(table, rows):
+        writer.write_table(table.slice(lo, hi - lo), row_group_size=hi - lo)
 
 
 def _runs(table, column: str | None) -> list[tuple[int, int]]:

@@ -18,7 +18,8 @@ to every cosine as well, they counted twice for the lexical candidates, and
 cost the quality set's keyword questions 6 points of R@1.) A session only the
 vectors found is served with tier ``semantic``. A pasted error line stays lexical: its signature
 (query_parse.error_words) is literal evidence, and a line of a stack trace
-means little to a model of words.
+means little to a model of words; so does a pasted row of a command's
+aligned output (a pod's name, its status, its restarts).
 
 A warm process (``deja serve``, ``deja mcp``) keeps the vectors and the model
 in memory, reloaded when `deja embed` commits new ones.
@@ -193,15 +194,20 @@ def fuse(lexical: list[tuple[int, float]], cos: dict[int, float], found: list[in
 _PASTE = r"[:/\\()\[\]\"=]|\w\.\w|\d"
 
 
+# columns a terminal aligned (a `kubectl get pods` or `ps` row): nobody types them
+_COLUMNS = r"\S(?: {3,}|\t)\S"
+
+
 def pasted_error(text: str) -> bool:
-    """A pasted error line or stack frame (not a question that says "failed"):
-    it reads like an error (query_parse.error_words) and carries code's
-    punctuation, a dotted name or a number."""
+    """A pasted error line or stack frame (not a question that says "failed"),
+    or a row of a command's aligned output: it reads like an error
+    (query_parse.error_words) or spaces its fields into columns, and carries
+    code's punctuation, a dotted name or a number."""
     import re
 
     from .query_parse import error_words
 
-    return bool(re.search(_PASTE, text)) and bool(error_words(text))
+    return bool(re.search(_PASTE, text)) and (bool(re.search(_COLUMNS, text)) or bool(error_words(text)))
 
 
 def session_signals(con, ords: list[int]) -> dict[int, float]:

@@ -419,3 +419,19 @@ def test_a_warm_server_answers_by_meaning_as_in_process_and_sees_new_vectors(hom
         assert _status(home)["requests"] >= 3  # (served, not answered in-process)
     finally:
         _stop(home)
+
+
+@pytest.mark.parametrize("text, pasted", [
+    ("reports-worker-7d9f8c6b5-x2k4q   0/1     OOMKilled   5 (2m ago)   31m", True),
+    ("root      4121  98.0  12.1 2291840 990112 ?   Rl   10:02  41:17 python train.py", True),
+    ('File "app/db.py", line 88, in connect: OperationalError: connection refused', True),
+    ("why did the reports worker keep getting OOMKilled last month?", False),
+    ("the upload failed   behind the proxy", False),  # columns but nothing of code: a typo's spaces
+    ("which pod restarted 5 times?", False),
+])
+def test_a_pasted_error_or_row_of_command_output_is_matched_by_its_words(text, pasted):
+    """A pasted line is literal evidence: search ranks it by its words alone,
+    as a model of meaning knows nothing of pod names and restart counts."""
+    from deja.queries.semantic import pasted_error
+
+    assert pasted_error(text) is pasted

@@ -198,13 +198,26 @@ def server_report(env: Mapping[str, str]) -> dict:
 
     # the compiled hook client beside the launcher (hooks/client_build.py): built, outdated or absent
     launcher = launcher_path(config.home(env), env)
-    hook_client = client_build.state(launcher) if launcher.exists() else None
+    clients = {"hook_client": client_build.state(launcher) if launcher.exists() else None,
+               "executable": _executable()}
     if not serve_client.enabled(env):
-        return {"state": "off", "socket": serve_client.socket_path(env), "hook_client": hook_client}
+        return {"state": "off", "socket": serve_client.socket_path(env), **clients}
     got = serve_client.status(env)
     if not got:
-        return {"state": "not running", "socket": serve_client.socket_path(env), "hook_client": hook_client}
-    return {"state": "running", **got, "hook_client": hook_client}
+        return {"state": "not running", "socket": serve_client.socket_path(env), **clients}
+    return {"state": "running", **got, **clients}
+
+
+def _executable() -> str:
+    """'compiled' when `deja` is the thin client setup.py compiled (served
+    commands skip Python's start), else 'python' (no C compiler at install)."""
+    from deja.hooks.install import current_binary
+
+    try:
+        with open(current_binary(), "rb") as fh:
+            return "python" if fh.read(2) == b"#!" else "compiled"  # (a script, or a program of any format)
+    except OSError:
+        return "python"
 
 
 def render(rep: dict) -> str:
@@ -279,6 +292,8 @@ def render(rep: dict) -> str:
     elif srv:
         lines.append(f"server: {srv['state']}" + (" (DEJA_SERVE=off)" if srv["state"] == "off" else
                                                   " (the next hook or search starts it)"))
+    if srv.get("executable") == "python":
+        lines.append("  deja is the Python script (no C compiler at install): served commands start Python first")
     if "wiring" in rep:
         w = rep["wiring"]
         lines.append("wiring:")

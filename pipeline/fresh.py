@@ -130,6 +130,17 @@ def _catalog_current(con) -> bool:
         return False
 
 
+def keep_warm() -> None:
+    """This process answers request after request (deja serve's warm
+    processes, deja mcp): the live store stays open between them and is
+    reopened when the catalog changes (read.keep_open), and a store's folder
+    is listed again only when it changed (locate.keep_listings)."""
+    from deja.stages.store import read
+
+    read.keep_open(True)
+    locate.keep_listings()
+
+
 def ensure_fresh(env: Mapping[str, str] | None = None, con=None, keep_attached: bool = False) -> str:
     """'fresh', 'ingested', 'background' or 'skipped' (no index, busy, disabled).
 

@@ -280,13 +280,11 @@ def serve(env: Mapping[str, str] | None = None, stdin=None, stdout=None) -> None
     """Serve MCP on stdin/stdout until stdin closes."""
     import anyio
 
+    from deja.pipeline import fresh
     from deja.pipeline.access import environ
-    from deja.stages.store import read
 
     env = environ(env)
-    # one process serves many calls: the live store stays open between them
-    # and is reopened when the catalog changes, as in deja serve's warm processes
-    read.keep_open(True)
+    fresh.keep_warm()  # one process serves many calls, as deja serve's warm processes do
     anyio.run(_serve, env, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
 
 

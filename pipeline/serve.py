@@ -484,9 +484,9 @@ def warm_main(sock: socket.socket) -> None:
     for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # only a running command is interrupted
-    from deja.stages.store import read
+    from deja.pipeline import fresh
 
-    read.keep_open(True)
+    fresh.keep_warm()
     _BASE["env"] = dict(os.environ)
     limit_mb = _int(os.environ.get("DEJA_SERVE_WARM_MB"), WARM_MB)
     served = 0

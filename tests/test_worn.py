@@ -124,3 +124,37 @@ def test_a_warm_process_counts_from_what_was_appended_and_starts_over_after_a_tr
         assert rank.worn_counts(home.index) == fresh() == {f"claude:{A}": 1, f"claude:{B}": 1}
     finally:
         read.keep_open(False)
+
+
+def test_a_warm_process_stops_counting_what_the_horizon_passed(home):
+    """A warm process keeps running counts: events two agents appended out of
+    order count as in one pass over the log, and those the horizon passes stop
+    counting, as a fresh read of the same log finds."""
+    from deja.queries import rank
+    from deja.stages.store import read
+
+    def line(days_ago: float, key: str) -> str:
+        t = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - days_ago * 86400))
+        return json.dumps({"t": t, "kind": "mcp", "bytes": 1, "n": 1, "sessions": f"claude:{key}"},
+                          separators=(",", ":")) + "\n"
+
+    def fresh(now=None) -> dict:
+        read.keep_open(False)
+        try:
+            return rank.worn_counts(home.index, now)
+        finally:
+            read.keep_open(True)
+
+    log = metric.log_path(home.index)
+    days = rank.WORN_DAYS
+    read.keep_open(True)
+    try:
+        log.write_text(line(days + 2, A) + line(days - 1, A) + line(days - 3, B) + line(1, B))
+        assert rank.worn_counts(home.index) == fresh() == {f"claude:{A}": 1, f"claude:{B}": 2}
+        with open(log, "a", encoding="utf-8") as fh:  # a moment older than the line before it
+            fh.write(line(0.5, A) + line(days - 2, A))
+        assert rank.worn_counts(home.index) == fresh() == {f"claude:{A}": 3, f"claude:{B}": 2}
+        later = time.time() + 3.5 * 86400  # the horizon passes three events
+        assert rank.worn_counts(home.index, later) == fresh(later) == {f"claude:{A}": 1, f"claude:{B}": 1}
+    finally:
+        read.keep_open(False)

@@ -293,7 +293,10 @@ class Searcher:
         if force_cap and not self.q.all:
             cap = min(self.q.limit, len(ranked))
         served = ranked[:cap]
-        rows = self.served_rows = session_rows(self.store.con, [r.ord for r in served], self.store.any_lifecycle)
+        # (a warm store keeps the rows it served: it is a new store once the catalog changes)
+        memo = self.store.memo.setdefault("session_rows", {}) if self.store.hot else None
+        rows = self.served_rows = session_rows(self.store.con, [r.ord for r in served], self.store.any_lifecycle,
+                                               memo)
         wanted = served if snippets_for is None else served[:snippets_for]  # records are the costly read
         found = snippets(self.store, self.roles, [r.ord for r in wanted], groups, phrases or [], regex,
                          [rows[r.ord]["session_key"] if r.ord in rows else "" for r in wanted],

@@ -87,10 +87,27 @@ _ROW_COLUMNS = (COLUMNS.replace("started, updated,", "epoch_ms(started) AS start
 _ROW_COLUMNS_NO_LIFECYCLE = _ROW_COLUMNS.split(", (SELECT")[0] + ", NULL AS lifecycle"
 
 
-def session_rows(con, ords: list[int], lifecycle: bool = True) -> dict[int, dict]:
+def session_rows(con, ords: list[int], lifecycle: bool = True, memo: dict | None = None) -> dict[int, dict]:
     """Session rows by ordinal, as dicts (for callers that need more than the object;
     started and updated in epoch milliseconds). ``lifecycle``: False when no
-    session has a `deja promote` state (the lookup per row is then time spent for nothing)."""
+    session has a `deja promote` state (the lookup per row is then time spent for nothing).
+    ``memo``: rows kept from the calls before, for a store that does not change
+    under it (a warm process's, LiveStore.memo: a new catalog is a new store)."""
+    if memo is None:
+        return _session_rows(con, ords, lifecycle)
+    if len(memo) > MEMO_ROWS:
+        memo.clear()
+    missing = [o for o in ords if o not in memo]
+    if missing:
+        memo.update(_session_rows(con, missing, lifecycle))
+    return {o: dict(memo[o]) for o in ords if o in memo}  # (copies: a caller may add to its rows)
+
+
+# session rows a warm store keeps (about a kilobyte each)
+MEMO_ROWS = 20_000
+
+
+def _session_rows(con, ords: list[int], lifecycle: bool) -> dict[int, dict]:
     if not ords:
         return {}
     columns = _ROW_COLUMNS if lifecycle else _ROW_COLUMNS_NO_LIFECYCLE

@@ -296,6 +296,19 @@ def test_an_index_run_between_two_requests_is_seen_by_the_next(served):
     assert [h["session"]["id"] for h in hits] == [S2]
 
 
+def test_a_sessions_promoted_state_is_in_the_next_served_search(served):
+    """A warm store keeps the session rows it served; `deja promote` commits
+    a new catalog, and the next search reads the rows of the new store."""
+    hit = json.loads(_run(served, "search", "--json", "pool").stdout)["hits"][0]
+    _started(served)
+    assert "lifecycle" not in json.loads(_run(served, "search", "--json", "pool").stdout)["hits"][0]["session"]
+    served.run("promote", hit["session"]["id"], "--state", "superseded", "--note", "the pool moved to pgbouncer")
+    again = [h for h in json.loads(_run(served, "search", "--json", "pool").stdout)["hits"]
+             if h["session"]["id"] == hit["session"]["id"]]
+    assert again and again[0]["session"]["lifecycle"] == "superseded"
+    assert again[0]["session"]["lifecycle_note"] == "the pool moved to pgbouncer"
+
+
 def test_a_packet_captured_through_the_server_is_delivered_by_the_next_hook(home):
     """hook-precompact and then hook-context, both answered by the server."""
     from test_packet_hooks import SID, _repo, _transcript, context_of

@@ -316,13 +316,16 @@ class SessionRanker:
         if self._loaded is None:
             # a part read twice in a search (a bucket by two rungs, a records
             # part by two roles' snippets) parses its footer once
-            con.execute("SET parquet_metadata_cache = true")
+            if not self.store.memo.get("metadata_cache"):  # (a warm store's connection keeps it set)
+                con.execute("SET parquet_metadata_cache = true")
+                if self.store.hot:
+                    self.store.memo["metadata_cache"] = True
             made, fill = load_sql("search_tables").replace("$project_rule", project_match.named()).split(";\n", 1)
             # a warm server's store keeps the last search's session and record
             # tables while the next asks for the same roles and filters
             same = (self.roles, q.harness, q.project, q.since_ms, q.session)
             if self.store.hot and self.store.memo.get("q_tables") == same:
-                con.execute(fill)
+                # (q_postings stays as the last search left it: a warm store ranks from arrays)
                 self._loaded = set()
                 self._stats = self.store.memo["q_stats"]
                 return self.load(tokens)

@@ -216,11 +216,11 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
     key = before = None
     if _kept["on"] and con is not None and duck.is_shared(con):
         key = _catalog_key(store)  # (read before the catalog: a commit in between means a reopen next time)
-        con.execute("DETACH DATABASE IF EXISTS cat")  # (the freshness check may have left it attached, or not)
-        attached = False
         kept = _kept.get("live")
         if kept is not None and _kept.get("key") == key and kept.con is con:
-            return kept
+            return kept  # (a warm freshness check never leaves the catalog attached: fresh._pending_warm)
+        con.execute("DETACH DATABASE IF EXISTS cat")  # (a check may have left it attached, or not)
+        attached = False
         _kept.pop("live", None)
         # the store of an earlier catalog: its tables stand where their parts are still live
         before = kept if kept is not None and kept.con is con and kept.hot and not kept.damaged else None

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """`recall` latency inside one `deja mcp` process, and its memory over many calls.
 
-    python bench/bench_mcp.py INDEX_DIR [--calls 1000] [--queries "a b" "c d" ...]
+    python bench/bench_mcp.py INDEX_DIR [--calls 1000] [--distinct] [--queries "a b" "c d" ...]
 
 Starts `deja mcp` against an existing index (DEJA_INDEX_DIR, freshness checks
 left on, as an agent runs it), initializes, then sends ``--calls`` recall
 calls one after another, cycling through the queries (by default words drawn
-from the index's own vocabulary, so each finds sessions). Prints the median,
+from the index's own vocabulary, so each finds sessions; ``--distinct``: a
+query never asked before on every call, pairs of 150 common words, so nothing
+a warm store keeps of one query serves the next). Prints the median,
 p90 and min latency as the client sees it (write the request, read the
 answer), and the server's resident memory after the first 20 calls, after
 every tenth of the calls, and after the last (growth that does not level off
@@ -30,15 +32,30 @@ def deja() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "deja"]
 
 
-def default_queries(index: Path, n: int = 20) -> list[str]:
-    """Pairs of common words of the index's vocabulary: queries that match."""
+def common_words(index: Path, n: int) -> list[str]:
+    """The index's ``n`` most common plain words (5 to 12 letters)."""
     import duckdb
 
     con = duckdb.connect()
-    words = [w for (w,) in con.execute(
+    return [w for (w,) in con.execute(
         "SELECT token FROM read_parquet(?) WHERE length(token) BETWEEN 5 AND 12 AND NOT regexp_matches(token, '[0-9]') "
-        "ORDER BY n DESC LIMIT ?", [str(index / "vocab" / "*.parquet"), 2 * n]).fetchall()]
+        "ORDER BY n DESC LIMIT ?", [str(index / "vocab" / "*.parquet"), n]).fetchall()]
+
+
+def default_queries(index: Path, n: int = 20) -> list[str]:
+    """Pairs of common words of the index's vocabulary: queries that match."""
+    words = common_words(index, 2 * n)
     return [f"{a} {b}" for a, b in zip(words[0::2], words[1::2])]
+
+
+def distinct_queries(index: Path, n: int) -> list[str]:
+    """``n`` different pairs of the index's 150 most common words, in a fixed shuffled order."""
+    import itertools
+    import random
+
+    pairs = [f"{a} {b}" for a, b in itertools.combinations(common_words(index, 150), 2)]
+    random.Random(1).shuffle(pairs)
+    return pairs[:n]
 
 
 def rss_mb(pid: int) -> float:
@@ -53,8 +70,9 @@ def main() -> None:
     ap.add_argument("index", type=Path)
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--queries", nargs="*")
+    ap.add_argument("--distinct", action="store_true", help="a new query on every call")
     args = ap.parse_args()
-    queries = args.queries or default_queries(args.index)
+    queries = args.queries or (distinct_queries(args.index, args.calls) if args.distinct else default_queries(args.index))
     env = dict(os.environ, DEJA_INDEX_DIR=str(args.index))
     proc = subprocess.Popen(deja() + ["mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 

@@ -92,12 +92,13 @@ class Postings:
         for i, token in enumerate(tokens):
             mine = t == i
             self.add(token, rid[mine], docs.session[at[mine]], tf[mine], docs.role[at[mine]],
-                     docs.rec_len[at[mine]])
+                     docs.rec_len[at[mine]], at[mine])
 
-    def add(self, token: str, record_id, session, tf, role, rec_len) -> None:
+    def add(self, token: str, record_id, session, tf, role, rec_len, row) -> None:
+        """``row``: each posting's record's row in the docs arrays (their order is the records')."""
         self.by_token[token] = (np.asarray(record_id, np.int64), np.asarray(session, np.int64),
                                 np.asarray(tf, np.float64), np.asarray(role, np.int64),
-                                np.asarray(rec_len, np.float64))
+                                np.asarray(rec_len, np.float64), np.asarray(row, np.int64))
 
 
 class Sessions:
@@ -115,7 +116,7 @@ def score_rows(postings: Postings, sessions: Sessions, tokens: list[str], gids: 
             if t in postings.by_token and len(postings.by_token[t][0])]
     if not held:
         return []
-    record_id, session, tf, role, rec_len = (np.concatenate([cols[c] for cols, _ in held]) for c in range(5))
+    record_id, session, tf, role, rec_len, row = (np.concatenate([cols[c] for cols, _ in held]) for c in range(6))
     gid = np.concatenate([np.full(len(cols[0]), g, np.int64) for cols, g in held])
     # each record's term frequencies, damped by its length against its role's mean (never raised)
     n_role = np.bincount(role, minlength=128)
@@ -123,16 +124,18 @@ def score_rows(postings: Postings, sessions: Sessions, tokens: list[str], gids: 
     w = tf / np.maximum(1.0, 0.25 + 0.75 * rec_len / np.maximum(mean_len, 1.0))
 
     # per record: its session, role, length, how many groups it holds, and w summed per group
-    records, rec = np.unique(record_id, return_inverse=True)
-    n = len(records)
-    first = np.empty(n, np.int64)
-    first[rec[::-1]] = np.arange(len(rec))[::-1]
-    r_session, r_role, r_len = session[first], role[first], rec_len[first]
-    ng = np.bincount(np.unique(rec * k + gid) // k, minlength=n)
+    # (the records in id order by their docs rows, marked: a sort of the postings cost more)
+    rows, rec = _distinct(row)
+    n = len(rows)
+    records, r_session, r_role, r_len = (np.empty(n, a.dtype) for a in (record_id, session, role, rec_len))
+    records[rec], r_session[rec], r_role[rec], r_len[rec] = record_id, session, role, rec_len
+    held_groups = np.zeros(n * k, bool)
+    held_groups[rec * k + gid] = True
+    ng = held_groups.reshape(n, k).sum(axis=1)
     w_by_group = [np.bincount(rec, weights=np.where(gid == i, w, 0.0), minlength=n) for i in range(k)]
 
     # per session
-    ords, ses = np.unique(r_session, return_inverse=True)
+    ords, ses = _distinct(r_session)
     m = len(ords)
     nrec = np.bincount(ses, weights=ng >= and_min, minlength=m)
     best_ng = np.full(m, -np.inf)
@@ -159,3 +162,13 @@ def score_rows(postings: Postings, sessions: Sessions, tokens: list[str], gids: 
             continue
         out.append((*s, nr, bn, value[a:b], *group_sums))
     return out
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` for small non-negative
+    integers (docs rows, session ords): marked in an array as long as the
+    largest, instead of sorted."""
+    seen = np.zeros(int(values.max()) + 1, bool)
+    seen[values] = True
+    distinct = np.flatnonzero(seen)
+    return distinct, np.searchsorted(distinct, values)

@@ -32,12 +32,13 @@ def _tables(con, rng: random.Random, n_sessions: int, n_records: int, words: lis
 
 
 def _postings(con) -> score_arrays.Postings:
-    """q_postings as the warm path holds them."""
+    """q_postings as the warm path holds them (with each record's row in the docs arrays: its rank by id)."""
     postings = score_arrays.Postings()
     for (token,) in con.execute("SELECT DISTINCT token FROM q_postings").fetchall():
-        cols = con.execute("SELECT record_id, session, tf, role, rec_len FROM q_postings WHERE token = ?",
+        cols = con.execute("SELECT * FROM (SELECT token, record_id, session, tf, role, rec_len, "
+                           "dense_rank() OVER (ORDER BY record_id) - 1 AS row FROM q_postings) WHERE token = ?",
                            [token]).fetchnumpy()
-        postings.add(token, *(cols[c] for c in ("record_id", "session", "tf", "role", "rec_len")))
+        postings.add(token, *(cols[c] for c in ("record_id", "session", "tf", "role", "rec_len", "row")))
     return postings
 
 

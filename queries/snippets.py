@@ -70,7 +70,7 @@ def _texts_sql(store: LiveStore, best: list[tuple[int, int, int | None]], keys: 
     part whose best records were said does not decompress its tool output."""
     ids = [rid for _, rid, _ in best]
     if any(role is None for _, _, role in best):
-        return duck.inline(f"SELECT record_id, text FROM {store.records_of(keys)} "
+        return duck.inline(f"SELECT record_id, text FROM {store.records_of(keys, hive=False)} "
                            "WHERE record_id IN (SELECT unnest($ids))", ids=ids)
     key_of = dict(zip(ords, keys))
     holding = {key_of.get(o, "") for o, _, _ in best}
@@ -78,7 +78,7 @@ def _texts_sql(store: LiveStore, best: list[tuple[int, int, int | None]], keys: 
     # the roles as a literal list: a filter the Parquet scan applies itself
     # (~1 ms less than a semi join); the ids stay a join (as a literal list
     # they cost more than they prune)
-    return duck.inline(f"SELECT record_id, text FROM {store.records_of(holding)} "
+    return duck.inline(f"SELECT record_id, text FROM {store.records_of(holding, hive=False)} "
                        f"WHERE role IN ({duck.sql_list(roles)[1:-1]}) AND record_id IN (SELECT unnest($ids))",
                        ids=ids)
 

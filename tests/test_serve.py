@@ -53,8 +53,18 @@ def _wait(cond, timeout: float = 20.0) -> bool:
 
 
 def _run(home: Home, *args: str, stdin: str | None = None, **env) -> subprocess.CompletedProcess:
-    return subprocess.run(deja_cmd() + list(args), input=stdin, env=dict(home.env, **env), capture_output=True,
-                          text=True, timeout=120, cwd=home.home)
+    if stdin is None:
+        return subprocess.run(deja_cmd() + list(args), env=dict(home.env, **env), capture_output=True,
+                              text=True, timeout=120, cwd=home.home)
+    # a payload from a file: all there when the hook looks (through a pipe, a loaded machine
+    # could keep the test from writing it within the hooks' 0.3 s stdin deadline)
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as fh:
+        fh.write(stdin)
+        fh.seek(0)
+        return subprocess.run(deja_cmd() + list(args), stdin=fh, env=dict(home.env, **env), capture_output=True,
+                              text=True, timeout=120, cwd=home.home)
 
 
 def _stop(home: Home) -> None:

@@ -314,12 +314,6 @@ class SessionRanker:
         con = self.store.con
         q = self.q
         if self._loaded is None:
-            # a part read twice in a search (a bucket by two rungs, a records
-            # part by two roles' snippets) parses its footer once
-            if not self.store.memo.get("metadata_cache"):  # (a warm store's connection keeps it set)
-                con.execute("SET parquet_metadata_cache = true")
-                if self.store.hot:
-                    self.store.memo["metadata_cache"] = True
             made, fill = load_sql("search_tables").replace("$project_rule", project_match.named()).split(";\n", 1)
             # a warm server's store keeps the last search's session and record
             # tables while the next asks for the same roles and filters

@@ -87,6 +87,10 @@ _ROW_COLUMNS = (COLUMNS.replace("started, updated,", "epoch_ms(started) AS start
 _ROW_COLUMNS_NO_LIFECYCLE = _ROW_COLUMNS.split(", (SELECT")[0] + ", NULL AS lifecycle"
 
 
+# session rows a warm store keeps (about a kilobyte each)
+MEMO_ROWS = 20_000
+
+
 def session_rows(con, ords: list[int], lifecycle: bool = True, memo: dict | None = None) -> dict[int, dict]:
     """Session rows by ordinal, as dicts (for callers that need more than the object;
     started and updated in epoch milliseconds). ``lifecycle``: False when no
@@ -101,10 +105,6 @@ def session_rows(con, ords: list[int], lifecycle: bool = True, memo: dict | None
     if missing:
         memo.update(_session_rows(con, missing, lifecycle))
     return {o: dict(memo[o]) for o in ords if o in memo}  # (copies: a caller may add to its rows)
-
-
-# session rows a warm store keeps (about a kilobyte each)
-MEMO_ROWS = 20_000
 
 
 def _session_rows(con, ords: list[int], lifecycle: bool) -> dict[int, dict]:

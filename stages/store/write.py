@@ -22,8 +22,7 @@ from pathlib import Path
 
 from . import footer
 from .layout import (COMPRESSION, FREE_TEXT, NO_MONTH, POSTINGS_ROW_GROUP, RECORDS_GROUP_BYTES, RECORDS_ORDER,
-                     RECORDS_ROW_GROUP,
-                     SESSION_TYPES, postings_rel, writer_options)
+                     RECORDS_ROW_GROUP, SESSION_TYPES, postings_rel, writer_options)
 
 # ---------------------------------------------------------------------------
 # DuckDB: queries and Python lists → Parquet

@@ -83,16 +83,34 @@ class Postings:
         self.by_token: dict[str, tuple[np.ndarray, ...]] = {}  # record_id, session, tf, role, rec_len
 
     def read(self, con, files: list[str], tokens: list[str], docs: Docs, keep: np.ndarray) -> None:
-        """These tokens' postings from these parts, of the records ``keep`` admits."""
-        cols = read_postings(con, files, tokens, "tf")
-        rid = cols["record_id"].astype(np.int64)
-        at, found = docs.find(rid)
-        ok = found & keep[at]
-        t, rid, at, tf = cols["t"][ok], rid[ok], at[ok], cols["tf"].astype(np.float64)[ok]
-        for i, token in enumerate(tokens):
-            mine = t == i
-            self.add(token, rid[mine], docs.session[at[mine]], tf[mine], docs.role[at[mine]],
-                     docs.rec_len[at[mine]], at[mine])
+        """These tokens' postings from these parts, of the records ``keep``
+        admits: from the parts the process holds in memory (``store/hot.py``),
+        the rest from Parquet."""
+        from deja.stages.store import hot
+
+        held, cold = [], []
+        for f in files:
+            part = hot.postings(con, f)
+            (cold if part is None else held).append(part or f)
+        got: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in tokens]
+        for part in held:
+            rid, tf = part.columns["record_id"], part.columns["tf"]
+            for i, token in enumerate(tokens):
+                lo, hi = part.run(token)
+                if hi > lo:
+                    got[i].append((rid[lo:hi], tf[lo:hi]))
+        if cold:
+            cols = read_postings(con, cold, tokens, "tf")
+            for i in range(len(tokens)):
+                mine = cols["t"] == i
+                got[i].append((cols["record_id"][mine], cols["tf"][mine]))
+        for token, runs in zip(tokens, got):
+            rid = np.concatenate([r for r, _ in runs]).astype(np.int64) if runs else np.zeros(0, np.int64)
+            tf = np.concatenate([t for _, t in runs]).astype(np.float64) if runs else np.zeros(0)
+            at, found = docs.find(rid)
+            ok = found & keep[at]
+            at = at[ok]
+            self.add(token, rid[ok], docs.session[at], tf[ok], docs.role[at], docs.rec_len[at], at)
 
     def add(self, token: str, record_id, session, tf, role, rec_len, row) -> None:
         """``row``: each posting's record's row in the docs arrays (their order is the records')."""

@@ -13,7 +13,7 @@ from deja.stages.store import duck
 from deja.stages.store.read import LiveStore
 from deja.stages.tokenize import bucket_of
 
-from .query_parse import role_name
+from .query_parse import ROLE_CODE, role_name
 from .sqlfiles import load as load_sql
 
 
@@ -56,9 +56,44 @@ def snippets(store: LiveStore, roles: tuple[int, ...], ords: list[int], groups: 
     if not best:
         return {}
     order = {rid: (o, i) for i, (o, rid, _) in enumerate(best)}
-    texts = store.con.execute(_texts_sql(store, best, keys, ords)).fetchall()
+    texts: list = []
+    if store.hot:  # a warm process holds what was said in memory (store/hot.py)
+        texts, best = _held_texts(store, best, keys, ords)
+    if best:
+        texts += store.con.execute(_texts_sql(store, best, keys, ords)).fetchall()
     texts.sort(key=lambda r: order[r[0]])
     return _collect([(order[rid][0], text) for rid, text in texts], lambda text: best_line(text, needles))
+
+
+def _held_texts(store: LiveStore, best: list[tuple[int, int, int | None]], keys: list[str],
+                ords: list[int]) -> tuple[list[tuple[int, str]], list[tuple[int, int, int | None]]]:
+    """The best records' texts a warm process holds (store/hot.py: from the
+    parts holding their sessions), and the records left to fetch from Parquet."""
+    from deja.stages.store import hot
+
+    held_roles = {ROLE_CODE[r] for r in hot.HELD_ROLES}
+    key_of = dict(zip(ords, keys))
+    sets = store.memo.setdefault("part_key_sets", {})  # records part → its sessions, as a set
+    found, rest = [], []
+    for o, rid, role in best:
+        text = None
+        if role in held_roles:
+            key = key_of.get(o)
+            for part in store.files.get("records", []):
+                held = store.part_keys.get(part)
+                if held is not None:
+                    if part not in sets:
+                        sets[part] = set(held)
+                    if key not in sets[part]:
+                        continue
+                texts = hot.texts(store.con, part)
+                if texts is not None and (text := texts.get(rid)) is not None:
+                    break
+        if text is None:
+            rest.append((o, rid, role))
+        else:
+            found.append((rid, text))
+    return found, rest
 
 
 def _texts_sql(store: LiveStore, best: list[tuple[int, int, int | None]], keys: list[str], ords: list[int]) -> str:

@@ -60,7 +60,9 @@ class Vocabulary:
         ``exact``: the words indexed as typed, with their counts; ``stems``:
         stem → tokens; ``n``: every count known so far."""
         todo = sorted({stem(t) for t in terms} - set(self.stems))
-        if todo and self.store.has("vocab"):
+        if todo and self.store.has("vocab") and self.store.hot and self._held(todo):
+            pass  # a warm process: from the parts it holds in memory
+        elif todo and self.store.has("vocab"):
             # a literal IN list: DuckDB skips the sorted vocabulary's row groups by it;
             # a warm store's table in memory, by the rows between its marks
             rows = self.store.con.execute(
@@ -76,6 +78,30 @@ class Vocabulary:
             "stems": dict(self.stems),
             "n": self.counts,
         }
+
+    def _held(self, stems: list[str]) -> bool:
+        """``lookup``'s rows from the vocabulary parts held in memory (``store/hot.py``):
+        a token's count summed over the parts, as the SQL's GROUP BY does.
+        False when a part is not held (past the budget): the query reads them all."""
+        from deja.stages.store import hot
+
+        parts = [hot.vocab(self.store.con, path) for path in self.store.files["vocab"]]
+        if any(part is None for part in parts):
+            return False
+        found: dict[str, dict[str, int]] = {}
+        for part in parts:
+            tokens, n = part.columns["tokens"], part.columns["n"]
+            for st in stems:
+                lo, hi = part.run(st)
+                if hi > lo:
+                    got = found.setdefault(st, {})
+                    for t, c in zip(tokens.between(lo, hi), n[lo:hi].tolist()):
+                        got[t] = got.get(t, 0) + c
+        for st, got in found.items():
+            for t, c in got.items():
+                self.stems.setdefault(st, []).append(t)
+                self.counts[t] = c
+        return True
 
     def viable(self, group: list[str]) -> bool:
         """False only when the vocabulary was consulted and holds none of the group's words."""

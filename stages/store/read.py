@@ -265,6 +265,9 @@ def open_live(root: Path, retries: int = 20, con: duck.DuckDBPyConnection | None
         live.vocab_marks = live.tolerant(lambda: _views(con, files, records_view, live.hot))  # read anew
     if key is not None:
         _kept.update(live=live, key=key)
+        from . import hot  # (numpy: a warm process's import, never a cold search's)
+
+        hot.keep_only(p for paths in files.values() for p in paths)  # (parts of earlier generations let go)
     return live
 
 

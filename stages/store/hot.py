@@ -1,0 +1,238 @@
+"""Parts a warm process holds in memory, found by key without a query.
+
+A warm process (``deja mcp``, ``deja serve``'s) answers request after request
+from the same immutable Parquet parts. Each DuckDB query over them costs a
+plan and a scan however little it returns (1 to 9 ms on a 2-core machine),
+and a search asked three: its words' stems in the vocabulary, their postings,
+the texts of the records it shows. Held here instead: a vocabulary part as
+its rows in stem order and a postings part as its rows in token order, each
+key's run found by a binary search over the keys' hashes, and a records
+part's texts by record id: microseconds each.
+
+A part is read on first use and held while it is live (``keep_only``, when a
+warm process opens a new generation): parts are replaced whole, never
+rewritten, so what is held stays true; a path that comes back with other
+bytes (a store rebuilt in place) is read again. Held compactly (numbers in
+narrow arrays, words as one UTF-8 buffer, long texts compressed), and within
+a budget (``DEJA_HOLD_MB``, default 160; 0 holds nothing): a part past it is
+not held, and its callers query Parquet for it as a cold process does. The
+200 MB bench store is held whole in ~60 MB.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+HOLD_MB = 160  # DEJA_HOLD_MB's default
+TEXT_SHARE = 0.3  # of the budget, at most this much for texts (the index's parts come first)
+# The texts a search shows: its best records are what was said (user,
+# assistant, summary, note) before what tools printed. Tool output is most of
+# a history's text (the bench store: 57 of 62 MB): a long text is held
+# compressed (zstd, record by record: one decompresses in microseconds).
+HELD_ROLES = ("user", "assistant", "tool-output", "summary", "note")
+PACK_FROM = 512  # a text this long is held compressed
+
+_lock = threading.Lock()
+_held: dict[str, tuple[tuple, object]] = {}  # path → (its stat when read, its rows: Keyed, Texts or None)
+_bytes = {"index": 0, "texts": 0}  # what the held parts take, by budget
+
+
+def _budget(kind: str) -> int:
+    try:
+        mb = float(os.environ.get("DEJA_HOLD_MB", HOLD_MB))
+    except ValueError:
+        mb = HOLD_MB
+    total = max(0.0, mb) * (1 << 20)
+    return int(total * TEXT_SHARE if kind == "texts" else total * (1 - TEXT_SHARE))
+
+
+class Strings:
+    """Strings as one UTF-8 buffer and their offsets: a fraction of the memory
+    of as many Python strings."""
+
+    __slots__ = ("blob", "offs")
+
+    def __init__(self, values: list[str]) -> None:
+        encoded = [v.encode("utf-8", "surrogatepass") for v in values]
+        self.blob = b"".join(encoded)
+        self.offs = np.zeros(len(encoded) + 1, np.int64)
+        np.cumsum([len(e) for e in encoded], out=self.offs[1:])
+
+    def __getitem__(self, i: int) -> str:
+        return self.blob[self.offs[i]:self.offs[i + 1]].decode("utf-8", "surrogatepass")
+
+    def between(self, lo: int, hi: int) -> list[str]:
+        offs = self.offs[lo:hi + 1].tolist()
+        blob = self.blob
+        return [blob[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offs, offs[1:])]
+
+    @property
+    def size(self) -> int:
+        return len(self.blob) + self.offs.nbytes
+
+
+class Keyed:
+    """One part's rows grouped by a key, in key order: each distinct key's run
+    of rows (``lo``, ``hi``), found by the key's hash (Python's, stable for the
+    life of the process that holds them) and confirmed by the key itself."""
+
+    __slots__ = ("hashes", "lo", "hi", "keys", "columns")
+
+    def __init__(self, keys: list[str], counts: np.ndarray, columns: dict) -> None:
+        ends = np.cumsum(counts)
+        hashes = np.fromiter((hash(k) for k in keys), np.int64, len(keys))
+        order = np.argsort(hashes, kind="stable")
+        self.hashes = hashes[order]
+        self.lo, self.hi = (ends - counts)[order], ends[order]
+        self.keys = Strings([keys[i] for i in order.tolist()])
+        self.columns = columns
+
+    def run(self, key: str) -> tuple[int, int]:
+        """The rows of this key: (first, past the last); (0, 0) when the part has none."""
+        h = hash(key)
+        i = int(np.searchsorted(self.hashes, h))
+        while i < len(self.hashes) and self.hashes[i] == h:
+            if self.keys[i] == key:
+                return int(self.lo[i]), int(self.hi[i])
+            i += 1
+        return 0, 0
+
+    @property
+    def size(self) -> int:
+        return (self.hashes.nbytes + self.lo.nbytes + self.hi.nbytes + self.keys.size
+                + sum(c.size if isinstance(c, Strings) else c.nbytes for c in self.columns.values()))
+
+
+class Texts:
+    """A records part's texts of ``HELD_ROLES`` by record id."""
+
+    __slots__ = ("record_id", "blob", "offs", "packed")
+
+    def __init__(self, record_id: np.ndarray, texts: list[str]) -> None:
+        import zstandard
+
+        pack = zstandard.ZstdCompressor(level=1).compress
+        encoded, packed = [], np.zeros(len(texts), bool)
+        for i, text in enumerate(texts):
+            raw = text.encode("utf-8", "surrogatepass")
+            if len(raw) >= PACK_FROM:
+                raw, packed[i] = pack(raw), True
+            encoded.append(raw)
+        self.record_id, self.packed = record_id, packed
+        self.blob = b"".join(encoded)
+        self.offs = np.zeros(len(encoded) + 1, np.int64)
+        np.cumsum([len(e) for e in encoded], out=self.offs[1:])
+
+    def get(self, record_id: int) -> str | None:
+        i = int(np.searchsorted(self.record_id, record_id))
+        if i >= len(self.record_id) or self.record_id[i] != record_id:
+            return None
+        raw = self.blob[self.offs[i]:self.offs[i + 1]]
+        if self.packed[i]:
+            import zstandard
+
+            raw = zstandard.ZstdDecompressor().decompress(raw)
+        return raw.decode("utf-8", "surrogatepass")
+
+    @property
+    def size(self) -> int:
+        return len(self.blob) + self.offs.nbytes + self.record_id.nbytes + self.packed.nbytes
+
+
+def postings(con, path: str) -> Keyed | None:
+    """A postings part's rows by token (``record_id`` and ``tf``); None when not held."""
+
+    def read() -> Keyed:
+        src = f"read_parquet({_quoted(path)})"
+        runs = con.execute(f"SELECT token, count(*) FROM {src} GROUP BY token ORDER BY token").fetchall()
+        cols = con.execute(f"SELECT record_id, tf FROM {src} ORDER BY token, record_id").fetchnumpy()
+        rid = np.asarray(cols["record_id"], np.int64)
+        # record ids count up from 0: 32 bits hold any store's, halving the largest array
+        if len(rid) and 0 <= rid.min() and rid.max() < 2**31:
+            rid = rid.astype(np.int32)
+        return Keyed([t for t, _ in runs], np.fromiter((n for _, n in runs), np.int64, len(runs)),
+                     {"record_id": rid, "tf": np.asarray(cols["tf"]).astype(np.float32)})
+
+    return _held_or_read(path, "index", read)
+
+
+def vocab(con, path: str) -> Keyed | None:
+    """A vocabulary part's rows by stem (its ``tokens``, ``Strings``, and their
+    counts ``n``); None when not held."""
+
+    def read() -> Keyed:
+        src = f"read_parquet({_quoted(path)})"
+        runs = con.execute(f"SELECT stem, count(*) FROM {src} GROUP BY stem ORDER BY stem").fetchall()
+        rows = con.execute(f"SELECT token, n FROM {src} ORDER BY stem, token").fetchall()
+        return Keyed([s for s, _ in runs], np.fromiter((n for _, n in runs), np.int64, len(runs)),
+                     {"tokens": Strings([t for t, _ in rows]), "n": np.fromiter((n for _, n in rows), np.int64, len(rows))})
+
+    return _held_or_read(path, "index", read)
+
+
+def texts(con, path: str) -> Texts | None:
+    """A records part's texts of ``HELD_ROLES``; None when not held."""
+
+    def read() -> Texts:
+        roles = ", ".join(f"'{r}'" for r in HELD_ROLES)
+        rows = con.execute(f"SELECT record_id, text FROM read_parquet({_quoted(path)}, hive_partitioning=false) "
+                           f"WHERE role IN ({roles}) ORDER BY record_id").fetchall()
+        return Texts(np.fromiter((r for r, _ in rows), np.int64, len(rows)), [t or "" for _, t in rows])
+
+    return _held_or_read(path, "texts", read)
+
+
+def _held_or_read(path: str, kind: str, read):
+    """The part as held, else read now; None (remembered) when it would pass its budget."""
+    got = _held.get(path)
+    if got is not None:
+        return got[1]
+    with _lock:
+        got = _held.get(path)
+        if got is None:
+            stat = _stat(path)
+            part = read() if _bytes[kind] < _budget(kind) else None
+            if part is not None and _bytes[kind] + part.size > _budget(kind):
+                part = None  # (remembered: read again only when the live parts change)
+            if part is not None:
+                _bytes[kind] += part.size
+            got = _held[path] = (stat, part)
+    return got[1]
+
+
+def keep_only(paths) -> None:
+    """Let go of every part not in ``paths`` (the live generation's), of any
+    whose file changed since it was read, and of the parts left unheld by the
+    budget (the room freed may hold them now)."""
+    live = set(paths)
+    with _lock:
+        for path in list(_held):
+            stat, part = _held[path]
+            if part is None or path not in live:
+                del _held[path]
+                continue
+            try:
+                same = _stat(path) == stat
+            except OSError:
+                same = False
+            if not same:
+                del _held[path]
+        _bytes["index"] = sum(p.size for _, p in _held.values() if isinstance(p, Keyed))
+        _bytes["texts"] = sum(p.size for _, p in _held.values() if isinstance(p, Texts))
+
+
+def held_bytes() -> dict[str, int]:
+    """What the held parts take, by budget (``deja doctor`` in a warm process, the benches)."""
+    return dict(_bytes)
+
+
+def _stat(path: str) -> tuple:
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _quoted(path: str) -> str:
+    return "'" + path.replace("'", "''") + "'"

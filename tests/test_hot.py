@@ -1,0 +1,185 @@
+"""A warm process holds the store's parts in memory (stages/store/hot.py):
+it answers exactly as a cold process does, whatever its budget lets it hold,
+lets go of parts that left the live store, and reads a part again when its
+file changed."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import Home, claude_assistant, claude_user, write_jsonl
+
+
+def _session(home: Home, n: int, day: str, cwd: str, turns: list[tuple[str, str]]) -> None:
+    sid = f"407a0000-0000-4000-8000-{n:012d}"
+    rows = []
+    for i, (role, text) in enumerate(turns):
+        ts = f"{day}T10:{i:02d}:00.000Z"
+        if role == "user":
+            rows.append(claude_user(sid, text, ts, f"u{n}-{i}", cwd=cwd))
+        elif role == "assistant":
+            rows.append(claude_assistant(sid, [{"type": "text", "text": text}], ts, f"a{n}-{i}", msg_id=f"m{n}-{i}",
+                                         cwd=cwd))
+        else:  # a command and what it printed
+            rows.append(claude_assistant(sid, [{"type": "tool_use", "id": f"t{n}-{i}", "name": "Bash",
+                                                "input": {"command": "pytest -q"}}], ts, f"c{n}-{i}",
+                                         msg_id=f"mc{n}-{i}", cwd=cwd))
+            rows.append({**claude_user(sid, "", ts, f"o{n}-{i}", cwd=cwd),
+                         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}-{i}",
+                                                                  "content": text}]}})
+    write_jsonl(home.claude_file(sid, cwd=cwd), rows)
+
+
+# long printed texts (held compressed), non-Latin words, words spread over months and projects
+LOG = "\n".join(f"tests/test_ledger.py::test_case_{i} PASSED  ожидание {i} 超时 {i}" for i in range(60))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    home = Home(tmp_path_factory.mktemp("hot"))
+    _session(home, 1, "2026-01-12", "/home/dev/src/ledger", [
+        ("user", "the ledger export times out when the connection pool is exhausted"),
+        ("assistant", "Raised pool_size to 20 in app/db.py and added a statement timeout."),
+        ("tool", LOG + "\nFAILED tests/test_ledger.py::test_export - TimeoutError: pool exhausted"),
+    ])
+    _session(home, 2, "2026-02-03", "/home/dev/src/ledger", [
+        ("user", "сборка падает на шаге миграции базы"),
+        ("assistant", "Миграция ждала блокировку; добавил lock_timeout и повторил сборку."),
+    ])
+    _session(home, 3, "2026-03-09", "/home/dev/src/web", [
+        ("user", "连接超时 when the web app calls the ledger service"),
+        ("assistant", "The web client reused a closed connection; the pool now pings before use."),
+        ("tool", LOG.replace("ledger", "web")),
+    ])
+    home.run("index")
+    # an appended turn: its run adds small parts beside the first run's
+    _session(home, 4, "2026-03-10", "/home/dev/src/web", [
+        ("user", "quokka deploy pipeline flakes on the export step"),
+        ("assistant", "The quokka step raced the export; it now waits for the ledger pool."),
+    ])
+    home.run("index")
+    return home
+
+
+QUERIES = ["connection pool exhausted", "pool", "ledger export", "TimeoutError", "test_case_7 PASSED",
+           "сборка миграции", "连接超时", "quokka export", "lock_timeout", "zzz nothing here", "pool timeout web"]
+
+
+def _answers(home: Home, monkeypatch, warm: bool, hold_mb: str | None = None) -> list:
+    from deja.pipeline import api
+    from deja.stages.store import hot, read
+
+    if hold_mb is None:
+        monkeypatch.delenv("DEJA_HOLD_MB", raising=False)
+    else:
+        monkeypatch.setenv("DEJA_HOLD_MB", hold_mb)
+    hot.keep_only(())
+    env = dict(home.env)
+    if not warm:
+        return [api.search(q, env=env) for q in QUERIES]
+    read.keep_open(True)
+    try:
+        return [[api.search(q, env=env) for q in QUERIES] for _ in range(2)]
+    finally:
+        read.keep_open(False)
+
+
+def _held(kind) -> list:
+    from deja.stages.store import hot
+
+    return [path for path, (_, part) in hot._held.items() if isinstance(part, kind)]
+
+
+def test_a_warm_process_answers_as_a_cold_one_whatever_its_budget_holds(store, monkeypatch):
+    from deja.stages.store import hot
+
+    cold = _answers(store, monkeypatch, warm=False)
+    assert sum(bool(a["hits"]) for a in cold) >= 8
+    assert any("test_case_7" in s for a in cold for h in a["hits"] for s in h["snippets"])  # printed text shown
+
+    # the default budget holds every part the searches met: postings, vocabulary, texts
+    assert _answers(store, monkeypatch, warm=True) == [cold, cold]
+    assert _held(hot.Keyed) and _held(hot.Texts)
+    assert not [p for p, (_, part) in hot._held.items() if part is None]
+    assert all(n > 0 for n in hot.held_bytes().values())
+
+    # a budget that holds some parts and not others: the rest are read from Parquet
+    sizes = sorted(part.size for _, (_, part) in hot._held.items())
+    tight = str((sizes[len(sizes) // 2] + sizes[0]) / (1 << 20) / (1 - hot.TEXT_SHARE))
+    assert _answers(store, monkeypatch, warm=True, hold_mb=tight) == [cold, cold]
+    assert _held(hot.Keyed) and [p for p, (_, part) in hot._held.items() if part is None]
+
+    # nothing held: every part from Parquet
+    assert _answers(store, monkeypatch, warm=True, hold_mb="0") == [cold, cold]
+    assert not _held(hot.Keyed) and not _held(hot.Texts)
+    hot.keep_only(())
+
+
+def test_held_parts_leave_with_their_generation_and_a_changed_file_is_read_again(store, tmp_path, monkeypatch):
+    from deja.pipeline import api
+    from deja.stages.store import duck, hot, read
+
+    monkeypatch.delenv("DEJA_HOLD_MB", raising=False)
+    home = Home(tmp_path)
+    shutil.copytree(store.home, home.home, dirs_exist_ok=True, symlinks=True)
+    home.run("index")
+    env = dict(home.env)
+    hot.keep_only(())
+    read.keep_open(True)
+    try:
+        before = api.search("quokka export", env=env)
+        live = read.open_live(home.index, con=duck.shared())
+        first = set(hot._held)
+        assert first and first <= {p for paths in live.files.values() for p in paths}
+
+        # a new generation (`deja index --rebuild` writes every part anew): the old parts are let go
+        home.run("index", "--rebuild")
+        assert api.search("quokka export", env=env)["hits"][0]["session"]["id"] == before["hits"][0]["session"]["id"]
+        live = read.open_live(home.index, con=duck.shared())
+        assert not first & set(hot._held)
+        assert set(hot._held) <= {p for paths in live.files.values() for p in paths}
+
+        # a part whose file changed under the same name is read again, not trusted
+        path = next(p for p in hot._held if "/postings/" in p)
+        part = hot._held[path][1]
+        data = open(path, "rb").read()
+        open(path, "wb").write(data)  # same bytes, a new mtime: still read again
+        hot.keep_only(p for paths in live.files.values() for p in paths)
+        assert path not in hot._held
+        assert hot.postings(live.con, path) is not part
+    finally:
+        read.keep_open(False)
+        hot.keep_only(())
+
+
+def test_a_key_is_found_by_its_hash_and_confirmed_by_itself():
+    from deja.stages.store import hot
+
+    keys = ["pool", "poolsize", "ожидание", "超时", "", "e\u0301"]
+    part = hot.Keyed(keys, np.array([2, 1, 3, 1, 1, 2]), {})
+    assert [part.run(k) for k in keys] == [(0, 2), (2, 3), (3, 6), (6, 7), (7, 8), (8, 10)]
+    assert part.run("missing") == (0, 0) and part.run("\u00e9") == (0, 0)
+    # every key's hash the same: each is still told apart by its own bytes
+    part.hashes[:] = 0
+    real = hash
+    import builtins
+    try:
+        builtins.hash = lambda _k: 0
+        assert [part.run(k) for k in keys] == [(0, 2), (2, 3), (3, 6), (6, 7), (7, 8), (8, 10)]
+        assert part.run("missing") == (0, 0)
+    finally:
+        builtins.hash = real
+
+
+def test_held_texts_come_back_whole_long_or_short():
+    from deja.stages.store import hot
+
+    texts = ["short", LOG, "", "emoji 🧪 and a lone \udcff byte", LOG * 20]
+    held = hot.Texts(np.array([3, 5, 8, 13, 21]), texts)
+    assert [held.get(r) for r in (3, 5, 8, 13, 21)] == texts
+    assert held.get(4) is None and held.get(99) is None and held.get(-1) is None
+    assert held.packed.tolist() == [False, True, False, False, True]
+    assert held.size < len(LOG) * 5  # long texts are held compressed

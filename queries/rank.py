@@ -45,17 +45,53 @@ def best_records(ranked: list[Ranked]) -> list[tuple[int, int, int]]:
     return [(r.ord, v & _ID_MASK, v >> 40) for r in ranked for v in r.best]
 
 
+# what a session settled (§5.3): a decision lifts, giving up damps, a note lifts
+DECIDED, GAVE_UP, NOTE = 1.3, 0.6, 1.25
+
+
 def signals(decided: bool, gave_up: bool, note: bool) -> float:
     """Bounded lifts and damps from what a session settled (§5.3), read with
     the scores (score_groups.sql) rather than in a query of their own."""
     m = 1.0
     if decided:
-        m *= 1.3
+        m *= DECIDED
     if gave_up:
-        m *= 0.6
+        m *= GAVE_UP
     if note:
-        m *= 1.25
+        m *= NOTE
     return m
+
+
+# The formulas of a session's score, for one session or (numpy) every session at once.
+def _idf(n_sessions: int, df: int) -> float:
+    """A group's IDF over the admitted sessions, ``df`` of which hold it."""
+    return math.log(1 + (n_sessions - df + 0.5) / (df + 0.5))
+
+
+def _norm(dl, avgdl: float):
+    """BM25's length normalisation of a session ``dl`` words long."""
+    return 1.2 * (0.7 + 0.3 * dl / avgdl)
+
+
+def _bm25(idf: float, said, printed, norm):
+    """One group's BM25: what was said and what tools printed saturate apart, the printed at half weight."""
+    return idf * (said * 2.2 / (said + norm) + 0.5 * printed * 2.2 / (printed + norm))
+
+
+def _proximity(best_ng, k: int):
+    """Proximity at record granularity: the words of a question meeting in one
+    short message say more than the same words scattered over a session
+    (best_ng shrinks with the length of that message)."""
+    return 1.0 + 0.5 * (best_ng - 1) / (k - 1)
+
+
+def _coverage(matched, k: int):
+    """A session holding more of the question's words."""
+    return 0.5 + 0.5 * (matched / k)
+
+
+def _recency(age_days):
+    return 0.8 + 0.2 / (1.0 + age_days / 30.0)
 
 
 def worn_lift(n: int) -> float:
@@ -151,8 +187,7 @@ def freshness(updated_ms: int | None, now_ms: float) -> float:
     """Gentle: a year-old session keeps 80% of its score; time is a hint, not a filter."""
     if not updated_ms:
         return 0.8
-    age_days = max(0.0, (now_ms - updated_ms) / 86_400_000)
-    return 0.8 + 0.2 / (1.0 + age_days / 30.0)
+    return _recency(max(0.0, (now_ms - updated_ms) / 86_400_000))
 
 
 class SessionRanker:
@@ -223,12 +258,22 @@ class SessionRanker:
             sql = sql.replace("bit_count(bit_or(1::BIGINT << gid))", "count(DISTINCT gid)")
         and_min = and_min or k
         key = (tuple(tuple(g) for g in groups), and_min)
+        if self.store.hot:  # a warm process: the same rows as columns from arrays (score_arrays)
+            if key not in self._aggregates:
+                self._aggregates[key] = self._arrays(tokens, gids, k, and_min)
+            scored = self._aggregates[key]
+            return [] if scored is None else self._rank_columns(scored, k, n_sessions, avgdl, need_and, min_groups,
+                                                               and_min, whole, windows, time.time() * 1000)
         rows = self._aggregates.get(key)
-        if rows is None and self.store.hot:  # a warm process: the same rows from arrays (score_arrays)
-            rows = self._aggregates[key] = self._arrays(tokens, gids, k, and_min)
-        elif rows is None:
+        if rows is None:
             rows = self._aggregates[key] = self.store.con.execute(
                 duck.inline(sql, tokens=tokens, gids=gids), {"and_min": and_min}).fetchall()
+        return self._rank_rows(rows, k, n_sessions, avgdl, need_and, min_groups, and_min, whole, windows,
+                               time.time() * 1000)
+
+    def _rank_rows(self, rows: list[tuple], k: int, n_sessions: int, avgdl: float, need_and: bool,
+                   min_groups: int, and_min: int, whole: bool, windows, now: float) -> list[Ranked]:
+        """Each session of score_groups.sql's rows scored, those that qualify, best first."""
         if not rows:
             return []
         # IDF of each group over the admitted sessions that hold it
@@ -237,20 +282,18 @@ class SessionRanker:
             for i in range(k):
                 if r[10 + 2 * i] or r[11 + 2 * i]:
                     df[i] += 1
-        idf = [math.log(1 + (n_sessions - d + 0.5) / (d + 0.5)) for d in df]
-        now = time.time() * 1000
+        idf = [_idf(n_sessions, d) for d in df]
         worn = self.worn()
         out = []
         for r in rows:
             ord_, dl, updated, started, decided, gave_up, note, nrec, best_ng, best = r[:10]
-            # what was said and what tools printed saturate apart, the printed at half weight
-            norm = 1.2 * (0.7 + 0.3 * dl / avgdl)
+            norm = _norm(dl, avgdl)
             bm25, matched = 0.0, 0
             for i in range(k):
                 said, printed = r[10 + 2 * i], r[11 + 2 * i]
                 if said or printed:
                     matched += 1
-                    bm25 += idf[i] * (said * 2.2 / (said + norm) + 0.5 * printed * 2.2 / (printed + norm))
+                    bm25 += _bm25(idf[i], said, printed, norm)
             if need_and:
                 if not nrec and not (whole and matched >= and_min):
                     continue
@@ -264,22 +307,61 @@ class SessionRanker:
             else:
                 score *= freshness(updated, now)
             if k > 1:
-                # proximity at record granularity: the words of a question meeting in
-                # one short message say more than the same words scattered over a
-                # session (best_ng shrinks with the length of that message)
-                score *= 1.0 + 0.5 * (best_ng - 1) / (k - 1)
-                # coverage: a session holding more of the question's words
-                score *= 0.5 + 0.5 * (matched / k)
+                score *= _proximity(best_ng, k) * _coverage(matched, k)
             out.append(Ranked(ord_, score, matched, nrec, updated or 0, best))
         out.sort(key=lambda r: (-r.score, -r.updated, r.ord))
         return out
+
+    def _rank_columns(self, s, k: int, n_sessions: int, avgdl: float, need_and: bool, min_groups: int,
+                      and_min: int, whole: bool, windows, now: float) -> list[Ranked]:
+        """``rank``'s loop over a warm process's columns (score_arrays.Scored),
+        computed for every session at once: the same formulas, the same
+        operations in the same order (so the same scores, to the bit)."""
+        import numpy as np
+
+        held = (s.said != 0) | (s.printed != 0)
+        idf = [_idf(n_sessions, d) for d in held.sum(axis=0).tolist()]
+        norm = _norm(s.dl, avgdl)
+        bm25 = np.zeros(len(s))
+        for i in range(k):  # (a group a session lacks adds an exact 0)
+            bm25 = bm25 + _bm25(idf[i], s.said[:, i], s.printed[:, i], norm)
+        matched = held.sum(axis=1)
+        if need_and:
+            keep = (s.nrec > 0) | (whole & (matched >= and_min))
+        else:
+            keep = matched >= min_groups
+        score = bm25 * (np.where(s.decided, DECIDED, 1.0) * np.where(s.gave_up, GAVE_UP, 1.0)
+                        * np.where(s.note, NOTE, 1.0))
+        worn = self.worn()
+        if worn:
+            lift = np.ones(len(s))
+            at = np.searchsorted(s.ord, list(worn))  # (ords ascending)
+            for i, (o, n) in zip(at.tolist(), worn.items()):
+                if i < len(s) and s.ord[i] == o:
+                    lift[i] = worn_lift(n)
+            score = score * lift
+        if windows:
+            first = np.where(s.started != 0, s.started, s.updated)
+            inside = np.zeros(len(s), bool)
+            for start, end in windows:
+                inside |= (first <= end) & (s.updated >= start)
+            score = score * np.where(inside & (s.updated != 0), TIME_LIFT, 1.0)
+        else:
+            score = score * np.where(s.updated != 0, _recency(np.maximum(0.0, (now - s.updated) / 86_400_000)), 0.8)
+        if k > 1:
+            score = score * (_proximity(s.best_ng, k) * _coverage(matched, k))
+        rows = np.flatnonzero(keep)
+        rows = rows[np.lexsort((s.ord[rows], -s.updated[rows], -score[rows]))]
+        return [Ranked(o, sc, m, n, u, s.best(i)) for i, o, sc, m, n, u in zip(
+            rows.tolist(), s.ord[rows].tolist(), score[rows].tolist(), matched[rows].tolist(), s.nrec[rows].tolist(),
+            s.updated[rows].tolist())]
 
     def _filtered(self) -> bool:
         """The query admits only some sessions (q_sessions.admitted)."""
         q = self.q
         return bool(q.harness or q.project or q.since_ms or q.session)
 
-    def _arrays(self, tokens: list[str], gids: list[int], k: int, and_min: int) -> list[tuple]:
+    def _arrays(self, tokens: list[str], gids: list[int], k: int, and_min: int):
         from . import score_arrays
 
         if self._postings is None:  # (no postings part could hold the words)

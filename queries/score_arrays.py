@@ -37,11 +37,24 @@ class Docs:
         self.role = np.asarray(cols["role"], np.int64)
         self.rec_len = np.asarray(cols["rec_len"], np.float64)
         self.alive = np.asarray(cols["alive"], bool)
+        # record ids count up from 0, nearly without gaps: each id's row by
+        # indexing, where a binary search per posting cost a common word's
+        # postings a millisecond (ids too sparse for that: the binary search)
+        self.row_of = None
+        top = int(self.record_id[-1]) if len(self.record_id) else -1
+        if 0 <= top < 4 * len(self.record_id) + (1 << 20) and self.record_id[0] >= 0:
+            self.row_of = np.full(top + 1, -1, np.int64)
+            self.row_of[self.record_id] = np.arange(len(self.record_id))
 
     def find(self, record_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each record id's docs row, and whether it has one."""
         if not len(self.record_id):
             return np.zeros(len(record_id), np.int64), np.zeros(len(record_id), bool)
+        if self.row_of is not None:
+            inside = (record_id >= 0) & (record_id < len(self.row_of))
+            at = self.row_of[np.where(inside, record_id, 0)]
+            found = inside & (at >= 0)
+            return np.where(found, at, 0), found
         at = np.minimum(np.searchsorted(self.record_id, record_id), len(self.record_id) - 1)
         return at, self.record_id[at] == record_id
 
@@ -120,20 +133,61 @@ class Postings:
 
 
 class Sessions:
-    """``q_sessions``' admitted rows by ord: what a row of score_groups carries of its session."""
+    """``q_sessions``' admitted rows as arrays indexed by session ord: what a
+    row of score_groups carries of its session."""
 
     def __init__(self, con) -> None:
-        self.by_ord = {r[0]: r for r in con.execute(
-            "SELECT ord, dl, updated, started, decided, gave_up, note FROM q_sessions WHERE admitted").fetchall()}
+        cols = con.execute("SELECT ord, dl, coalesce(updated, 0) AS updated, coalesce(started, 0) AS started, "
+                           "coalesce(decided, false) AS decided, coalesce(gave_up, false) AS gave_up, coalesce(note, false) AS note "
+                           "FROM q_sessions WHERE admitted").fetchnumpy()
+        ords = np.asarray(cols["ord"], np.int64)
+        size = int(ords.max()) + 1 if len(ords) else 0
+        self.admitted = np.zeros(size, bool)
+        self.admitted[ords] = True
+        self.dl, self.updated, self.started = (np.zeros(size, dt) for dt in (np.float64, np.int64, np.int64))
+        self.decided, self.gave_up, self.note = (np.zeros(size, bool) for _ in range(3))
+        for name in ("dl", "updated", "started", "decided", "gave_up", "note"):
+            getattr(self, name)[ords] = np.asarray(cols[name])
+
+
+class Scored:
+    """score_groups.sql's rows as columns, one entry per admitted session that
+    holds any of the words: its ord and session facts, ``nrec`` (records
+    holding ``and_min`` groups), ``best_ng`` (1 + the proximity of its best
+    record), per group what was said and what was printed (``said``,
+    ``printed``: sessions × groups), and the records to show (``best(i)``)."""
+
+    def __init__(self, ords, sessions: Sessions, nrec, best_ng, said, printed, value, starts, ends) -> None:
+        self.ord, self.nrec, self.best_ng, self.said, self.printed = ords, nrec, best_ng, said, printed
+        self.dl, self.updated, self.started = sessions.dl[ords], sessions.updated[ords], sessions.started[ords]
+        self.decided, self.gave_up, self.note = sessions.decided[ords], sessions.gave_up[ords], sessions.note[ords]
+        self._value, self._starts, self._ends = value, starts, ends
+
+    def __len__(self) -> int:
+        return len(self.ord)
+
+    def best(self, i: int) -> list[int]:
+        """Row ``i``'s records to show (role << 40 | record id)."""
+        return self._value[self._starts[i]:self._ends[i]].tolist()
+
+    def rows(self) -> list[tuple]:
+        """The columns as score_groups.sql's rows (what the tests hold the two to)."""
+        cols = [self.ord, self.dl, self.updated, self.started, self.decided, self.gave_up, self.note, self.nrec,
+                self.best_ng]
+        out = []
+        for i, r in enumerate(zip(*(c.tolist() for c in cols))):
+            sums = [x for pair in zip(self.said[i].tolist(), self.printed[i].tolist()) for x in pair]
+            out.append((*r[:2], r[2] or None, r[3] or None, *r[4:], self.best(i), *sums))
+        return out
 
 
 def score_rows(postings: Postings, sessions: Sessions, tokens: list[str], gids: list[int], k: int,
-               and_min: int) -> list[tuple]:
-    """score_groups.sql's rows for these (token, group) pairs, in no particular order."""
+               and_min: int) -> Scored | None:
+    """score_groups.sql's rows for these (token, group) pairs, as columns; None when none."""
     held = [(postings.by_token[t], g) for t, g in zip(tokens, gids)
             if t in postings.by_token and len(postings.by_token[t][0])]
     if not held:
-        return []
+        return None
     record_id, session, tf, role, rec_len, row = (np.concatenate([cols[c] for cols, _ in held]) for c in range(6))
     gid = np.concatenate([np.full(len(cols[0]), g, np.int64) for cols, g in held])
     # each record's term frequencies, damped by its length against its role's mean (never raised)
@@ -158,28 +212,28 @@ def score_rows(postings: Postings, sessions: Sessions, tokens: list[str], gids: 
     nrec = np.bincount(ses, weights=ng >= and_min, minlength=m)
     best_ng = np.full(m, -np.inf)
     np.maximum.at(best_ng, ses, (ng - 1) * 200.0 / (200 + r_len))
-    said = np.where(r_role != _TOOL, _SAID_WEIGHT[r_role], 0.0)
+    said_w = np.where(r_role != _TOOL, _SAID_WEIGHT[r_role], 0.0)
     printed = r_role == _TOOL
-    sums = []
+    said_sums = np.empty((m, k))
+    printed_sums = np.empty((m, k))
     for i in range(k):
-        sums.append(np.bincount(ses, weights=w_by_group[i] * said, minlength=m))
-        sums.append(np.bincount(ses, weights=np.where(printed, w_by_group[i], 0.0), minlength=m))
+        said_sums[:, i] = np.bincount(ses, weights=w_by_group[i] * said_w, minlength=m)
+        printed_sums[:, i] = np.bincount(ses, weights=np.where(printed, w_by_group[i], 0.0), minlength=m)
     # the three records to show: most groups, then said before printed, then newest
     key = ng * _NG_BIT + (r_role != _TOOL) * _ROLE_BIT + records
     order = np.lexsort((-key, ses))
     starts = np.searchsorted(ses[order], np.arange(m))
-    value = (r_role * _ROLE_BIT + records)[order].tolist()
-    ends = np.minimum(starts + 3, np.append(starts[1:], n)).tolist()
+    value = (r_role * _ROLE_BIT + records)[order]
+    ends = np.minimum(starts + 3, np.append(starts[1:], n))
 
-    out = []
-    columns = [ords.tolist(), nrec.astype(np.int64).tolist(), (1.0 + best_ng).tolist(), starts.tolist(), ends,
-               *(s.tolist() for s in sums)]
-    for o, nr, bn, a, b, *group_sums in zip(*columns):
-        s = sessions.by_ord.get(o)
-        if s is None:  # not admitted by the query's filters
-            continue
-        out.append((*s, nr, bn, value[a:b], *group_sums))
-    return out
+    # only the sessions the query's filters admit
+    admitted = np.zeros(m, bool)
+    inside = ords < len(sessions.admitted)
+    admitted[inside] = sessions.admitted[ords[inside]]
+    if not admitted.any():
+        return None
+    return Scored(ords[admitted], sessions, nrec[admitted].astype(np.int64), 1.0 + best_ng[admitted],
+                  said_sums[admitted], printed_sums[admitted], value, starts[admitted], ends[admitted])
 
 
 def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -53,6 +53,10 @@ def _sql_rows(con, tokens: list[str], gids: list[int], k: int, and_min: int) -> 
     return con.execute(duck.inline(sql, tokens=tokens, gids=gids), {"and_min": and_min}).fetchall()
 
 
+def _rows(scored) -> list[tuple]:
+    return [] if scored is None else scored.rows()
+
+
 def _same(a: tuple, b: tuple) -> bool:
     return len(a) == len(b) and all(
         math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-12) if isinstance(x, float) or isinstance(y, float) else x == y
@@ -75,7 +79,7 @@ def test_arrays_give_every_session_the_sql_row(seed: int) -> None:
         gids = [i for i, g in enumerate(groups) for _ in g]
         and_min = rng.randint(1, k)
         want = sorted(_sql_rows(con, tokens, gids, k, and_min))
-        got = sorted(score_arrays.score_rows(postings, sessions, tokens, gids, k, and_min))
+        got = sorted(_rows(score_arrays.score_rows(postings, sessions, tokens, gids, k, and_min)))
         assert [r[0] for r in got] == [r[0] for r in want]
         for g, w in zip(got, want):
             assert _same(g, w), (g, w)
@@ -88,11 +92,43 @@ def test_arrays_count_groups_past_a_bit_sets_width() -> None:
     _tables(con, rng, n_sessions=5, n_records=300, words=words)
     tokens, gids = words, list(range(70))
     want = sorted(_sql_rows(con, tokens, gids, 70, 2))
-    got = sorted(score_arrays.score_rows(_postings(con), score_arrays.Sessions(con), tokens, gids, 70, 2))
+    got = sorted(_rows(score_arrays.score_rows(_postings(con), score_arrays.Sessions(con), tokens, gids, 70, 2)))
     assert len(got) == len(want) and all(_same(g, w) for g, w in zip(got, want))
 
 
 def test_no_postings_no_rows() -> None:
     con = duckdb.connect()
     _tables(con, random.Random(1), n_sessions=3, n_records=0, words=["a"])
-    assert score_arrays.score_rows(_postings(con), score_arrays.Sessions(con), ["a"], [0], 1, 1) == []
+    assert score_arrays.score_rows(_postings(con), score_arrays.Sessions(con), ["a"], [0], 1, 1) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_warm_process_scores_every_session_as_the_loop_does_to_the_bit(seed: int) -> None:
+    """rank's loop over rows (a cold process) and its columns at once (a warm
+    one) give the same sessions, in the same order, with the same scores."""
+    rng = random.Random(100 + seed)
+    words = [f"w{i}" for i in range(6)]
+    con = duckdb.connect()
+    _tables(con, rng, n_sessions=60, n_records=900, words=words)
+    postings, sessions = _postings(con), score_arrays.Sessions(con)
+    ranker = rank.SessionRanker.__new__(rank.SessionRanker)
+    ords = [o for (o,) in con.execute("SELECT ord FROM q_sessions WHERE admitted").fetchall()]
+    ranked = []
+    for _ in range(8):
+        k = rng.randint(1, 4)
+        groups = [rng.sample(words, rng.randint(1, 2)) for _ in range(k)]
+        tokens = [t for g in groups for t in g]
+        gids = [i for i, g in enumerate(groups) for _ in g]
+        and_min = rng.randint(1, k)
+        scored = score_arrays.score_rows(postings, sessions, tokens, gids, k, and_min)
+        ranker._worn = rng.choice([{}, {o: rng.randint(1, 40) for o in rng.sample(ords, 5)}])
+        now = 1_700_000_000_000
+        windows = rng.choice([[], [(now - 5e9, now)], [(0, 1_690_000_000_010), (now, now + 1)]])
+        args = (k, 60, 900.0, rng.random() < 0.5, rng.randint(1, k), and_min, rng.random() < 0.5, windows,
+                now + rng.random() * 1e10)
+        loop = ranker._rank_rows(scored.rows(), *args)
+        columns = ranker._rank_columns(scored, *args)
+        assert [(r.ord, r.score, r.matched, r.nrec, r.updated, r.best) for r in columns] == \
+            [(r.ord, r.score, r.matched, r.nrec, r.updated, r.best) for r in loop]
+        ranked.append(bool(loop))
+    assert any(ranked)

@@ -352,9 +352,9 @@ class SessionRanker:
             score = score * (_proximity(s.best_ng, k) * _coverage(matched, k))
         rows = np.flatnonzero(keep)
         rows = rows[np.lexsort((s.ord[rows], -s.updated[rows], -score[rows]))]
-        return [Ranked(o, sc, m, n, u, s.best(i)) for i, o, sc, m, n, u in zip(
-            rows.tolist(), s.ord[rows].tolist(), score[rows].tolist(), matched[rows].tolist(), s.nrec[rows].tolist(),
-            s.updated[rows].tolist())]
+        return [Ranked(o, sc, m, n, u, b) for o, sc, m, n, u, b in zip(
+            s.ord[rows].tolist(), score[rows].tolist(), matched[rows].tolist(), s.nrec[rows].tolist(),
+            s.updated[rows].tolist(), s.bests(rows))]
 
     def _filtered(self) -> bool:
         """The query admits only some sessions (q_sessions.admitted)."""

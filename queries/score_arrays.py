@@ -170,6 +170,11 @@ class Scored:
         """Row ``i``'s records to show (role << 40 | record id)."""
         return self._value[self._starts[i]:self._ends[i]].tolist()
 
+    def bests(self, rows: np.ndarray) -> list[list[int]]:
+        """``best`` of each of these rows (a slice of a list each: a numpy slice each cost more)."""
+        value = self._value.tolist()
+        return [value[a:b] for a, b in zip(self._starts[rows].tolist(), self._ends[rows].tolist())]
+
     def rows(self) -> list[tuple]:
         """The columns as score_groups.sql's rows (what the tests hold the two to)."""
         cols = [self.ord, self.dl, self.updated, self.started, self.decided, self.gave_up, self.note, self.nrec,

@@ -26,6 +26,8 @@ import threading
 
 import numpy as np
 
+from . import duck
+
 HOLD_MB = 160  # DEJA_HOLD_MB's default
 TEXT_SHARE = 0.3  # of the budget, at most this much for texts (the index's parts come first)
 # The texts a search shows: its best records are what was said (user,
@@ -51,15 +53,22 @@ def _budget(kind: str) -> int:
 
 class Strings:
     """Strings as one UTF-8 buffer and their offsets: a fraction of the memory
-    of as many Python strings."""
+    of as many Python strings, and made without one (``fetch``)."""
 
     __slots__ = ("blob", "offs")
 
-    def __init__(self, values: list[str]) -> None:
-        encoded = [v.encode("utf-8", "surrogatepass") for v in values]
-        self.blob = b"".join(encoded)
-        self.offs = np.zeros(len(encoded) + 1, np.int64)
-        np.cumsum([len(e) for e in encoded], out=self.offs[1:])
+    def __init__(self, blob: bytes, lengths: np.ndarray) -> None:
+        self.blob = blob
+        self.offs = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=self.offs[1:])
+
+    @classmethod
+    def of(cls, values: np.ndarray, nbytes: np.ndarray) -> "Strings":
+        """From a column DuckDB fetched and each value's length in bytes (its strlen)."""
+        return cls("".join(values.tolist()).encode("utf-8", "surrogatepass"), np.asarray(nbytes, np.int64))
+
+    def __len__(self) -> int:
+        return len(self.offs) - 1
 
     def __getitem__(self, i: int) -> str:
         return self.blob[self.offs[i]:self.offs[i + 1]].decode("utf-8", "surrogatepass")
@@ -75,34 +84,34 @@ class Strings:
 
 
 class Keyed:
-    """One part's rows grouped by a key, in key order: each distinct key's run
-    of rows (``lo``, ``hi``), found by the key's hash (Python's, stable for the
-    life of the process that holds them) and confirmed by the key itself."""
+    """One part's rows grouped by a key, in key order: the distinct keys in
+    byte order (DuckDB's ORDER BY of a string), each with its run of rows,
+    found by a binary search over the keys' bytes."""
 
-    __slots__ = ("hashes", "lo", "hi", "keys", "columns")
+    __slots__ = ("keys", "ends", "columns")
 
-    def __init__(self, keys: list[str], counts: np.ndarray, columns: dict) -> None:
-        ends = np.cumsum(counts)
-        hashes = np.fromiter((hash(k) for k in keys), np.int64, len(keys))
-        order = np.argsort(hashes, kind="stable")
-        self.hashes = hashes[order]
-        self.lo, self.hi = (ends - counts)[order], ends[order]
-        self.keys = Strings([keys[i] for i in order.tolist()])
-        self.columns = columns
+    def __init__(self, keys: Strings, counts: np.ndarray, columns: dict) -> None:
+        self.keys, self.columns = keys, columns
+        self.ends = np.cumsum(np.asarray(counts, np.int64)).tolist()
 
     def run(self, key: str) -> tuple[int, int]:
         """The rows of this key: (first, past the last); (0, 0) when the part has none."""
-        h = hash(key)
-        i = int(np.searchsorted(self.hashes, h))
-        while i < len(self.hashes) and self.hashes[i] == h:
-            if self.keys[i] == key:
-                return int(self.lo[i]), int(self.hi[i])
-            i += 1
+        want = key.encode("utf-8", "surrogatepass")
+        blob, offs = self.keys.blob, self.keys.offs
+        lo, hi = 0, len(self.ends)
+        while lo < hi:  # (bisect over the buffer: no list of the keys is ever made)
+            mid = (lo + hi) // 2
+            if blob[offs[mid]:offs[mid + 1]] < want:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(self.ends) and blob[offs[lo]:offs[lo + 1]] == want:
+            return (self.ends[lo - 1] if lo else 0), self.ends[lo]
         return 0, 0
 
     @property
     def size(self) -> int:
-        return (self.hashes.nbytes + self.lo.nbytes + self.hi.nbytes + self.keys.size
+        return (len(self.ends) * 8 + self.keys.size
                 + sum(c.size if isinstance(c, Strings) else c.nbytes for c in self.columns.values()))
 
 
@@ -142,19 +151,38 @@ class Texts:
         return len(self.blob) + self.offs.nbytes + self.record_id.nbytes + self.packed.nbytes
 
 
+def _rows(con, path: str, key: str, columns: str) -> dict:
+    """A part's rows in the order of ``key``, with each key's length in bytes
+    (``nbytes``): as written (the index writes postings and vocabulary parts
+    sorted), else sorted here."""
+    query = f"SELECT {key} AS key, strlen({key}) AS nbytes, {columns} FROM read_parquet({_quoted(path)}) WHERE {key} IS NOT NULL"
+    rows = {name: np.asarray(col) for name, col in con.execute(query).fetchnumpy().items()}
+    keys = rows["key"]
+    if len(keys) > 1 and not np.all(keys[:-1] <= keys[1:]):
+        # (Python orders strings by code point, as their UTF-8 bytes order: Keyed.run's order)
+        order = np.argsort(keys, kind="stable")
+        rows = {name: col[order] for name, col in rows.items()}
+    return rows
+
+
+def _keyed(rows: dict, columns: dict) -> Keyed:
+    """The rows' distinct keys, each with its run (the rows are in key order)."""
+    keys = rows["key"]
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]])) if len(keys) else np.zeros(0, np.int64)
+    counts = np.diff(np.append(starts, len(keys)))
+    return Keyed(Strings.of(keys[starts], rows["nbytes"][starts]), counts, columns)
+
+
 def postings(con, path: str) -> Keyed | None:
     """A postings part's rows by token (``record_id`` and ``tf``); None when not held."""
 
     def read() -> Keyed:
-        src = f"read_parquet({_quoted(path)})"
-        runs = con.execute(f"SELECT token, count(*) FROM {src} GROUP BY token ORDER BY token").fetchall()
-        cols = con.execute(f"SELECT record_id, tf FROM {src} ORDER BY token, record_id").fetchnumpy()
-        rid = np.asarray(cols["record_id"], np.int64)
+        rows = _rows(con, path, "token", "record_id, tf")
+        rid = np.asarray(rows["record_id"], np.int64)
         # record ids count up from 0: 32 bits hold any store's, halving the largest array
         if len(rid) and 0 <= rid.min() and rid.max() < 2**31:
             rid = rid.astype(np.int32)
-        return Keyed([t for t, _ in runs], np.fromiter((n for _, n in runs), np.int64, len(runs)),
-                     {"record_id": rid, "tf": np.asarray(cols["tf"]).astype(np.float32)})
+        return _keyed(rows, {"record_id": rid, "tf": np.asarray(rows["tf"]).astype(np.float32)})
 
     return _held_or_read(path, "index", read)
 
@@ -164,11 +192,9 @@ def vocab(con, path: str) -> Keyed | None:
     counts ``n``); None when not held."""
 
     def read() -> Keyed:
-        src = f"read_parquet({_quoted(path)})"
-        runs = con.execute(f"SELECT stem, count(*) FROM {src} GROUP BY stem ORDER BY stem").fetchall()
-        rows = con.execute(f"SELECT token, n FROM {src} ORDER BY stem, token").fetchall()
-        return Keyed([s for s, _ in runs], np.fromiter((n for _, n in runs), np.int64, len(runs)),
-                     {"tokens": Strings([t for t, _ in rows]), "n": np.fromiter((n for _, n in rows), np.int64, len(rows))})
+        rows = _rows(con, path, "stem", "token, strlen(token) AS token_bytes, n")
+        return _keyed(rows, {"tokens": Strings.of(rows["token"], rows["token_bytes"]),
+                             "n": np.asarray(rows["n"], np.int64)})
 
     return _held_or_read(path, "index", read)
 
@@ -194,7 +220,14 @@ def _held_or_read(path: str, kind: str, read):
         got = _held.get(path)
         if got is None:
             stat = _stat(path)
-            part = read() if _bytes[kind] < _budget(kind) else None
+            part = None
+            if _bytes[kind] < _budget(kind):
+                try:
+                    part = read()
+                except duck.Error:
+                    raise  # (a damaged part: the store leaves it out and asks again, LiveStore.tolerant)
+                except Exception:  # a part of a shape this cannot hold: its callers query it
+                    part = None
             if part is not None and _bytes[kind] + part.size > _budget(kind):
                 part = None  # (remembered: read again only when the live parts change)
             if part is not None:

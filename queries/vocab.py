@@ -90,7 +90,7 @@ class Vocabulary:
             return False
         found: dict[str, dict[str, int]] = {}
         for part in parts:
-            tokens, n = part.columns["tokens"], part.columns["n"]
+            tokens, n = part.columns["words"], part.columns["n"]
             for st in stems:
                 lo, hi = part.run(st)
                 if hi > lo:

@@ -187,8 +187,12 @@ def test_held_texts_come_back_whole_long_or_short():
     from deja.stages.store import hot
 
     texts = ["short", LOG, "", "emoji 🧪 and a lone \udcff byte", LOG * 20]
-    held = hot.Texts(np.array([3, 5, 8, 13, 21]), texts)
+    rows = list(zip([3, 5, 8, 13, 21], texts))
+    held = hot.Texts.of([rows[:2], rows[2:]])
     assert [held.get(r) for r in (3, 5, 8, 13, 21)] == texts
     assert held.get(4) is None and held.get(99) is None and held.get(-1) is None
     assert held.packed.tolist() == [False, True, False, False, True]
     assert held.size < len(LOG) * 5  # long texts are held compressed
+    # past the room given: not held, and told before the rest is read
+    batches = iter([rows[:2], rows[2:], None])
+    assert hot.Texts.of(batches, room=10) is None and next(batches) == rows[2:]

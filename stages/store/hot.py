@@ -14,7 +14,7 @@ warm process opens a new generation): parts are replaced whole, never
 rewritten, so what is held stays true; a path that comes back with other
 bytes (a store rebuilt in place) is read again. Held compactly (numbers in
 narrow arrays, words as one UTF-8 buffer, long texts compressed), and within
-a budget (``DEJA_HOLD_MB``, default 160; 0 holds nothing): a part past it is
+a budget (``DEJA_HOLD_MB``, default 96; 0 holds nothing): a part past it is
 not held, and its callers query Parquet for it as a cold process does. The
 200 MB bench store is held whole in ~60 MB.
 """
@@ -28,7 +28,7 @@ import numpy as np
 
 from . import duck
 
-HOLD_MB = 160  # DEJA_HOLD_MB's default
+HOLD_MB = 96  # DEJA_HOLD_MB's default
 TEXT_SHARE = 0.3  # of the budget, at most this much for texts (the index's parts come first)
 # The texts a search shows: its best records are what was said (user,
 # assistant, summary, note) before what tools printed. Tool output is most of
@@ -64,7 +64,7 @@ class Strings:
 
     @classmethod
     def of(cls, values: np.ndarray, nbytes: np.ndarray) -> "Strings":
-        """From a column DuckDB fetched and each value's length in bytes (its strlen)."""
+        """From a string column DuckDB fetched and each value's length in bytes (its strlen)."""
         return cls("".join(values.tolist()).encode("utf-8", "surrogatepass"), np.asarray(nbytes, np.int64))
 
     def __len__(self) -> int:
@@ -120,20 +120,34 @@ class Texts:
 
     __slots__ = ("record_id", "blob", "offs", "packed")
 
-    def __init__(self, record_id: np.ndarray, texts: list[str]) -> None:
-        import zstandard
-
-        pack = zstandard.ZstdCompressor(level=1).compress
-        encoded, packed = [], np.zeros(len(texts), bool)
-        for i, text in enumerate(texts):
-            raw = text.encode("utf-8", "surrogatepass")
-            if len(raw) >= PACK_FROM:
-                raw, packed[i] = pack(raw), True
-            encoded.append(raw)
+    def __init__(self, record_id: np.ndarray, encoded: list[bytes], packed: np.ndarray) -> None:
         self.record_id, self.packed = record_id, packed
         self.blob = b"".join(encoded)
         self.offs = np.zeros(len(encoded) + 1, np.int64)
         np.cumsum([len(e) for e in encoded], out=self.offs[1:])
+
+    @classmethod
+    def of(cls, rows, room: float = float("inf")) -> "Texts | None":
+        """From (record id, text) rows in id order, a batch at a time: None as
+        soon as they take more than ``room`` bytes (a month of a heavy
+        history's tool output is never all in memory at once)."""
+        import zstandard
+
+        pack = zstandard.ZstdCompressor(level=1).compress
+        ids, encoded, packed, size = [], [], [], 0
+        for batch in rows:
+            for rid, text in batch:
+                raw = (text or "").encode("utf-8", "surrogatepass")
+                big = len(raw) >= PACK_FROM
+                if big:
+                    raw = pack(raw)
+                ids.append(rid)
+                encoded.append(raw)
+                packed.append(big)
+                size += len(raw) + 17  # (and its id, offset and flag)
+            if size > room:
+                return None
+        return cls(np.array(ids, np.int64), encoded, np.array(packed, bool))
 
     def get(self, record_id: int) -> str | None:
         i = int(np.searchsorted(self.record_id, record_id))
@@ -151,50 +165,109 @@ class Texts:
         return len(self.blob) + self.offs.nbytes + self.record_id.nbytes + self.packed.nbytes
 
 
-def _rows(con, path: str, key: str, columns: str) -> dict:
-    """A part's rows in the order of ``key``, with each key's length in bytes
-    (``nbytes``): as written (the index writes postings and vocabulary parts
-    sorted), else sorted here."""
-    query = f"SELECT {key} AS key, strlen({key}) AS nbytes, {columns} FROM read_parquet({_quoted(path)}) WHERE {key} IS NOT NULL"
-    rows = {name: np.asarray(col) for name, col in con.execute(query).fetchnumpy().items()}
-    keys = rows["key"]
-    if len(keys) > 1 and not np.all(keys[:-1] <= keys[1:]):
-        # (Python orders strings by code point, as their UTF-8 bytes order: Keyed.run's order)
-        order = np.argsort(keys, kind="stable")
-        rows = {name: col[order] for name, col in rows.items()}
-    return rows
+SLICE_ROWS = 1 << 16  # a part is read this many rows at a time
 
 
-def _keyed(rows: dict, columns: dict) -> Keyed:
-    """The rows' distinct keys, each with its run (the rows are in key order)."""
+class _Unsorted(Exception):
+    pass
+
+
+def _read_keyed(con, path: str, key: str, numbers: list[str], words: str | None, room: int) -> Keyed | None:
+    """A part's rows by ``key``: its ``numbers`` columns as arrays and its
+    ``words`` column (if any) as ``Strings``. The index writes postings and
+    vocabulary parts in key order: they are read a slice of rows at a time
+    (DuckDB skips the other row groups by their row numbers), so that what
+    Python makes of one slice is all that is ever in memory beside what is
+    held (a text-heavy history's 880,000 words read at once left ~100 MB
+    behind). None past ``room`` bytes; a part in another order is sorted whole."""
+    try:
+        return _read_slices(con, path, key, numbers, words, room)
+    except _Unsorted:
+        return _read_whole(con, path, key, numbers, words, room)
+
+
+def _columns(key: str, numbers: list[str], words: str | None) -> str:
+    return ", ".join([f"{key} AS key", f"strlen({key}) AS key_bytes", *numbers]
+                     + ([f"{words} AS words", f"strlen({words}) AS word_bytes"] if words else []))
+
+
+def _read_slices(con, path: str, key: str, numbers: list[str], words: str | None, room: int) -> Keyed | None:
+    (total,) = con.execute(f"SELECT count(*) FROM read_parquet({_quoted(path)})").fetchone()
+    select = (f"SELECT {_columns(key, numbers, words)} FROM read_parquet({_quoted(path)}, file_row_number=true) "
+              f"WHERE {key} IS NOT NULL AND file_row_number >= $lo AND file_row_number < $hi ORDER BY file_row_number")
+    keys_blob, key_bytes, starts = bytearray(), [], []
+    words_blob, word_bytes = bytearray(), []
+    got: dict[str, list] = {c: [] for c in numbers}
+    prev, at = None, 0
+    for lo in range(0, total, SLICE_ROWS):
+        rows = con.execute(select, {"lo": lo, "hi": lo + SLICE_ROWS}).fetchnumpy()
+        keys = np.asarray(rows["key"])
+        if not len(keys):
+            continue
+        if (prev is not None and keys[0] < prev) or not np.all(keys[:-1] <= keys[1:]):
+            raise _Unsorted
+        first = np.flatnonzero(np.concatenate([[prev is None or keys[0] != prev], keys[1:] != keys[:-1]]))
+        keys_blob += "".join(keys[first].tolist()).encode("utf-8", "surrogatepass")
+        key_bytes.append(np.asarray(rows["key_bytes"])[first])
+        starts.append(first + at)
+        for c in numbers:
+            got[c].append(np.asarray(rows[c]))
+        if words:
+            words_blob += "".join(np.asarray(rows["words"]).tolist()).encode("utf-8", "surrogatepass")
+            word_bytes.append(np.asarray(rows["word_bytes"]))
+        prev, at = keys[-1], at + len(keys)
+        if len(keys_blob) + len(words_blob) + at * (4 * len(numbers) + 8 * (1 + bool(words))) > room:
+            return None
+    cols = {c: np.concatenate(v) if v else np.zeros(0) for c, v in got.items()}
+    if words:
+        cols["words"] = Strings(bytes(words_blob), np.concatenate(word_bytes) if word_bytes else np.zeros(0, np.int64))
+    starts_at = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+    return Keyed(Strings(bytes(keys_blob), np.concatenate(key_bytes) if key_bytes else np.zeros(0, np.int64)),
+                 np.diff(np.append(starts_at, at)), cols)
+
+
+def _read_whole(con, path: str, key: str, numbers: list[str], words: str | None, room: int) -> Keyed | None:
+    """``_read_keyed`` for a part not in key order: read whole and sorted here
+    (Python orders strings by code point, as their UTF-8 bytes: Keyed.run's order)."""
+    rows = {name: np.asarray(col) for name, col in con.execute(
+        f"SELECT {_columns(key, numbers, words)} FROM read_parquet({_quoted(path)}) WHERE {key} IS NOT NULL"
+    ).fetchnumpy().items()}
+    order = np.argsort(rows["key"], kind="stable")
+    rows = {name: col[order] for name, col in rows.items()}
     keys = rows["key"]
     starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]])) if len(keys) else np.zeros(0, np.int64)
-    counts = np.diff(np.append(starts, len(keys)))
-    return Keyed(Strings.of(keys[starts], rows["nbytes"][starts]), counts, columns)
+    cols = {c: rows[c] for c in numbers}
+    if words:
+        cols["words"] = Strings.of(rows["words"], rows["word_bytes"])
+    part = Keyed(Strings.of(keys[starts], rows["key_bytes"][starts]), np.diff(np.append(starts, len(keys))), cols)
+    return part if part.size <= room else None
 
 
 def postings(con, path: str) -> Keyed | None:
     """A postings part's rows by token (``record_id`` and ``tf``); None when not held."""
 
-    def read() -> Keyed:
-        rows = _rows(con, path, "token", "record_id, tf")
-        rid = np.asarray(rows["record_id"], np.int64)
-        # record ids count up from 0: 32 bits hold any store's, halving the largest array
-        if len(rid) and 0 <= rid.min() and rid.max() < 2**31:
-            rid = rid.astype(np.int32)
-        return _keyed(rows, {"record_id": rid, "tf": np.asarray(rows["tf"]).astype(np.float32)})
+    def read(room: int) -> Keyed | None:
+        part = _read_keyed(con, path, "token", ["record_id", "tf"], None, room)
+        if part is not None:
+            rid = part.columns["record_id"].astype(np.int64)
+            # record ids count up from 0: 32 bits hold any store's, halving the largest array
+            if len(rid) and 0 <= rid.min() and rid.max() < 2**31:
+                rid = rid.astype(np.int32)
+            part.columns.update(record_id=rid, tf=part.columns["tf"].astype(np.float32))
+        return part
 
     return _held_or_read(path, "index", read)
 
 
 def vocab(con, path: str) -> Keyed | None:
-    """A vocabulary part's rows by stem (its ``tokens``, ``Strings``, and their
+    """A vocabulary part's rows by stem (its ``words``, ``Strings``, and their
     counts ``n``); None when not held."""
 
-    def read() -> Keyed:
-        rows = _rows(con, path, "stem", "token, strlen(token) AS token_bytes, n")
-        return _keyed(rows, {"tokens": Strings.of(rows["token"], rows["token_bytes"]),
-                             "n": np.asarray(rows["n"], np.int64)})
+    def read(room: int) -> Keyed | None:
+        part = _read_keyed(con, path, "stem", ["n"], "token", room)
+        if part is not None:
+            part.columns["n"] = part.columns["n"].astype(np.int64)
+        return part
 
     return _held_or_read(path, "index", read)
 
@@ -202,11 +275,11 @@ def vocab(con, path: str) -> Keyed | None:
 def texts(con, path: str) -> Texts | None:
     """A records part's texts of ``HELD_ROLES``; None when not held."""
 
-    def read() -> Texts:
+    def read(room: int) -> Texts | None:
         roles = ", ".join(f"'{r}'" for r in HELD_ROLES)
-        rows = con.execute(f"SELECT record_id, text FROM read_parquet({_quoted(path)}, hive_partitioning=false) "
-                           f"WHERE role IN ({roles}) ORDER BY record_id").fetchall()
-        return Texts(np.fromiter((r for r, _ in rows), np.int64, len(rows)), [t or "" for _, t in rows])
+        cur = con.execute(f"SELECT record_id, text FROM read_parquet({_quoted(path)}, hive_partitioning=false) "
+                          f"WHERE role IN ({roles}) ORDER BY record_id")
+        return Texts.of(iter(lambda: cur.fetchmany(1024), []), room)
 
     return _held_or_read(path, "texts", read)
 
@@ -221,9 +294,10 @@ def _held_or_read(path: str, kind: str, read):
         if got is None:
             stat = _stat(path)
             part = None
-            if _bytes[kind] < _budget(kind):
+            room = _budget(kind) - _bytes[kind]
+            if room > 0:
                 try:
-                    part = read()
+                    part = read(room)
                 except duck.Error:
                     raise  # (a damaged part: the store leaves it out and asks again, LiveStore.tolerant)
                 except Exception:  # a part of a shape this cannot hold: its callers query it

@@ -288,6 +288,18 @@ def serve(env: Mapping[str, str] | None = None, stdin=None, stdout=None) -> None
     anyio.run(_serve, env, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
 
 
+def _hold_the_rest(calls) -> None:
+    """After a call, the store's other parts read into memory between calls (store/hot.py preload)."""
+    try:
+        from deja.stages.store import duck, hot, read
+
+        live = read.kept_store()
+        if live is not None and live.hot:
+            hot.preload(duck.shared(), {k: list(v) for k, v in live.files.items()}, calls)
+    except Exception:  # (never the call's failure: its parts are read when asked for)
+        pass
+
+
 def _instructions(env: Mapping[str, str]) -> str:
     from deja.stages.store import config
 
@@ -324,8 +336,17 @@ def _server(env: Mapping[str, str]):
         return types.ListToolsResult(tools=tools)
 
     async def call(ctx, params):
-        text = await in_thread(call_tool, params.name, params.arguments, env)
+        calls.begin()
+        try:
+            text = await in_thread(call_tool, params.name, params.arguments, env)
+        finally:
+            calls.end()
+            _hold_the_rest(calls)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    from deja.stages.store.hot import Calls
+
+    calls = Calls()
 
     async def list_res(ctx, params):
         found = await in_thread(list_resources, env)

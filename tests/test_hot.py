@@ -196,3 +196,35 @@ def test_held_texts_come_back_whole_long_or_short():
     # past the room given: not held, and told before the rest is read
     batches = iter([rows[:2], rows[2:], None])
     assert hot.Texts.of(batches, room=10) is None and next(batches) == rows[2:]
+
+
+def test_the_rest_is_read_between_calls_never_during_one(store, monkeypatch):
+    """deja mcp reads the parts no call has read yet on a background thread,
+    only once it has been quiet a while: a call under way, or calls in quick
+    succession, never share the machine with it."""
+    from deja.pipeline import api
+    from deja.stages.store import duck, hot, read
+
+    monkeypatch.delenv("DEJA_HOLD_MB", raising=False)
+    monkeypatch.setattr(hot, "QUIET", 0.3)
+    hot.keep_only(())
+    read.keep_open(True)
+    try:
+        api.search("quokka", env=dict(store.env))
+        live = read.kept_store()
+        every = {p for d in ("vocab", "postings", "records") for p in live.files[d]}
+        first = set(hot._held)
+        assert first and first < every  # one search read only the parts it needed
+        calls = hot.Calls()
+        calls.begin()  # a call under way
+        hot.preload(duck.shared(), live.files, calls)
+        hot._preload["thread"].join(timeout=1.0)
+        assert set(hot._held) == first and hot._preload["thread"].is_alive()
+        calls.end()
+        hot._preload["thread"].join(timeout=30)
+        assert not hot._preload["thread"].is_alive()
+        assert set(hot._held) == every and all(part is not None for _, part in hot._held.values())
+        assert [api.search(q, env=dict(store.env)) for q in QUERIES[:4]]  # and answers from them
+    finally:
+        read.keep_open(False)
+        hot.keep_only(())

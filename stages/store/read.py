@@ -168,6 +168,11 @@ def keep_open(on: bool) -> None:
     _kept["on"] = on
 
 
+def kept_store() -> "LiveStore | None":
+    """The live store this process keeps open, if it does and has opened one."""
+    return _kept.get("live") if _kept["on"] else None
+
+
 def keeping() -> bool:
     """This process keeps the live store open between requests (a warm server's)."""
     return _kept["on"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`recall` latency inside one `deja mcp` process, and its memory over many calls.
 
-    python bench/bench_mcp.py INDEX_DIR [--calls 1000] [--distinct] [--queries "a b" "c d" ...]
+    python bench/bench_mcp.py INDEX_DIR [--calls 1000] [--distinct] [--settle S] [--queries "a b" "c d" ...]
 
 Starts `deja mcp` against an existing index (DEJA_INDEX_DIR, freshness checks
 left on, as an agent runs it), initializes, then sends ``--calls`` recall
@@ -12,7 +12,9 @@ a warm store keeps of one query serves the next). Prints the median,
 p90 and min latency as the client sees it (write the request, read the
 answer), and the server's resident memory after the first 20 calls, after
 every tenth of the calls, and after the last (growth that does not level off
-would be a leak).
+would be a leak). ``--settle S``: a first call, untimed, then S seconds of
+quiet before the timed ones (an agent's first recall, then its work: the
+server reads the rest of the store into memory meanwhile).
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--queries", nargs="*")
     ap.add_argument("--distinct", action="store_true", help="a new query on every call")
+    ap.add_argument("--settle", type=float, default=0.0,
+                    help="seconds to wait after a first, untimed call (an agent's first recall, then its work): "
+                         "the server reads the rest of the store in that quiet time")
     args = ap.parse_args()
     queries = args.queries or (distinct_queries(args.index, args.calls) if args.distinct else default_queries(args.index))
     env = dict(os.environ, DEJA_INDEX_DIR=str(args.index))
@@ -84,6 +89,9 @@ def main() -> None:
 
     ask(0, "initialize", {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "bench"}})
     proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    if args.settle:
+        ask(-1, "tools/call", {"name": "recall", "arguments": {"query": "settle"}})
+        time.sleep(args.settle)
     times, answered, early, seen = [], 0, None, []
     for i in range(args.calls):
         t = time.perf_counter()

@@ -80,6 +80,36 @@ def read_postings(con, files: list[str], tokens: list[str], *columns: str) -> di
     return {name: np.asarray(values) for name, values in cols.items()}
 
 
+def held_postings(con, files: list[str], tokens: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a warm process) These tokens' postings in these parts: each one's
+    token (its position in ``tokens``), record id and tf; from the parts the
+    process holds in memory (``store/hot.py``), the rest from Parquet."""
+    from deja.stages.store import hot
+
+    t, rid, tf = [], [], []
+    cold = []
+    for f in files:
+        part = hot.postings(con, f)
+        if part is None:
+            cold.append(f)
+            continue
+        for i, token in enumerate(tokens):
+            lo, hi = part.run(token)
+            if hi > lo:
+                t.append(np.full(hi - lo, i, np.int64))
+                rid.append(part.columns["record_id"][lo:hi])
+                tf.append(part.columns["tf"][lo:hi])
+    if cold:
+        cols = read_postings(con, cold, tokens, "tf")
+        t.append(cols["t"])
+        rid.append(cols["record_id"])
+        tf.append(cols["tf"])
+    if not t:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    return (np.concatenate(t).astype(np.int64), np.concatenate(rid).astype(np.int64),
+            np.concatenate(tf).astype(np.float64))
+
+
 def docs_of(store) -> Docs:
     """A warm store's docs as arrays, read once for as long as its catalog stands
     (the memo is the live store's: a new catalog, a new store)."""
@@ -96,34 +126,15 @@ class Postings:
         self.by_token: dict[str, tuple[np.ndarray, ...]] = {}  # record_id, session, tf, role, rec_len
 
     def read(self, con, files: list[str], tokens: list[str], docs: Docs, keep: np.ndarray) -> None:
-        """These tokens' postings from these parts, of the records ``keep``
-        admits: from the parts the process holds in memory (``store/hot.py``),
-        the rest from Parquet."""
-        from deja.stages.store import hot
-
-        held, cold = [], []
-        for f in files:
-            part = hot.postings(con, f)
-            (cold if part is None else held).append(part or f)
-        got: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in tokens]
-        for part in held:
-            rid, tf = part.columns["record_id"], part.columns["tf"]
-            for i, token in enumerate(tokens):
-                lo, hi = part.run(token)
-                if hi > lo:
-                    got[i].append((rid[lo:hi], tf[lo:hi]))
-        if cold:
-            cols = read_postings(con, cold, tokens, "tf")
-            for i in range(len(tokens)):
-                mine = cols["t"] == i
-                got[i].append((cols["record_id"][mine], cols["tf"][mine]))
-        for token, runs in zip(tokens, got):
-            rid = np.concatenate([r for r, _ in runs]).astype(np.int64) if runs else np.zeros(0, np.int64)
-            tf = np.concatenate([t for _, t in runs]).astype(np.float64) if runs else np.zeros(0)
-            at, found = docs.find(rid)
-            ok = found & keep[at]
-            at = at[ok]
-            self.add(token, rid[ok], docs.session[at], tf[ok], docs.role[at], docs.rec_len[at], at)
+        """These tokens' postings from these parts, of the records ``keep`` admits."""
+        t, rid, tf = held_postings(con, files, tokens)
+        at, found = docs.find(rid)
+        ok = found & keep[at]
+        t, rid, tf, at = t[ok], rid[ok], tf[ok], at[ok]
+        for i, token in enumerate(tokens):
+            mine = t == i
+            self.add(token, rid[mine], docs.session[at[mine]], tf[mine], docs.role[at[mine]], docs.rec_len[at[mine]],
+                     at[mine])
 
     def add(self, token: str, record_id, session, tf, role, rec_len, row) -> None:
         """``row``: each posting's record's row in the docs arrays (their order is the records')."""

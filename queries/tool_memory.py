@@ -66,14 +66,14 @@ def _command_hits(live, files: list[str], words: list[str], n: int, role: int) -
     """(a warm process) past_runs' candidates, (record id, session ord): the
     command records holding every word, of n to n + 2 tokens. The postings come
     as arrays and meet the docs the warm store keeps as arrays
-    (queries/score_arrays.py): the join in SQL was two thirds of a Bash hook."""
+    (queries/score_arrays.py), from the parts the process holds (store/hot.py):
+    the join in SQL was two thirds of a Bash hook."""
     import numpy as np
 
-    from .score_arrays import docs_of, read_postings
+    from .score_arrays import docs_of, held_postings
 
     docs = docs_of(live)
-    cols = read_postings(live.con, files, words)
-    rid, t = cols["record_id"].astype(np.int64), cols["t"].astype(np.int64)
+    t, rid, _ = held_postings(live.con, files, words)
     at, found = docs.find(rid)
     ok = found & (docs.role[at] == role) & (docs.rec_len[at] >= n) & (docs.rec_len[at] <= n + 2)
     pairs = np.unique(rid[ok] * len(words) + t[ok])  # each (record, word) once

@@ -60,8 +60,9 @@ class Strings:
 
     def __init__(self, blob: bytes, lengths: np.ndarray) -> None:
         self.blob = blob
-        self.offs = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=self.offs[1:])
+        offs = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offs[1:])
+        self.offs = offs.astype(np.int32) if len(blob) < 2**31 else offs  # (half the memory, nearly always)
 
     @classmethod
     def of(cls, values: np.ndarray, nbytes: np.ndarray) -> "Strings":
@@ -93,7 +94,7 @@ class Keyed:
 
     def __init__(self, keys: Strings, counts: np.ndarray, columns: dict) -> None:
         self.keys, self.columns = keys, columns
-        self.ends = np.cumsum(np.asarray(counts, np.int64)).tolist()
+        self.ends = np.cumsum(np.asarray(counts, np.int64))
 
     def run(self, key: str) -> tuple[int, int]:
         """The rows of this key: (first, past the last); (0, 0) when the part has none."""
@@ -107,12 +108,12 @@ class Keyed:
             else:
                 hi = mid
         if lo < len(self.ends) and blob[offs[lo]:offs[lo + 1]] == want:
-            return (self.ends[lo - 1] if lo else 0), self.ends[lo]
+            return (int(self.ends[lo - 1]) if lo else 0), int(self.ends[lo])
         return 0, 0
 
     @property
     def size(self) -> int:
-        return (len(self.ends) * 8 + self.keys.size
+        return (self.ends.nbytes + self.keys.size
                 + sum(c.size if isinstance(c, Strings) else c.nbytes for c in self.columns.values()))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Callable, Mapping
 
 PROTOCOL = "2024-11-05"
@@ -288,7 +289,40 @@ def serve(env: Mapping[str, str] | None = None, stdin=None, stdout=None) -> None
     anyio.run(_serve, env, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
 
 
-def _hold_the_rest(calls) -> None:
+class Calls:
+    """When the server last answered a call: the background read of the
+    store's parts (store/hot.py preload) takes a part only once the server
+    has been quiet for ``QUIET`` seconds, so calls in quick succession never
+    share the machine with it."""
+
+    QUIET = 0.5
+
+    def __init__(self) -> None:
+        import threading
+
+        self._cond = threading.Condition()
+        self._busy, self._since = 0, time.monotonic()
+
+    def begin(self) -> None:
+        with self._cond:
+            self._busy += 1
+
+    def end(self) -> None:
+        with self._cond:
+            self._busy -= 1
+            self._since = time.monotonic()
+
+    def wait_quiet(self, stop) -> None:
+        """Back once no call has run for QUIET seconds, or ``stop`` is set."""
+        with self._cond:
+            while not stop.is_set():
+                left = self._since + self.QUIET - time.monotonic()
+                if not self._busy and left <= 0:
+                    return
+                self._cond.wait(timeout=min(max(left, 0.05), 0.25))
+
+
+def _hold_the_rest(calls: Calls) -> None:
     """After a call, the store's other parts read into memory between calls (store/hot.py preload)."""
     try:
         from deja.stages.store import duck, hot, read
@@ -343,8 +377,6 @@ def _server(env: Mapping[str, str]):
             calls.end()
             _hold_the_rest(calls)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
-
-    from deja.stages.store.hot import Calls
 
     calls = Calls()
 

@@ -57,7 +57,7 @@ def snippets(store: LiveStore, roles: tuple[int, ...], ords: list[int], groups: 
         return {}
     order = {rid: (o, i) for i, (o, rid, _) in enumerate(best)}
     texts: list = []
-    if store.hot:  # a warm process holds what was said in memory (store/hot.py)
+    if store.hot:  # a warm process holds the texts a search shows (store/hot.py)
         texts, best = _held_texts(store, best, keys, ords)
     if best:
         texts += store.con.execute(_texts_sql(store, best, keys, ords)).fetchall()

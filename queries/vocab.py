@@ -60,9 +60,8 @@ class Vocabulary:
         ``exact``: the words indexed as typed, with their counts; ``stems``:
         stem → tokens; ``n``: every count known so far."""
         todo = sorted({stem(t) for t in terms} - set(self.stems))
-        if todo and self.store.has("vocab") and self.store.hot and self._held(todo):
-            pass  # a warm process: from the parts it holds in memory
-        elif todo and self.store.has("vocab"):
+        # (a warm process: from the parts it holds in memory, when it holds them all)
+        if todo and self.store.has("vocab") and not (self.store.hot and self._held(todo)):
             # a literal IN list: DuckDB skips the sorted vocabulary's row groups by it;
             # a warm store's table in memory, by the rows between its marks
             rows = self.store.con.execute(

@@ -203,10 +203,11 @@ def test_the_rest_is_read_between_calls_never_during_one(store, monkeypatch):
     only once it has been quiet a while: a call under way, or calls in quick
     succession, never share the machine with it."""
     from deja.pipeline import api
+    from deja.pipeline.mcp_server import Calls
     from deja.stages.store import duck, hot, read
 
     monkeypatch.delenv("DEJA_HOLD_MB", raising=False)
-    monkeypatch.setattr(hot, "QUIET", 0.3)
+    monkeypatch.setattr(Calls, "QUIET", 0.3)
     hot.keep_only(())
     read.keep_open(True)
     try:
@@ -215,7 +216,7 @@ def test_the_rest_is_read_between_calls_never_during_one(store, monkeypatch):
         every = {p for d in ("vocab", "postings", "records") for p in live.files[d]}
         first = set(hot._held)
         assert first and first < every  # one search read only the parts it needed
-        calls = hot.Calls()
+        calls = Calls()
         calls.begin()  # a call under way
         hot.preload(duck.shared(), live.files, calls)
         hot._preload["thread"].join(timeout=1.0)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import numpy as np
 
@@ -314,40 +313,11 @@ def _held_or_read(path: str, kind: str, read):
 
 _live: set[str] = set()  # the live generation's parts (keep_only)
 _preload: dict = {}  # "thread": the background read of the rest (preload), "stop"
-QUIET = 0.5  # seconds without a call before the background read takes a part
-
-
-class Calls:
-    """When a process last answered a call: the background read takes a part
-    only once the process has been quiet for ``QUIET`` seconds, so calls in
-    quick succession never share the machine with it."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._busy, self._since = 0, time.monotonic()
-
-    def begin(self) -> None:
-        with self._cond:
-            self._busy += 1
-
-    def end(self) -> None:
-        with self._cond:
-            self._busy -= 1
-            self._since = time.monotonic()
-
-    def wait_quiet(self, stop: threading.Event) -> None:
-        with self._cond:
-            while not stop.is_set():
-                left = self._since + QUIET - time.monotonic()
-                if not self._busy and left <= 0:
-                    return
-                self._cond.wait(timeout=min(max(left, 0.05), 0.25))
-
-
-def preload(con, files: dict[str, list[str]], calls: Calls) -> None:
+def preload(con, files: dict[str, list[str]], calls) -> None:
     """Read the live parts not held yet on a background thread, a part at a
-    time and each only once ``calls`` has been quiet a while (``deja mcp``
-    between an agent's calls): the calls that follow find what they read
+    time and each only once ``calls`` has been quiet a while
+    (``calls.wait_quiet(stop)``: ``deja mcp`` between an agent's calls,
+    pipeline/mcp_server.Calls): the calls that follow find what they read
     held, instead of each reading a part or two of its own (~20 ms each; the
     200 MB bench store's ~2 s in all). Stops at a new generation (its own
     preload follows), at the budget, and at exit; a part that fails here is

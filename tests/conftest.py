@@ -205,3 +205,29 @@ def postgres():
     finally:
         subprocess.run(as_user + [f"{bindir}/pg_ctl", "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# A Claude Code session of (role, text) turns: user, assistant, bash (a command), output (what it printed, an error)
+def sid(n: int) -> str:
+    return f"5e5e0000-0000-4000-8000-{n:012d}"
+
+
+def claude_session(home: Home, n: int, turns: list[tuple[str, str]], cwd: str = "/home/dev/src/shop",
+                   day: str = "2026-03-02") -> str:
+    s = sid(n)
+    rows = []
+    for i, (role, text) in enumerate(turns):
+        ts = f"{day}T10:{i:02d}:00Z"
+        if role == "user":
+            rows.append(claude_user(s, text, ts, f"u{n}-{i}", cwd=cwd))
+        elif role == "assistant":
+            rows.append(claude_assistant(s, [{"type": "text", "text": text}], ts, f"a{n}-{i}", msg_id=f"m{n}-{i}", cwd=cwd))
+        elif role == "bash":
+            rows.append(claude_assistant(s, [{"type": "tool_use", "id": f"t{n}-{i}", "name": "Bash",
+                                              "input": {"command": text}}], ts, f"a{n}-{i}", msg_id=f"m{n}-{i}", cwd=cwd))
+        elif role == "output":
+            rows.append({**claude_user(s, "", ts, f"o{n}-{i}", cwd=cwd),
+                         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}-{i-1}",
+                                                                  "content": text, "is_error": True}]}})
+    write_jsonl(home.claude_file(s, cwd=cwd), rows)
+    return s

@@ -10,27 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import Home, claude_assistant, claude_user, write_jsonl
-
-
-def _session(home: Home, n: int, day: str, cwd: str, turns: list[tuple[str, str]]) -> None:
-    sid = f"407a0000-0000-4000-8000-{n:012d}"
-    rows = []
-    for i, (role, text) in enumerate(turns):
-        ts = f"{day}T10:{i:02d}:00.000Z"
-        if role == "user":
-            rows.append(claude_user(sid, text, ts, f"u{n}-{i}", cwd=cwd))
-        elif role == "assistant":
-            rows.append(claude_assistant(sid, [{"type": "text", "text": text}], ts, f"a{n}-{i}", msg_id=f"m{n}-{i}",
-                                         cwd=cwd))
-        else:  # a command and what it printed
-            rows.append(claude_assistant(sid, [{"type": "tool_use", "id": f"t{n}-{i}", "name": "Bash",
-                                                "input": {"command": "pytest -q"}}], ts, f"c{n}-{i}",
-                                         msg_id=f"mc{n}-{i}", cwd=cwd))
-            rows.append({**claude_user(sid, "", ts, f"o{n}-{i}", cwd=cwd),
-                         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}-{i}",
-                                                                  "content": text}]}})
-    write_jsonl(home.claude_file(sid, cwd=cwd), rows)
+from conftest import Home, claude_session
 
 
 # long printed texts (held compressed), non-Latin words, words spread over months and projects
@@ -40,26 +20,26 @@ LOG = "\n".join(f"tests/test_ledger.py::test_case_{i} PASSED  ожидание {
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     home = Home(tmp_path_factory.mktemp("hot"))
-    _session(home, 1, "2026-01-12", "/home/dev/src/ledger", [
+    claude_session(home, 1, [
         ("user", "the ledger export times out when the connection pool is exhausted"),
         ("assistant", "Raised pool_size to 20 in app/db.py and added a statement timeout."),
-        ("tool", LOG + "\nFAILED tests/test_ledger.py::test_export - TimeoutError: pool exhausted"),
-    ])
-    _session(home, 2, "2026-02-03", "/home/dev/src/ledger", [
+        ("bash", "pytest -q"), ("output", LOG + "\nFAILED tests/test_ledger.py::test_export - TimeoutError: pool exhausted"),
+    ], cwd="/home/dev/src/ledger", day="2026-01-12")
+    claude_session(home, 2, [
         ("user", "сборка падает на шаге миграции базы"),
         ("assistant", "Миграция ждала блокировку; добавил lock_timeout и повторил сборку."),
-    ])
-    _session(home, 3, "2026-03-09", "/home/dev/src/web", [
+    ], cwd="/home/dev/src/ledger", day="2026-02-03")
+    claude_session(home, 3, [
         ("user", "连接超时 when the web app calls the ledger service"),
         ("assistant", "The web client reused a closed connection; the pool now pings before use."),
-        ("tool", LOG.replace("ledger", "web")),
-    ])
+        ("bash", "pytest -q"), ("output", LOG.replace("ledger", "web")),
+    ], cwd="/home/dev/src/web", day="2026-03-09")
     home.run("index")
     # an appended turn: its run adds small parts beside the first run's
-    _session(home, 4, "2026-03-10", "/home/dev/src/web", [
+    claude_session(home, 4, [
         ("user", "quokka deploy pipeline flakes on the export step"),
         ("assistant", "The quokka step raced the export; it now waits for the ledger pool."),
-    ])
+    ], cwd="/home/dev/src/web", day="2026-03-10")
     home.run("index")
     return home
 

@@ -6,7 +6,7 @@ plan and a scan however little it returns (1 to 9 ms on a 2-core machine),
 and a search asked three: its words' stems in the vocabulary, their postings,
 the texts of the records it shows. Held here instead: a vocabulary part as
 its rows in stem order and a postings part as its rows in token order, each
-key's run found by a binary search over the keys' hashes, and a records
+key's run found by a binary search over the keys' UTF-8 bytes, and a records
 part's texts by record id: microseconds each.
 
 A part is read on first use and held while it is live (``keep_only``, when a
@@ -16,7 +16,7 @@ bytes (a store rebuilt in place) is read again. Held compactly (numbers in
 narrow arrays, words as one UTF-8 buffer, long texts compressed), and within
 a budget (``DEJA_HOLD_MB``, default 96; 0 holds nothing): a part past it is
 not held, and its callers query Parquet for it as a cold process does. The
-200 MB bench store is held whole in ~60 MB.
+200 MB bench store is held whole in ~62 MB.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _budget(kind: str) -> int:
 
 class Strings:
     """Strings as one UTF-8 buffer and their offsets: a fraction of the memory
-    of as many Python strings, and made without one (``fetch``)."""
+    of as many Python strings."""
 
     __slots__ = ("blob", "offs")
 
@@ -179,7 +179,7 @@ def _read_keyed(con, path: str, key: str, numbers: list[str], words: str | None,
     vocabulary parts in key order: they are read a slice of rows at a time
     (DuckDB skips the other row groups by their row numbers), so that what
     Python makes of one slice is all that is ever in memory beside what is
-    held (a text-heavy history's 880,000 words read at once left ~100 MB
+    held (a text-heavy history's 880,000 words read at once left ~20 MB more
     behind). None past ``room`` bytes; a part in another order is sorted whole."""
     try:
         return _read_slices(con, path, key, numbers, words, room)

@@ -48,7 +48,7 @@ QUERIES = ["connection pool exhausted", "pool", "ledger export", "TimeoutError",
            "сборка миграции", "连接超时", "quokka export", "lock_timeout", "zzz nothing here", "pool timeout web"]
 
 
-def _answers(home: Home, monkeypatch, warm: bool, hold_mb: str | None = None) -> list:
+def _answers(home: Home, monkeypatch, warm: bool, hold_mb: str | None = None, queries: list[str] = QUERIES) -> list:
     from deja.pipeline import api
     from deja.stages.store import hot, read
 
@@ -59,10 +59,10 @@ def _answers(home: Home, monkeypatch, warm: bool, hold_mb: str | None = None) ->
     hot.keep_only(())
     env = dict(home.env)
     if not warm:
-        return [api.search(q, env=env) for q in QUERIES]
+        return [api.search(q, env=env) for q in queries]
     read.keep_open(True)
     try:
-        return [[api.search(q, env=env) for q in QUERIES] for _ in range(2)]
+        return [[api.search(q, env=env) for q in queries] for _ in range(2)]
     finally:
         read.keep_open(False)
 
@@ -209,3 +209,54 @@ def test_the_rest_is_read_between_calls_never_during_one(store, monkeypatch):
     finally:
         read.keep_open(False)
         hot.keep_only(())
+
+
+@pytest.fixture(scope="module")
+def real_store(tmp_path_factory):
+    """Published Claude Code and Codex transcripts (../shared/corpus/real), in a HOME laid out as the agents write it."""
+    import csv
+
+    from conftest import CORPUS
+
+    if not (CORPUS / "MANIFEST.tsv").is_file():
+        pytest.skip("../shared/corpus/real is not here")
+    home = Home(tmp_path_factory.mktemp("hot-real"))
+    with open(CORPUS / "MANIFEST.tsv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["harness"] in ("claude", "codex")]
+    for i, r in enumerate(rows):
+        if int(r["bytes"]) > 3 << 20:  # (the test's time: the rest still spans both agents and many projects)
+            continue
+        name = r["source_path"].rsplit("/", 1)[-1]
+        if r["harness"] == "claude":
+            dest = home.home / ".claude" / "projects" / f"-real-{i}" / name
+        else:
+            dest = home.home / ".codex" / "sessions" / "2026" / "01" / "01" / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.symlink_to(CORPUS / r["harness"] / r["file"])
+    home.run("index")
+    return home
+
+
+def test_on_real_transcripts_a_warm_process_answers_as_a_cold_one(real_store, monkeypatch):
+    """The same answers cold, warm with every part held, and warm with a budget
+    that holds only some, for the store's own commonest words and for
+    questions as people type them."""
+    import duckdb
+
+    from deja.stages.store import hot
+
+    con = duckdb.connect()
+    words = [w for (w,) in con.execute(
+        "SELECT token FROM read_parquet(?) WHERE length(token) BETWEEN 4 AND 12 AND NOT regexp_matches(token, '[0-9_]') "
+        "GROUP BY token ORDER BY sum(n) DESC, token LIMIT 24",
+        [str(real_store.index / "vocab" / "**" / "*.parquet")]).fetchall()]
+    queries = [f"{a} {b}" for a, b in zip(words[0::2], words[1::2])] + [
+        "why does the build fail", "git commit message", "TypeError undefined", "test passes locally"]
+    cold = _answers(real_store, monkeypatch, warm=False, queries=queries)
+    assert sum(bool(a["hits"]) for a in cold) >= len(queries) - 2
+    assert _answers(real_store, monkeypatch, warm=True, queries=queries) == [cold, cold]
+    sizes = sorted(part.size for _, (_, part) in hot._held.items() if part is not None)
+    tight = str(sizes[len(sizes) // 2] * 3 / (1 << 20))
+    assert _answers(real_store, monkeypatch, warm=True, hold_mb=tight, queries=queries) == [cold, cold]
+    assert [p for p, (_, part) in hot._held.items() if part is None]
+    hot.keep_only(())

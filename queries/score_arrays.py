@@ -149,8 +149,8 @@ class Sessions:
 
     def __init__(self, con) -> None:
         cols = con.execute("SELECT ord, dl, coalesce(updated, 0) AS updated, coalesce(started, 0) AS started, "
-                           "coalesce(decided, false) AS decided, coalesce(gave_up, false) AS gave_up, coalesce(note, false) AS note "
-                           "FROM q_sessions WHERE admitted").fetchnumpy()
+                           "coalesce(decided, false) AS decided, coalesce(gave_up, false) AS gave_up, "
+                           "coalesce(note, false) AS note FROM q_sessions WHERE admitted").fetchnumpy()
         ords = np.asarray(cols["ord"], np.int64)
         size = int(ords.max()) + 1 if len(ords) else 0
         self.admitted = np.zeros(size, bool)
@@ -166,7 +166,7 @@ class Scored:
     holds any of the words: its ord and session facts, ``nrec`` (records
     holding ``and_min`` groups), ``best_ng`` (1 + the proximity of its best
     record), per group what was said and what was printed (``said``,
-    ``printed``: sessions × groups), and the records to show (``best(i)``)."""
+    ``printed``: sessions × groups), and the records to show (``bests``)."""
 
     def __init__(self, ords, sessions: Sessions, nrec, best_ng, said, printed, value, starts, ends) -> None:
         self.ord, self.nrec, self.best_ng, self.said, self.printed = ords, nrec, best_ng, said, printed
@@ -177,12 +177,9 @@ class Scored:
     def __len__(self) -> int:
         return len(self.ord)
 
-    def best(self, i: int) -> list[int]:
-        """Row ``i``'s records to show (role << 40 | record id)."""
-        return self._value[self._starts[i]:self._ends[i]].tolist()
-
     def bests(self, rows: np.ndarray) -> list[list[int]]:
-        """``best`` of each of these rows (a slice of a list each: a numpy slice each cost more)."""
+        """Each of these rows' records to show (role << 40 | record id; a slice
+        of a list each: a numpy slice each cost more)."""
         value = self._value.tolist()
         return [value[a:b] for a, b in zip(self._starts[rows].tolist(), self._ends[rows].tolist())]
 
@@ -191,9 +188,10 @@ class Scored:
         cols = [self.ord, self.dl, self.updated, self.started, self.decided, self.gave_up, self.note, self.nrec,
                 self.best_ng]
         out = []
+        bests = self.bests(np.arange(len(self)))
         for i, r in enumerate(zip(*(c.tolist() for c in cols))):
             sums = [x for pair in zip(self.said[i].tolist(), self.printed[i].tolist()) for x in pair]
-            out.append((*r[:2], r[2] or None, r[3] or None, *r[4:], self.best(i), *sums))
+            out.append((*r[:2], r[2] or None, r[3] or None, *r[4:], bests[i], *sums))
         return out
 
 

@@ -23,7 +23,8 @@ def store(tmp_path_factory):
     claude_session(home, 1, [
         ("user", "the ledger export times out when the connection pool is exhausted"),
         ("assistant", "Raised pool_size to 20 in app/db.py and added a statement timeout."),
-        ("bash", "pytest -q"), ("output", LOG + "\nFAILED tests/test_ledger.py::test_export - TimeoutError: pool exhausted"),
+        ("bash", "pytest -q"),
+        ("output", LOG + "\nFAILED tests/test_ledger.py::test_export - TimeoutError: pool exhausted"),
     ], cwd="/home/dev/src/ledger", day="2026-01-12")
     claude_session(home, 2, [
         ("user", "сборка падает на шаге миграции базы"),
@@ -213,7 +214,8 @@ def test_the_rest_is_read_between_calls_never_during_one(store, monkeypatch):
 
 @pytest.fixture(scope="module")
 def real_store(tmp_path_factory):
-    """Published Claude Code and Codex transcripts (../shared/corpus/real), in a HOME laid out as the agents write it."""
+    """Published Claude Code and Codex transcripts (../shared/corpus/real), in
+    a HOME laid out as the agents write it."""
     import csv
 
     from conftest import CORPUS
@@ -247,7 +249,8 @@ def test_on_real_transcripts_a_warm_process_answers_as_a_cold_one(real_store, mo
 
     con = duckdb.connect()
     words = [w for (w,) in con.execute(
-        "SELECT token FROM read_parquet(?) WHERE length(token) BETWEEN 4 AND 12 AND NOT regexp_matches(token, '[0-9_]') "
+        "SELECT token FROM read_parquet(?) "
+        "WHERE length(token) BETWEEN 4 AND 12 AND NOT regexp_matches(token, '[0-9_]') "
         "GROUP BY token ORDER BY sum(n) DESC, token LIMIT 24",
         [str(real_store.index / "vocab" / "**" / "*.parquet")]).fetchall()]
     queries = [f"{a} {b}" for a, b in zip(words[0::2], words[1::2])] + [

@@ -63,16 +63,14 @@ class Strings:
         np.cumsum(lengths, out=offs[1:])
         self.offs = offs.astype(np.int32) if len(blob) < 2**31 else offs  # (half the memory, nearly always)
 
-    @classmethod
-    def of(cls, values: np.ndarray, nbytes: np.ndarray) -> "Strings":
-        """From a string column DuckDB fetched and each value's length in bytes (its strlen)."""
-        return cls("".join(values.tolist()).encode("utf-8", "surrogatepass"), np.asarray(nbytes, np.int64))
-
     def __len__(self) -> int:
         return len(self.offs) - 1
 
     def __getitem__(self, i: int) -> str:
-        return self.blob[self.offs[i]:self.offs[i + 1]].decode("utf-8", "surrogatepass")
+        return self.raw(i).decode("utf-8", "surrogatepass")
+
+    def raw(self, i: int) -> bytes:
+        return self.blob[self.offs[i]:self.offs[i + 1]]
 
     def between(self, lo: int, hi: int) -> list[str]:
         offs = self.offs[lo:hi + 1].tolist()
@@ -119,13 +117,11 @@ class Keyed:
 class Texts:
     """A records part's texts of ``HELD_ROLES`` by record id."""
 
-    __slots__ = ("record_id", "blob", "offs", "packed")
+    __slots__ = ("record_id", "texts", "packed")
 
     def __init__(self, record_id: np.ndarray, encoded: list[bytes], packed: np.ndarray) -> None:
         self.record_id, self.packed = record_id, packed
-        self.blob = b"".join(encoded)
-        self.offs = np.zeros(len(encoded) + 1, np.int64)
-        np.cumsum([len(e) for e in encoded], out=self.offs[1:])
+        self.texts = Strings(b"".join(encoded), np.fromiter(map(len, encoded), np.int64, len(encoded)))
 
     @classmethod
     def of(cls, rows, room: float = float("inf")) -> "Texts | None":
@@ -154,7 +150,7 @@ class Texts:
         i = int(np.searchsorted(self.record_id, record_id))
         if i >= len(self.record_id) or self.record_id[i] != record_id:
             return None
-        raw = self.blob[self.offs[i]:self.offs[i + 1]]
+        raw = self.texts.raw(i)
         if self.packed[i]:
             import zstandard
 
@@ -163,7 +159,7 @@ class Texts:
 
     @property
     def size(self) -> int:
-        return len(self.blob) + self.offs.nbytes + self.record_id.nbytes + self.packed.nbytes
+        return self.texts.size + self.record_id.nbytes + self.packed.nbytes
 
 
 SLICE_ROWS = 1 << 16  # a part is read this many rows at a time
@@ -181,27 +177,35 @@ def _read_keyed(con, path: str, key: str, numbers: list[str], words: str | None,
     Python makes of one slice is all that is ever in memory beside what is
     held (a text-heavy history's 880,000 words read at once left ~20 MB more
     behind). None past ``room`` bytes; a part in another order is sorted whole."""
+    columns = ", ".join([f"{key} AS key", f"strlen({key}) AS key_bytes", *numbers]
+                        + ([f"{words} AS words", f"strlen({words}) AS word_bytes"] if words else []))
+    source = f"read_parquet({_quoted(path)}, file_row_number=true) WHERE {key} IS NOT NULL"
     try:
-        return _read_slices(con, path, key, numbers, words, room)
+        return _keyed(_slices(con, f"SELECT {columns} FROM {source}", path), numbers, words, room)
     except _Unsorted:
-        return _read_whole(con, path, key, numbers, words, room)
+        # (Python orders strings by code point, as their UTF-8 bytes: Keyed.run's order)
+        got = con.execute(f"SELECT {columns} FROM {source}").fetchnumpy()
+        rows = {name: np.asarray(col) for name, col in got.items()}
+        order = np.argsort(rows["key"], kind="stable")
+        return _keyed([{name: col[order] for name, col in rows.items()}], numbers, words, room)
 
 
-def _columns(key: str, numbers: list[str], words: str | None) -> str:
-    return ", ".join([f"{key} AS key", f"strlen({key}) AS key_bytes", *numbers]
-                     + ([f"{words} AS words", f"strlen({words}) AS word_bytes"] if words else []))
-
-
-def _read_slices(con, path: str, key: str, numbers: list[str], words: str | None, room: int) -> Keyed | None:
+def _slices(con, select: str, path: str):
+    """The part's rows in file order, SLICE_ROWS at a time."""
     (total,) = con.execute(f"SELECT count(*) FROM read_parquet({_quoted(path)})").fetchone()
-    select = (f"SELECT {_columns(key, numbers, words)} FROM read_parquet({_quoted(path)}, file_row_number=true) "
-              f"WHERE {key} IS NOT NULL AND file_row_number >= $lo AND file_row_number < $hi ORDER BY file_row_number")
+    for lo in range(0, total, SLICE_ROWS):
+        yield con.execute(f"{select} AND file_row_number >= $lo AND file_row_number < $hi ORDER BY file_row_number",
+                          {"lo": lo, "hi": lo + SLICE_ROWS}).fetchnumpy()
+
+
+def _keyed(batches, numbers: list[str], words: str | None, room: int) -> Keyed | None:
+    """A Keyed of batches of rows in key order (``_Unsorted`` when they are
+    not); None as soon as it takes more than ``room`` bytes."""
     keys_blob, key_bytes, starts = bytearray(), [], []
     words_blob, word_bytes = bytearray(), []
     got: dict[str, list] = {c: [] for c in numbers}
     prev, at = None, 0
-    for lo in range(0, total, SLICE_ROWS):
-        rows = con.execute(select, {"lo": lo, "hi": lo + SLICE_ROWS}).fetchnumpy()
+    for rows in batches:
         keys = np.asarray(rows["key"])
         if not len(keys):
             continue
@@ -219,28 +223,14 @@ def _read_slices(con, path: str, key: str, numbers: list[str], words: str | None
         prev, at = keys[-1], at + len(keys)
         if len(keys_blob) + len(words_blob) + at * (4 * len(numbers) + 8 * (1 + bool(words))) > room:
             return None
-    cols = {c: np.concatenate(v) if v else np.zeros(0) for c, v in got.items()}
-    if words:
-        cols["words"] = Strings(bytes(words_blob), np.concatenate(word_bytes) if word_bytes else np.zeros(0, np.int64))
-    starts_at = np.concatenate(starts) if starts else np.zeros(0, np.int64)
-    return Keyed(Strings(bytes(keys_blob), np.concatenate(key_bytes) if key_bytes else np.zeros(0, np.int64)),
-                 np.diff(np.append(starts_at, at)), cols)
 
+    def joined(arrays: list) -> np.ndarray:
+        return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
 
-def _read_whole(con, path: str, key: str, numbers: list[str], words: str | None, room: int) -> Keyed | None:
-    """``_read_keyed`` for a part not in key order: read whole and sorted here
-    (Python orders strings by code point, as their UTF-8 bytes: Keyed.run's order)."""
-    rows = {name: np.asarray(col) for name, col in con.execute(
-        f"SELECT {_columns(key, numbers, words)} FROM read_parquet({_quoted(path)}) WHERE {key} IS NOT NULL"
-    ).fetchnumpy().items()}
-    order = np.argsort(rows["key"], kind="stable")
-    rows = {name: col[order] for name, col in rows.items()}
-    keys = rows["key"]
-    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]])) if len(keys) else np.zeros(0, np.int64)
-    cols = {c: rows[c] for c in numbers}
+    cols = {c: joined(v) for c, v in got.items()}
     if words:
-        cols["words"] = Strings.of(rows["words"], rows["word_bytes"])
-    part = Keyed(Strings.of(keys[starts], rows["key_bytes"][starts]), np.diff(np.append(starts, len(keys))), cols)
+        cols["words"] = Strings(bytes(words_blob), joined(word_bytes))
+    part = Keyed(Strings(bytes(keys_blob), joined(key_bytes)), np.diff(np.append(joined(starts), at)), cols)
     return part if part.size <= room else None
 
 

@@ -276,7 +276,7 @@ class Searcher:
               snippets_for: int | None = None) -> dict:
         only_vector: set[int] = set()
         if self.q.embed and not phrases and not regex and tier != "error":
-            fused = self.fuse(ranked, keep_order)
+            fused = self.fuse(ranked, keep_order, len(groups))
             if fused is not None:
                 lexical_total = len(ranked) if total is None else total
                 ranked, only_vector = fused
@@ -332,7 +332,7 @@ class Searcher:
             env["fuzzy"] = True
         return env
 
-    def fuse(self, ranked: list[Ranked], keep_order: bool) -> tuple[list[Ranked], set[int]] | None:
+    def fuse(self, ranked: list[Ranked], keep_order: bool, n_groups: int) -> tuple[list[Ranked], set[int]] | None:
         """The lexical ranking and the nearest sessions by meaning as one
         ranking (semantic.py); the ords only the vectors found. None when the
         store has no vectors, the query asks for no role that is embedded,
@@ -369,9 +369,12 @@ class Searcher:
         pool, rest = order[:semantic.POOL], order[semantic.POOL:]
         if keep_order:  # (an order the scores do not say, as a thin AND's: its places are the score)
             lexical = [(r.ord, 1.0 - i / len(pool)) for i, r in enumerate(pool)]
+            coverage = 1.0  # (its strict matches hold every word)
         else:
             top = max((r.score for r in pool), default=0.0) or 1.0
             lexical = [(r.ord, max(0.0, r.score) / top) for r in pool]
+            # how much of the question the words found: the less, the more meaning counts
+            coverage = max((r.matched for r in pool), default=0) / n_groups if n_groups else 0.0
         # a lexical score carries the bounded signals already; the sessions only
         # the vectors found get theirs here, so every session has them once
         in_lexical = {o for o, _ in lexical}
@@ -384,7 +387,8 @@ class Searcher:
         by_ord = {r.ord: r for r in pool}
         best = {o: (rid, role) for o, rid, role in found}
         out, only = [], set()
-        for o, score, vector_only in semantic.fuse(lexical, cos, [o for o, _, _ in found], signal):
+        for o, score, vector_only in semantic.fuse(lexical, cos, [o for o, _, _ in found], signal,
+                                                        coverage=coverage):
             if vector_only:
                 rid, role = best[o]
                 out.append(Ranked(o, score, 0, 0, 0, [role << 40 | rid]))

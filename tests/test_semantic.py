@@ -161,12 +161,12 @@ def test_words_and_meaning_rank_one_pool_and_a_lexical_hit_keeps_its_tier(home, 
     assert [h["session"]["id"] for h in quoted["hits"]] == [POOL]
 
 
-def test_the_fusion_is_half_words_half_meaning_with_the_bounded_signals():
+def test_the_fusion_is_half_words_half_meaning_when_the_words_found_nothing_of_the_question():
     from deja.queries.semantic import fuse
 
     lexical = [(1, 1.0), (2, 0.5)]  # (ord, lexical score / the best one)
     cos = {1: 0.2, 2: 0.8, 3: 0.6, 4: 0.4}
-    ranked = fuse(lexical, cos, found=[2, 3, 1], signal={3: 1.3})
+    ranked = fuse(lexical, cos, found=[2, 3, 1], signal={3: 1.3}, coverage=0.0)
     scores = {o: s for o, s, _ in ranked}
     assert scores[1] == pytest.approx(0.5 * 1.0 + 0.5 * 0.2 / 0.8)
     assert scores[2] == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
@@ -175,6 +175,26 @@ def test_the_fusion_is_half_words_half_meaning_with_the_bounded_signals():
     assert {o: only for o, _, only in ranked} == {1: False, 2: False, 3: True}  # 4: not in the pool
     # weighted all to words, the lexical order stands
     assert [o for o, _, _ in fuse(lexical, cos, found=[3], weight=1.0)][:2] == [1, 2]
+
+
+def test_meaning_counts_less_as_the_words_account_for_more_of_the_question():
+    from deja.queries.semantic import MEANING_FLOOR, fuse, meaning_share
+
+    assert meaning_share(0.0) == pytest.approx(0.5)
+    assert meaning_share(0.75) == pytest.approx(0.5 * (MEANING_FLOOR + (1 - MEANING_FLOOR) * 0.5))
+    assert meaning_share(1.0) == pytest.approx(0.5 * MEANING_FLOOR)
+    shares = [meaning_share(c / 10) for c in range(11)]
+    assert shares == sorted(shares, reverse=True)
+    lexical = [(1, 1.0), (2, 0.8)]
+    cos = {1: 0.3, 2: 0.9, 3: 0.95}
+    # every word found: the best lexical session stays first, and a session the
+    # words missed needs to be far nearer than the rest to pass it
+    whole = fuse(lexical, cos, found=[3, 2], coverage=1.0)
+    assert [o for o, _, _ in whole][:2] == [1, 2]
+    assert {o: s for o, s, _ in whole}[3] == pytest.approx(0.5 * MEANING_FLOOR)
+    # a third of the words found: meaning reorders the pool
+    part = fuse(lexical, cos, found=[3, 2], coverage=1 / 3)
+    assert [o for o, _, _ in part][0] == 2
 
 
 def test_another_model_discards_the_vectors_and_embeds_anew(home, server):

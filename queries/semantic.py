@@ -21,15 +21,16 @@ half, the vectors of a static model cost a public benchmark of long
 conversations, LoCoMo, 2 points of R@1 against words alone: its questions
 name people and things the words find, and every session of a conversation
 reads alike to the model. Gated, it is even with words there, and the
-quality set keeps most of its gain: bench/README.md.) The bounded lifts and damps (a decision, a
-note, giving up, recency) apply once per session: a lexical score carries
-them, and a session only the vectors found has them on its cosine. (Applied
-to every cosine as well, they counted twice for the lexical candidates, and
-cost the quality set's keyword questions 6 points of R@1.) A session only the
-vectors found is served with tier ``semantic``. A pasted error line stays lexical: its signature
-(query_parse.error_words) is literal evidence, and a line of a stack trace
-means little to a model of words; so does a pasted row of a command's
-aligned output (a pod's name, its status, its restarts).
+quality set keeps most of its gain: bench/README.md.) The bounded lifts and
+damps (a decision, a note, giving up, recency) apply once per session: a
+lexical score carries them, and a session only the vectors found has them on
+its cosine. (Applied to every cosine as well, they counted twice for the
+lexical candidates, and cost the quality set's keyword questions 6 points of
+R@1.) A session only the vectors found is served with tier ``semantic``. A
+pasted error line stays lexical: its signature (query_parse.error_words) is
+literal evidence, and a line of a stack trace means little to a model of
+words; so does a pasted row of a command's aligned output (a pod's name, its
+status, its restarts).
 
 A warm process (``deja serve``, ``deja mcp``) keeps the vectors and the model
 in memory, reloaded when `deja embed` commits new ones.

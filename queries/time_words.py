@@ -2,7 +2,8 @@
 summer" say when, not what.
 
 They are taken out of the words a session must hold and become windows of
-time; a session active inside one is lifted a little (``rank.TIME_LIFT``),
+time (a day named with its month, "October 13, 2023" or "1 February", is that
+day); a session active inside one is lifted a little (``rank.TIME_LIFT``),
 never filtered (§5.1: --since is the hard cut). Months and seasons without a
 year are the latest ones not after today; a bare "may", "march" or "fall" is a
 word first and counts as a date only after a preposition, "early/mid/late" or
@@ -27,11 +28,17 @@ _UNIT_DAYS = {"day": 1, "week": 7, "month": 30.4, "year": 365}
 # time expression needs: compiling it is a noticeable part of a search.
 _TIME_WORDS = frozenset(_MONTHS) | frozenset(_SEASONS) | frozenset(
     "ago back earlier last this past previous other yesterday today holidays".split())
+_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _TIME_SOURCE = (
     r"\b(?:"
-    r"(?P<month>(?:(?:in|during|since|around|by|until|till|over|from|back in|sometime in|about)\s+)?"
+    # a day: "October 13, 2023", "13 October", "the 1st of February, 2023"
+    r"(?P<date>(?:(?P<dprep>on|by|since|until|till|from|before|after)\s+)?(?:the\s+)?"
+    r"(?:(?P<dday1>\d{1,2})(?:(?:st|nd|rd|th)(?:\s+of)?)?\s+(?P<dmon1>" + _MONTH_NAMES + r")\.?"
+    r"|(?P<dmon2>" + _MONTH_NAMES + r")\.?\s+(?:the\s+)?(?P<dday2>\d{1,2})(?:st|nd|rd|th)?)"
+    r"(?:,?\s+(?P<dyear>(?:19|20)\d\d))?)"
+    r"|(?P<month>(?:(?:in|during|since|around|by|until|till|over|from|back in|sometime in|about)\s+)?"
     r"(?:(?P<part>early|mid|late|(?:the\s+)?(?:start|beginning|middle|end)\s+of)[\s-]+)?"
-    r"(?P<mname>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?(?:\s+(?P<myear>(?:19|20)\d\d))?)"
+    r"(?P<mname>" + _MONTH_NAMES + r")\.?(?:\s+(?P<myear>(?:19|20)\d\d))?)"
     r"|(?P<season>(?:(?:in|during|over|through)\s+)?(?:the|this|last|past)\s+(?:(?:early|late)\s+)?"
     r"(?P<sname>spring|summer|autumn|fall|winter)(?!\s+(?:of|back|through|off|over)\b)(?:\s+(?P<syear>(?:19|20)\d\d))?)"
     r"|(?P<ago>(?P<n>\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|(?:a\s+)?couple(?:\s+of)?|"
@@ -68,7 +75,20 @@ def time_windows(text: str, now_ms: float) -> tuple[str, list[tuple[float, float
     def read(m: re.Match) -> str:
         g = {k: (v.lower() if isinstance(v, str) else v) for k, v in m.groupdict().items()}
         day = dt.timedelta(days=1)
-        if g["month"]:
+        if g["date"]:
+            name = g["dmon1"] or g["dmon2"]
+            if name not in _PLAIN_MONTHS and not g["dprep"] and not g["dyear"]:
+                return m.group(0)  # "step 2 may fail", "mar 3": words unless a date is plain
+            month = _MONTHS[name]
+            mday = int(g["dday1"] or g["dday2"])
+            year = int(g["dyear"]) if g["dyear"] else (now.year if (month, mday) <= (now.month, now.day)
+                                                       else now.year - 1)
+            try:
+                start = dt.datetime(year, month, mday, tzinfo=utc)
+            except ValueError:  # "February 30": no day, so words
+                return m.group(0)
+            start, end = start - day, start + 2 * day  # (the person's day, in any time zone)
+        elif g["month"]:
             bare = g["month"].strip(". ") == g["mname"]
             if bare and g["mname"] not in _PLAIN_MONTHS and not g["myear"]:
                 return m.group(0)  # "may", "march", "dec" on their own are words

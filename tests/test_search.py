@@ -333,6 +333,34 @@ def test_time_windows_read_dates_and_leave_words():
     assert days("in may we")[1] == [("2026-05-01", "2026-06-01")]
 
 
+def test_a_day_named_with_its_month_is_that_day_not_the_month():
+    import datetime as dt
+
+    from deja.queries.search import time_windows
+
+    now = dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc).timestamp() * 1000
+
+    def days(text):
+        rest, windows = time_windows(text, now)
+        return " ".join(rest.split()), [
+            tuple(dt.datetime.fromtimestamp(x / 1000, dt.timezone.utc).date().isoformat() for x in w) for w in windows]
+
+    # the day, a day either side for the person's time zone; its number and year are no words to find
+    assert days("what did Gina find on 1 February, 2023?") == ("what did Gina find ?", [("2023-01-31", "2023-02-03")])
+    assert days("the painting shown on October 13, 2023")[1] == [("2023-10-12", "2023-10-15")]
+    assert days("the 1st of February 2023 deploy") == ("deploy", [("2023-01-31", "2023-02-03")])
+    # no year: the latest such day not after today
+    assert days("what broke on Dec 24")[1] == [("2025-12-23", "2025-12-26")]
+    assert days("on 13 October we")[1] == [("2026-10-12", "2026-10-15")]
+    # a month with a year is still the month
+    assert days("in July 2023 we")[1] == [("2023-07-01", "2023-08-01")]
+    # words first: "may" and "mar" name a day only after a preposition or with a year; no such day, no date
+    for text in ("step 2 may fail", "may 5 things", "February 30, 2023 broke"):
+        assert days(text) == (text, [])
+    assert days("on May 5 we")[1] == [("2026-05-04", "2026-05-07")]
+    assert days("May 5, 2023")[1] == [("2023-05-04", "2023-05-07")]
+
+
 def test_unspaced_scripts_count_words_by_character_pair():
     from deja.queries.search import typed_words
 

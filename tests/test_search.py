@@ -309,18 +309,20 @@ def test_every_word_in_one_session_beats_a_guessed_spelling(ranking):
     assert res["tier"] == "relevance" and ids(res)[0] == sid(108)
 
 
-def test_time_windows_read_dates_and_leave_words():
+def days(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The words time_windows leaves of ``text`` and the days its windows
+    span, on 2026-11-30."""
     import datetime as dt
 
     from deja.queries.search import time_windows
 
     now = dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc).timestamp() * 1000
+    rest, windows = time_windows(text, now)
+    return " ".join(rest.split()), [
+        tuple(dt.datetime.fromtimestamp(x / 1000, dt.timezone.utc).date().isoformat() for x in w) for w in windows]
 
-    def days(text):
-        rest, windows = time_windows(text, now)
-        return " ".join(rest.split()), [
-            tuple(dt.datetime.fromtimestamp(x / 1000, dt.timezone.utc).date().isoformat() for x in w) for w in windows]
 
+def test_time_windows_read_dates_and_leave_words():
     assert days("in August the cart broke") == ("the cart broke", [("2026-08-01", "2026-09-01")])
     assert days("back in December we pinned it") == ("we pinned it", [("2025-12-01", "2026-01-01")])
     assert days("last month we moved") == ("we moved", [("2026-09-24", "2026-11-08")])
@@ -334,17 +336,6 @@ def test_time_windows_read_dates_and_leave_words():
 
 
 def test_a_day_named_with_its_month_is_that_day_not_the_month():
-    import datetime as dt
-
-    from deja.queries.search import time_windows
-
-    now = dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc).timestamp() * 1000
-
-    def days(text):
-        rest, windows = time_windows(text, now)
-        return " ".join(rest.split()), [
-            tuple(dt.datetime.fromtimestamp(x / 1000, dt.timezone.utc).date().isoformat() for x in w) for w in windows]
-
     # the day, a day either side for the person's time zone; its number and year are no words to find
     assert days("what did Gina find on 1 February, 2023?") == ("what did Gina find ?", [("2023-01-31", "2023-02-03")])
     assert days("the painting shown on October 13, 2023")[1] == [("2023-10-12", "2023-10-15")]

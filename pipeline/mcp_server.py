@@ -369,6 +369,8 @@ def _server(env: Mapping[str, str]):
                                     inputSchema=t["inputSchema"], annotations=types.ToolAnnotations(**notes)))
         return types.ListToolsResult(tools=tools)
 
+    calls = Calls()
+
     async def call(ctx, params):
         calls.begin()
         try:
@@ -377,8 +379,6 @@ def _server(env: Mapping[str, str]):
             calls.end()
             _hold_the_rest(calls)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
-
-    calls = Calls()
 
     async def list_res(ctx, params):
         found = await in_thread(list_resources, env)

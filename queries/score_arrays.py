@@ -133,8 +133,8 @@ class Postings:
         t, rid, tf, at = t[ok], rid[ok], tf[ok], at[ok]
         for i, token in enumerate(tokens):
             mine = t == i
-            self.add(token, rid[mine], docs.session[at[mine]], tf[mine], docs.role[at[mine]], docs.rec_len[at[mine]],
-                     at[mine])
+            row = at[mine]
+            self.add(token, rid[mine], docs.session[row], tf[mine], docs.role[row], docs.rec_len[row], row)
 
     def add(self, token: str, record_id, session, tf, role, rec_len, row) -> None:
         """``row``: each posting's record's row in the docs arrays (their order is the records')."""

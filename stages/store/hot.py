@@ -303,6 +303,8 @@ def _held_or_read(path: str, kind: str, read):
 
 _live: set[str] = set()  # the live generation's parts (keep_only)
 _preload: dict = {}  # "thread": the background read of the rest (preload), "stop"
+
+
 def preload(con, files: dict[str, list[str]], calls) -> None:
     """Read the live parts not held yet on a background thread, a part at a
     time and each only once ``calls`` has been quiet a while

@@ -97,6 +97,17 @@ def claude_assistant(session: str, blocks: list, ts: str, uuid: str, msg_id: str
     }
 
 
+def at_one_moment(monkeypatch) -> None:
+    """Every search from here on asked at one moment: recency is part of a
+    score (rank.freshness falls a little every second), so answers compared
+    across a slow test (a cold process's against a warm one's) would differ
+    in a score's fourth decimal when asked a minute or two apart."""
+    import time
+
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now)
+
+
 def write_jsonl(path: Path, rows: list[dict], mode: str = "w") -> None:
     with open(path, mode, encoding="utf-8") as fh:
         for r in rows:

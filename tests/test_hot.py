@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import Home, claude_session
+from conftest import Home, at_one_moment, claude_session
 
 
 # long printed texts (held compressed), non-Latin words, words spread over months and projects
@@ -77,6 +77,7 @@ def _held(kind) -> list:
 def test_a_warm_process_answers_as_a_cold_one_whatever_its_budget_holds(store, monkeypatch):
     from deja.stages.store import hot
 
+    at_one_moment(monkeypatch)
     cold = _answers(store, monkeypatch, warm=False)
     assert sum(bool(a["hits"]) for a in cold) >= 8
     assert any("test_case_7" in s for a in cold for h in a["hits"] for s in h["snippets"])  # printed text shown
@@ -255,6 +256,7 @@ def test_on_real_transcripts_a_warm_process_answers_as_a_cold_one(real_store, mo
         [str(real_store.index / "vocab" / "**" / "*.parquet")]).fetchall()]
     queries = [f"{a} {b}" for a, b in zip(words[0::2], words[1::2])] + [
         "why does the build fail", "git commit message", "TypeError undefined", "test passes locally"]
+    at_one_moment(monkeypatch)
     cold = _answers(real_store, monkeypatch, warm=False, queries=queries)
     assert sum(bool(a["hits"]) for a in cold) >= len(queries) - 2
     assert _answers(real_store, monkeypatch, warm=True, queries=queries) == [cold, cold]

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import Home, claude_session, sid, write_jsonl
+from conftest import Home, at_one_moment, claude_session, sid, write_jsonl
 
 
 def codex_session(home: Home, session: str, cwd: str, turns: list[tuple[str, str]], ts: str = "2026-03-05T09:00:00") -> None:
@@ -558,6 +558,7 @@ def test_a_warm_process_ranks_as_a_cold_one(corpus, filters, monkeypatch):
                "KeyError discount_code", "why does the redis connection drop at night", "сборка падает",
                "连接超时", "pytest totals_regression", "signing keys rotation", "zzz nothing here"]
     env = dict(corpus.env, DEJA_NO_REFRESH="1")
+    at_one_moment(monkeypatch)
     cold = [api.search(q, env=env, **filters) for q in queries]
     assert not ranked
     read.keep_open(True)

@@ -166,7 +166,7 @@ def query_vector(sp: Space, text: str, env=None, timeout: float = embedders.QUER
         raise Unavailable(f"the vectors were made by {sp.model}, which this environment cannot run "
                           "(set DEJA_EMBED_URL and DEJA_EMBED_MODEL to it, or run `deja embed` again)")
     try:
-        m = emb.embed([text], timeout=timeout)
+        m = emb.embed_query(text, timeout=timeout)
     except embedders.EmbedError as exc:
         raise Unavailable(str(exc)) from None
     if m.shape != (1, sp.vecs.dim):

@@ -13,6 +13,14 @@ works offline. Both give L2-normalised float32 rows, one per text.
   load, and a warm server's first search would pay it.
 * ``DEJA_EMBED=off``: neither; search and hooks stay lexical.
 
+Many retrieval models are trained asymmetric: a question and a passage are
+marked apart by a prefix each ("search_query: " and "search_document: " for
+nomic-embed-text, Ollama's commonest), and without them they retrieve
+markedly worse. An HTTP source gets the prefixes its model family was trained
+with (``prefixes``), or ``DEJA_EMBED_QUERY_PREFIX`` and
+``DEJA_EMBED_DOC_PREFIX`` as set (empty: none). The document prefix is part of
+the vectors' space (``HttpEmbedder.name``): changing it embeds anew.
+
 Nothing here is imported unless vectors are in play: numpy, tokenizers and
 safetensors load inside the functions.
 """
@@ -62,7 +70,10 @@ def configured(env: Mapping[str, str] | None = None) -> "Embedder | None":
         model = (env.get("DEJA_EMBED_MODEL") or "").strip()
         if not model:
             raise EmbedError("DEJA_EMBED_URL is set but DEJA_EMBED_MODEL is not: name the embedding model to ask for")
-        return HttpEmbedder(url, model, (env.get("DEJA_EMBED_KEY") or "").strip() or None)
+        query, doc = prefixes(model)
+        query = env.get("DEJA_EMBED_QUERY_PREFIX", query)
+        doc = env.get("DEJA_EMBED_DOC_PREFIX", doc)
+        return HttpEmbedder(url, model, (env.get("DEJA_EMBED_KEY") or "").strip() or None, query, doc)
     if local_available():
         return local()
     return None
@@ -87,9 +98,43 @@ class Embedder:
     name: str = ""
 
     def embed(self, texts: list[str], timeout: float | None = None):
-        """(len(texts), dim) float32, each row of unit length (a zero row for
-        an empty text)."""
+        """The passages' vectors: (len(texts), dim) float32, each row of unit
+        length (a zero row for an empty text)."""
         raise NotImplementedError
+
+    def embed_query(self, text: str, timeout: float | None = None):
+        """A question's vector, (1, dim): as a passage's unless the model
+        marks questions apart."""
+        return self.embed([text], timeout=timeout)
+
+
+# The query and document prefixes of the retrieval models an endpoint most
+# often serves, as their model cards give them; the first family whose pattern
+# the model's name holds (Ollama's "nomic-embed-text:latest", LM Studio's
+# "text-embedding-nomic-embed-text-v1.5", a Hugging Face "intfloat/multilingual-e5-small").
+# Models not listed (OpenAI's, bge-m3, all-minilm) take none.
+_ASK = "Represent this sentence for searching relevant passages: "
+PREFIXES = (
+    (r"nomic-embed", "search_query: ", "search_document: "),
+    (r"embeddinggemma", "task: search result | query: ", "title: none | text: "),
+    (r"arctic-embed(2|-[lms]-v2)", "query: ", ""),
+    (r"arctic-embed", _ASK, ""),
+    (r"mxbai-embed-large", _ASK, ""),
+    (r"bge-(small|base|large)-en", _ASK, ""),
+    (r"(^|[/_:-])(multilingual-)?e5-(small|base|large)", "query: ", "passage: "),
+    (r"qwen3-embedding", "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:", ""),
+)
+
+
+def prefixes(model: str) -> tuple[str, str]:
+    """(query prefix, document prefix) for a model name."""
+    import re
+
+    name = model.lower()
+    for pattern, query, doc in PREFIXES:
+        if re.search(pattern, name):
+            return query, doc
+    return "", ""
 
 
 def normalise(m):
@@ -111,7 +156,7 @@ class HttpEmbedder(Embedder):
     bare ``http://host:port`` means Ollama on its own port 11434, else
     ``/v1/embeddings``."""
 
-    def __init__(self, url: str, model: str, key: str | None = None):
+    def __init__(self, url: str, model: str, key: str | None = None, query_prefix: str = "", doc_prefix: str = ""):
         from urllib.parse import urlsplit
 
         parts = urlsplit(url)
@@ -123,9 +168,17 @@ class HttpEmbedder(Embedder):
         self.ollama = path.endswith(("/api/embed", "/api/embeddings"))
         self.url = parts._replace(path=path).geturl()
         self.model, self.key = model, key
-        self.name = f"http:{model}"
+        self.query_prefix, self.doc_prefix = query_prefix, doc_prefix
+        # (passages embedded with another prefix are another space: embedded anew)
+        self.name = f"http:{model}" + (f" [{doc_prefix.strip()}]" if doc_prefix.strip() else "")
 
     def embed(self, texts: list[str], timeout: float | None = None):
+        return self._embed([self.doc_prefix + t for t in texts] if self.doc_prefix else texts, timeout)
+
+    def embed_query(self, text: str, timeout: float | None = None):
+        return self._embed([self.query_prefix + text], timeout)
+
+    def _embed(self, texts: list[str], timeout: float | None):
         import numpy as np
 
         rows = []

@@ -12,7 +12,7 @@ the weight.
 
 prints ``PORT <n>`` when it listens on 127.0.0.1. ``--fail-after N``:
 requests after the Nth answer 500. ``--log``: one line per request (the
-model asked for and how many texts).
+model asked for, how many texts, the texts).
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def main() -> None:
             texts = [texts] if isinstance(texts, str) else texts
             if args.log:
                 with open(args.log, "a") as fh:
-                    fh.write(json.dumps({"path": self.path, "model": body.get("model"), "n": len(texts or [])}) + "\n")
+                    fh.write(json.dumps({"path": self.path, "model": body.get("model"), "n": len(texts or []),
+                                         "texts": texts if isinstance(texts, list) else []}) + "\n")
             if 0 <= args.fail_after <= served[0]:
                 return self.reply(500, {"error": "model crashed"})
             if not isinstance(texts, list) or not body.get("model"):

@@ -213,6 +213,48 @@ def test_another_model_discards_the_vectors_and_embeds_anew(home, server):
     assert UP not in [h["session"]["id"] for h in json.loads(proc.stdout)["hits"]]
 
 
+def test_a_model_trained_with_prefixes_gets_them_on_passages_and_questions(home, server):
+    """nomic-embed-text (Ollama's commonest embedding model) retrieves well only
+    when passages and questions are marked apart; another prefix is another space."""
+    url, log = server
+    three_sessions(home)
+    home.run("index")
+    env = http_env(url, model="nomic-embed-text:latest")
+    got = embed(home, env)
+    assert got["model"] == "http:nomic-embed-text:latest [search_document:]" and got["embedded"] == 6
+    passages = [t for r in requests(log) for t in r["texts"]]
+    assert len(passages) == 6 and all(t.startswith("search_document: ") for t in passages)
+    hits = json.loads(home.run("search", "--json", *PARAPHRASE.split(), extra_env=env).stdout)["hits"]
+    assert requests(log)[-1]["texts"] == ["search_query: " + PARAPHRASE]
+    assert hits and hits[0]["session"]["id"] == UP and hits[0]["tier"] == "semantic"
+
+    # set by hand: no document prefix is a space of its own, embedded anew; the question's as set
+    bare = dict(env, DEJA_EMBED_DOC_PREFIX="", DEJA_EMBED_QUERY_PREFIX="find: ")
+    again = embed(home, bare)
+    assert again["model"] == "http:nomic-embed-text:latest" and again["embedded"] == 6
+    assert "embedding anew" in (again["rebuilt"] or "")
+    assert not any(t.startswith("search_document") for t in requests(log)[-1]["texts"])
+    home.run("search", "--json", *PARAPHRASE.split(), extra_env=bare)
+    assert requests(log)[-1]["texts"] == ["find: " + PARAPHRASE]
+
+
+def test_each_model_family_gets_the_prefixes_its_card_gives():
+    from deja.stages.embedders import prefixes
+
+    ask = "Represent this sentence for searching relevant passages: "
+    assert prefixes("nomic-embed-text:latest") == ("search_query: ", "search_document: ")
+    assert prefixes("text-embedding-nomic-embed-text-v1.5") == ("search_query: ", "search_document: ")  # LM Studio
+    assert prefixes("embeddinggemma:300m") == ("task: search result | query: ", "title: none | text: ")
+    assert prefixes("snowflake-arctic-embed2") == ("query: ", "")
+    assert prefixes("snowflake-arctic-embed:335m") == (ask, "")
+    assert prefixes("mxbai-embed-large") == (ask, "")
+    assert prefixes("BAAI/bge-small-en-v1.5") == (ask, "")
+    assert prefixes("intfloat/multilingual-e5-small") == ("query: ", "passage: ")
+    assert prefixes("qwen3-embedding:0.6b")[0].startswith("Instruct: ") and prefixes("qwen3-embedding:0.6b")[1] == ""
+    for plain in ("text-embedding-3-small", "bge-m3", "all-minilm", "concepts"):
+        assert prefixes(plain) == ("", "")
+
+
 @pytest.mark.parametrize("damage", ["truncated part", "garbage meta", "missing part", "foreign part"])
 def test_a_damaged_vectors_dataset_is_absent_to_search_and_rebuilt_by_embed(home, server, damage):
     env = embedded(home, server)

@@ -89,6 +89,10 @@ def for_model(name: str, env: Mapping[str, str] | None = None) -> "Embedder | No
         return None
     if emb is not None and emb.name == name:
         return emb
+    if isinstance(emb, HttpEmbedder) and name == f"http:{emb.model}":
+        # vectors the same model made of bare passages (before deja knew its
+        # prefixes, or with them set off): questions go bare too, until `deja embed`
+        return HttpEmbedder(emb.url, emb.model, emb.key)
     if name == LOCAL_MODEL and not disabled(env) and local_available():
         return local()
     return None

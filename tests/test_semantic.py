@@ -236,6 +236,11 @@ def test_a_model_trained_with_prefixes_gets_them_on_passages_and_questions(home,
     assert not any(t.startswith("search_document") for t in requests(log)[-1]["texts"])
     home.run("search", "--json", *PARAPHRASE.split(), extra_env=bare)
     assert requests(log)[-1]["texts"] == ["find: " + PARAPHRASE]
+    # vectors of bare passages (as deja made them before it knew the prefixes) are
+    # still asked with a bare question until `deja embed` makes them anew
+    proc = home.run("search", "--json", *PARAPHRASE.split(), extra_env=env)
+    assert requests(log)[-1]["texts"] == [PARAPHRASE] and "unavailable" not in proc.stderr
+    assert json.loads(proc.stdout)["hits"][0]["session"]["id"] == UP
 
 
 def test_each_model_family_gets_the_prefixes_its_card_gives():

@@ -15,6 +15,10 @@ a killed run leaves the resource tracker nothing to warn about.
 
 forkserver: workers start from a small process that preloaded the readers,
 not a copy of the run (which holds pyarrow, polars, DuckDB and their threads).
+The forkserver's stderr is /dev/null (``_start_forkserver``): a run killed
+while a worker was being started left that worker to print the forkserver's
+"EOFError: Ran out of input" traceback on the person's terminal. A worker
+says what went wrong through its pipe; the run says it in one line.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ def read_in_processes(jobs: Sequence[tuple], workers: int, window: int, preload:
 
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload([__name__, *preload])
+    _start_forkserver()
     alive_r, alive_w = ctx.Pipe(duplex=False)
     procs, conns = [], []
     cond = threading.Condition()
@@ -132,6 +137,23 @@ def read_in_processes(jobs: Sequence[tuple], workers: int, window: int, preload:
             collector.join(5)
         for conn in conns:
             conn.close()
+
+
+def _start_forkserver() -> None:
+    """The forkserver (and its resource tracker) started with stderr, and so
+    its workers', on /dev/null: they inherit the run's file descriptors as
+    they are when they start. (Once a process: when it runs, this checks.)"""
+    from multiprocessing import forkserver
+
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        forkserver.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def _ended(code: int | None) -> str:

@@ -126,7 +126,8 @@ PREFIXES = (
     (r"mxbai-embed-large", _ASK, ""),
     (r"bge-(small|base|large)-en", _ASK, ""),
     (r"(^|[/_:-])(multilingual-)?e5-(small|base|large)", "query: ", "passage: "),
-    (r"qwen3-embedding", "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:", ""),
+    (r"qwen3-embedding",
+     "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:", ""),
 )
 
 

@@ -76,9 +76,15 @@ def test_check_finds_a_missing_session_and_a_paraphrase_that_shares_a_word(tmp_p
     assert problems == [f"leaks: shares ['borrow'] with session {CSV}", "gone: no session no-such-session in the store"]
 
 
-def test_a_corpus_without_a_manifest_is_one_line(tmp_path):
+def test_a_corpus_without_a_manifest_or_with_another_one_and_a_bad_question_are_one_line(tmp_path):
     p = run("--corpus", str(tmp_path), "--out", str(tmp_path / "out"))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    (tmp_path / "MANIFEST.tsv").write_text("name\tsize\nx\t1\n", encoding="utf-8")
+    p = run("--corpus", str(tmp_path), "--out", str(tmp_path / "out"))
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    q = questions(tmp_path, [{"id": "x", "query": "no answer named"}])
+    p = run("--corpus", str(corpus(tmp_path)), "--out", str(tmp_path / "o2"), "--questions", str(q))
+    assert p.returncode == 2 and "answer_sessions" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_the_shipped_questions_hold_on_the_real_transcripts(tmp_path):

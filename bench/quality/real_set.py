@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="directory to write (score.py --corpus)")
     ap.add_argument("--questions", default=QUESTIONS, help="questions file (default real_questions.jsonl beside this)")
     ap.add_argument("--check", action="store_true",
-                    help="index the layout and list questions whose session is missing or whose paraphrase shares a word")
+                    help="index the layout and list questions whose session is missing or paraphrase shares a word")
     ap.add_argument("--deja", default=None, help="deja executable for --check (default as score.py)")
     a = ap.parse_args(argv)
     if not os.path.isfile(os.path.join(a.corpus, "MANIFEST.tsv")):
@@ -113,8 +113,17 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         print(f"real_set: cannot read questions: {e}", file=sys.stderr)
         return 2
+    need = {"id", "query", "kind", "answer_sessions"}
+    bad = next((q for q in questions if not isinstance(q, dict) or not need <= set(q)), None)
+    if bad is not None:
+        print(f"real_set: a question needs id, query, kind and answer_sessions: {str(bad)[:120]}", file=sys.stderr)
+        return 2
     os.makedirs(a.out, exist_ok=True)
-    n = layout(a.corpus, a.out)
+    try:
+        n = layout(a.corpus, a.out)
+    except (OSError, KeyError, csv.Error) as e:
+        print(f"real_set: cannot lay out {a.corpus}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
     with open(os.path.join(a.out, "questions.jsonl"), "w", encoding="utf-8") as f:
         for q in questions:
             f.write(json.dumps(q, ensure_ascii=False) + "\n")

@@ -193,8 +193,10 @@ class Searcher:
             merged.setdefault(r.ord, r)
             pos.setdefault(r.ord, len(rel))
         order = sorted(merged.values(), key=lambda r: (pos[r.ord] - (THIN_AND + 0.5 if r.ord in strict else 0), -r.score))
+        # the merged list is labelled relevance (cli-contract §5.2); a hit that
+        # holds every word still says so in its own tier
         return self.serve(order[:RELEVANCE_TOP], "relevance", [self.forms(t) for t in informative],
-                          total=len(rel), keep_order=True)
+                          total=len(rel), keep_order=True, strict=(tier, strict))
 
     def relevance(self, informative: list[str], label: str = "relevance") -> dict:
         if not informative:
@@ -273,7 +275,7 @@ class Searcher:
     # ---- serving ------------------------------------------------------------
     def serve(self, ranked: list[Ranked], tier: str, groups: list[list[str]], phrases: list[str] | None = None,
               total: int | None = None, keep_order: bool = False, force_cap: bool = False, regex: str | None = None,
-              snippets_for: int | None = None) -> dict:
+              snippets_for: int | None = None, strict: tuple[str, set[int]] | None = None) -> dict:
         only_vector: set[int] = set()
         if self.q.embed and not phrases and not regex and tier != "error":
             fused = self.fuse(ranked, keep_order, len(groups))
@@ -315,7 +317,7 @@ class Searcher:
                 "count": int(r.nrec or r.matched),
                 "snippets": snips,
                 "score": round(r.score, 4),
-                "tier": SEMANTIC_TIER if r.ord in only_vector else tier,
+                "tier": SEMANTIC_TIER if r.ord in only_vector else strict[0] if strict and r.ord in strict[1] else tier,
             }
             if r.ord in only_vector:
                 hit["tier_detail"] = f"cosine {self._cosine.get(r.ord, 0.0):.3f}"

@@ -309,6 +309,39 @@ def test_every_word_in_one_session_beats_a_guessed_spelling(ranking):
     assert res["tier"] == "relevance" and ids(res)[0] == sid(108)
 
 
+@pytest.fixture(scope="module")
+def thin(tmp_path_factory):
+    """A store of more than 50 sessions where two hold every word of a
+    question in one message and many hold some of them."""
+    home = Home(tmp_path_factory.mktemp("thin"))
+    claude_session(home, 200, [("user", "why does the cart total show NaN after removing the last item?"),
+                               ("assistant", "The reduce had no initial value; fixed.")], cwd="/home/dev/src/storefront")
+    claude_session(home, 201, [("user", "cart total shows NaN after removing a coupon"),
+                               ("assistant", "Guarded the missing percent.")], cwd="/home/dev/src/webshop")
+    for n in range(202, 256):
+        claude_session(home, n, [("user", f"the cart page {n} renders slowly" if n % 2 else f"the order total {n} is off by a cent"),
+                                 ("assistant", "Memoised the selector." if n % 2 else "Rounded once, at the end.")],
+                       cwd=f"/home/dev/src/app{n % 5}")
+    home.run("index")
+    return home
+
+
+def test_a_few_sessions_holding_every_word_lead_and_say_so(thin):
+    # cli-contract §5.2 (thin AND): the merged list is labelled relevance; the
+    # sessions that hold every word lead it, and their own tier says exact
+    res = thin.search("cart", "total", "NaN")
+    assert res["tier"] == "relevance"
+    assert sorted(ids(res)[:2]) == [sid(200), sid(201)]
+    assert [h["tier"] for h in res["hits"][:2]] == ["exact", "exact"]
+    assert all(h["tier"] == "relevance" for h in res["hits"][2:])
+    # the person is not told that nothing matched
+    proc = thin.run("cart", "total", "NaN")
+    assert "nothing matched" not in proc.stderr and "2 hold every word" in proc.stderr.splitlines()[0]
+    # a question nothing holds whole still says so
+    proc = thin.run("cart", "cent", "coupon")
+    assert "nothing matched every word" in proc.stderr
+
+
 def days(text: str) -> tuple[str, list[tuple[str, str]]]:
     """The words time_windows leaves of ``text`` and the days its windows
     span, on 2026-11-30."""

@@ -58,12 +58,10 @@ def match_pattern(text: str, regex: bool):
     return re.compile("|".join(map(re.escape, needles)), re.I) if needles else None
 
 
-MATCH_TIERS = ("exact", "close", "stemmed")
-
-
 def print_hits(answer: dict, pattern=None) -> None:
     """The hits as text: a bold head line per session on a colour terminal,
     ``pattern``'s matches marked in the title and snippets."""
+    from deja.queries.search import held_whole
     from deja.stages.display import GONE_MARK, sanitize_display
 
     bold = color_on()
@@ -71,7 +69,7 @@ def print_hits(answer: dict, pattern=None) -> None:
     what = {"relevance": "nothing matched every word; nearest sessions", "error": "same error signature",
             "close": "close spellings", "stemmed": "word forms"}.get(answer["tier"], "")
     total = answer["total"]
-    held = sum(h.get("tier") in MATCH_TIERS for h in answer["hits"]) if answer["tier"] == "relevance" else 0
+    held = held_whole(answer)
     if held:  # a few sessions hold every word, the nearest others follow them (cli-contract §5.2, thin AND)
         what = f"{held} {'holds' if held == 1 else 'hold'} every word" + (", then the nearest sessions" if total > held else "")
     print(f"{total} {plural(total, 'session')} ({answer['tier']}{': ' + what if what else ''})", file=sys.stderr)

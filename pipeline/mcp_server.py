@@ -121,6 +121,7 @@ def _number(args: Mapping, name: str, default: int, lo: int = 1, hi: int = 100) 
 def _recall(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
     from deja.hooks.common import fit_lines, frame, recall_line
     from deja.pipeline import api
+    from deja.queries.search import held_whole
 
     query = _text(args, "query", True)
     limit, offset = _number(args, "limit", 5, 1, 20), _number(args, "offset", 0, 0, 80)
@@ -135,7 +136,10 @@ def _recall(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
         head = " · ".join(x for x in (s["harness"], when, s.get("project") or "") if x)
         lines.append(f"{recall_line(s.get('title') or '(untitled)', 160)}  [{head}; deja show {s['id'][:12]}]")
         lines += ["  " + recall_line(snip, 300) for snip in hit["snippets"]]
-    if answer.get("tier") == "relevance":
+    held = held_whole(answer, hits)
+    if held:
+        lines.insert(0, f"({held} of these {'holds' if held == 1 else 'hold'} every word; then the nearest sessions)")
+    elif answer.get("tier") == "relevance":
         lines.insert(0, "(no session holds every word; nearest sessions)")
     elif answer.get("tier") == "semantic":
         lines.insert(0, "(no session holds these words; nearest by meaning)")

@@ -412,6 +412,17 @@ class Searcher:
 SEMANTIC_TIER = "semantic"  # a hit only the vectors found (semantic.py)
 
 
+MATCH_TIERS = ("exact", "close", "stemmed")  # a hit of these holds every word of the question
+
+
+def held_whole(answer: dict, hits: list | None = None) -> int:
+    """How many of a relevance answer's hits (``hits``: the ones shown) hold
+    every word: the few the thin-AND merge puts first (cli-contract §5.2)."""
+    if answer.get("tier") != "relevance":
+        return 0
+    return sum(h.get("tier") in MATCH_TIERS for h in (answer["hits"] if hits is None else hits))
+
+
 def has_vectors(store: LiveStore) -> bool:
     """The store has vectors (`deja embed`) and embedding is not turned off:
     a stat, so a search of a store without them costs nothing more."""

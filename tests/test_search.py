@@ -342,6 +342,20 @@ def test_a_few_sessions_holding_every_word_lead_and_say_so(thin):
     assert "nothing matched every word" in proc.stderr
 
 
+def test_an_agents_recall_is_told_which_sessions_hold_every_word(thin):
+    from test_mcp import Client
+
+    c = Client(thin.env)
+    try:
+        c.initialize()
+        text = c.call(1, "recall", {"query": "cart total NaN", "limit": 5})["result"]["content"][0]["text"]
+        assert "(2 of these hold every word; then the nearest sessions)" in text
+        text = c.call(2, "recall", {"query": "cart cent coupon"})["result"]["content"][0]["text"]
+        assert "(no session holds every word; nearest sessions)" in text
+    finally:
+        c.close()
+
+
 def days(text: str) -> tuple[str, list[tuple[str, str]]]:
     """The words time_windows leaves of ``text`` and the days its windows
     span, on 2026-11-30."""

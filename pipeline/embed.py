@@ -141,7 +141,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                         "WHERE record_id BETWEEN ? AND ? AND record_id IN (SELECT record_id FROM embed_todo) "
                         "ORDER BY record_id", [int(ids[0]), int(ids[-1])]).fetchall()
                     for rid, role, key, text in rows:
-                        for i, piece in enumerate(passages(text)):
+                        for i, piece in enumerate(passages(text, emb.passage_chars, emb.most_passages)):
                             pending.append((rid, i, ROLE_CODES.get(role, 0), key or "", piece))
                         read += 1
                         if len(pending) >= every:

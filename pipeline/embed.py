@@ -5,6 +5,8 @@ What is embedded: the records people and agents said (user, assistant,
 summary, note), as the store holds them (redacted). A record's text is cut
 into passages of about ``PASSAGE_CHARS`` at a space, at most
 ``MOST_PASSAGES`` of them: a long turn's first pages carry what it was about.
+A model may cut its own (``Embedder.passage_chars``, ``most_passages``): e5
+takes a record's first 600 characters.
 
 Incremental: only records without vectors are embedded; the vectors of
 records that left the store (a replaced transcript, `deja forget`, a pruned

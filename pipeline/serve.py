@@ -144,17 +144,19 @@ def _preload() -> None:
     _preload_model()
 
 
-def _preload_model() -> None:
-    """With vectors beside the store and the local model installed: the model
-    loaded once here (its 16 MB matrix shared by every fork), so no search
-    pays its load (queries/semantic.py)."""
+def _preload_model(which: str = "wordllama") -> None:
+    """With vectors of this local model beside the store: the model loaded
+    now, so no search pays its load (queries/semantic.py). The static model
+    loads in the main process (its 16 MB matrix shared by every fork); e5's
+    engine in each warm process as it starts, as its threads must start in
+    the process that uses them."""
     from deja.stages import embedders
     from deja.stages.store import config, vectors
 
     try:
         meta = vectors.read_meta(config.index_dir())
-        if meta and meta["model"] == embedders.LOCAL_MODEL and not embedders.disabled():
-            embedders.local().load()
+        if meta and meta["model"] == embedders.LOCAL_MODELS[which][0] and not embedders.disabled():
+            embedders.local(which).load(query=True)  # (a server asks questions)
     except Exception:  # (the first search loads it, or says why it cannot)
         pass
 
@@ -487,6 +489,7 @@ def warm_main(sock: socket.socket) -> None:
     from deja.pipeline import fresh
 
     fresh.keep_warm()
+    _preload_model("e5")
     _BASE["env"] = dict(os.environ)
     limit_mb = _int(os.environ.get("DEJA_SERVE_WARM_MB"), WARM_MB)
     served = 0

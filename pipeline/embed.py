@@ -131,7 +131,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
             con.execute("CREATE OR REPLACE TEMP TABLE embed_todo AS SELECT unnest(?::BIGINT[]) AS record_id",
                         [todo.tolist()])
             try:
-                every = _int(env.get("DEJA_EMBED_COMMIT_EVERY"), COMMIT_EVERY)
+                every = _int(env.get("DEJA_EMBED_COMMIT_EVERY"), emb.commit_every or COMMIT_EVERY)
                 pending: list[tuple] = []
                 read = 0  # records read, of which the committed are ``embedded``
                 # a slice of ids at a time: its row groups are found by their id

@@ -130,6 +130,9 @@ class Embedder:
     # ``most_passages`` pieces of about ``passage_chars`` characters
     passage_chars: int = 2000
     most_passages: int = 4
+    # passages between commits (pipeline/embed.py's COMMIT_EVERY when None): a
+    # slow model commits, and shows its progress, more often
+    commit_every: int | None = None
 
     def embed(self, texts: list[str], timeout: float | None = None):
         """The passages' vectors: (len(texts), dim) float32, each row of unit
@@ -349,6 +352,7 @@ class E5Embedder(Embedder):
     # sets as its every passage does (bench/README.md), at a fraction of the time
     passage_chars = 600
     most_passages = 1
+    commit_every = 1024  # about 40 s on 2 cores: what an interruption loses
 
     def __init__(self):
         import threading

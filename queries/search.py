@@ -354,7 +354,7 @@ class Searcher:
             return None
         try:
             sp = semantic.space(self.store)
-            if sp is None:
+            if sp is None or (self.q.embed == "warm" and not sp.calib.in_hooks):
                 return None
             wait = HOOK_TIMEOUT_S if self.q.embed == "warm" else QUERY_TIMEOUT_S
             qv = semantic.query_vector(sp, self.text, timeout=wait)
@@ -383,7 +383,7 @@ class Searcher:
         if self.q.embed == "warm":
             # a hook puts what it finds into the agent's context unasked: a session
             # only the vectors found must be near, not merely the nearest there is
-            near = semantic.hook_min_cosine(sp.model)
+            near = semantic.hook_min_cosine()
             found = [f for f in found if f[0] in in_lexical or cos.get(f[0], 0.0) >= near]
         signal = semantic.session_signals(self.store.con, sorted({o for o, _, _ in found} - in_lexical))
         by_ord = {r.ord: r for r in pool}

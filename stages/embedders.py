@@ -16,7 +16,7 @@ works offline. Both give L2-normalised float32 rows, one per text.
   inside, numpy its one dependency). A transformer: it reads a question in
   context and in a hundred languages, and ranks the quality sets' paraphrases
   and Chinese or Japanese questions far better than the static model, but it
-  embeds ~25 passages a second on 2 cores against ~3,000 (bench/README.md), so
+  embeds ~28 passages a second on 2 cores against ~3,000 (bench/README.md), so
   it is asked for, not the default. A passage is a record's first
   ``E5Embedder.passage_chars`` characters: the rest of a long turn added
   nothing measurable and cost its time.

@@ -207,7 +207,8 @@ def test_e5s_cosines_are_read_from_the_questions_own_centre_and_trusted_where_fe
     # twelve sessions, all between 0.80 and 0.91 as e5's are: the 75th percentile counts 0
     cos = {o: 0.80 + o / 100 for o in range(12)}
     lexical = [(0, 1.0), (11, 0.2)]
-    ranked = fuse(lexical, cos, found=[11, 10, 9], coverage=0.5, calib=E5)
+    centred = E5._replace(lead=None)  # the lead's part: the test below
+    ranked = fuse(lexical, cos, found=[11, 10, 9], coverage=0.5, calib=centred)
     scores = {o: s for o, s, _ in ranked}
     import numpy as np
 
@@ -221,6 +222,58 @@ def test_e5s_cosines_are_read_from_the_questions_own_centre_and_trusted_where_fe
     # a quarter of the words found: the words' best session is chance, meaning ranks
     assert [o for o, _, _ in fuse(lexical, cos, found=[11, 10, 9], coverage=0.25, calib=E5)][:3] == [11, 10, 9]
     assert [o for o, _, _ in fuse(lexical, cos, found=[11, 10, 9], coverage=0.25)][0] == 0
+
+
+def test_e5s_first_session_takes_meanings_whole_share_when_it_leads_the_second_by_far():
+    from deja.queries.semantic import E5, fuse
+
+    lexical = [(0, 1.0), (11, 0.2)]
+    share = 0.5 * (0.2 + 0.8 * 0.5 ** 0.5)  # half the words found
+    for lead, want in ((0.0, share), (E5.lead / 10, share + 0.05), (E5.lead, 0.5), (3 * E5.lead, 0.5)):
+        cos = {o: 0.80 + o / 100 for o in range(11)} | {11: 0.90 + lead}
+        scores = {o: s for o, s, _ in fuse(lexical, cos, found=[11, 10], coverage=0.5, calib=E5)}
+        # session 11 is the vectors' first: its meaning counts 1 times the share
+        assert scores[11] == pytest.approx(0.5 * 0.2 + want)
+    # the words found under a third: meaning ranks alone, lead or none
+    cos = {o: 0.80 + o / 100 for o in range(12)}
+    assert [o for o, _, _ in fuse(lexical, cos, found=[11, 10], coverage=0.2, calib=E5)][0] == 11
+
+
+def test_a_session_two_passages_answer_is_nearer_than_one_a_single_passage_does():
+    import numpy as np
+
+    from deja.queries.semantic import E5, STATIC, Space
+    from deja.stages.store.vectors import Vectors
+
+    def unit(c):  # a row whose cosine to the query (1, 0) is c
+        return [c, (1 - c * c) ** 0.5]
+
+    rows = {  # session ordinal: its passages' cosines to the query
+        0: [0.90, 0.10],  # one close passage, the rest far
+        1: [0.85, 0.84],  # two nearly as close
+        2: [0.50],
+        3: [0.88, 0.88],  # two equally close
+    }
+    ords = [o for o, cs in rows.items() for _ in cs]
+    m = np.array([unit(c) for cs in rows.values() for c in cs], np.float32)
+    n = len(ords)
+    vecs = Vectors({"model": "test", "dim": 2}, np.arange(100, 100 + n), np.zeros(n, np.int16),
+                   np.zeros(n, np.int8), ["s"] * n, m)
+    q = np.array([1.0, 0.0], np.float32)
+    sp = Space(vecs, ords, stamp=None)
+    cos, found = sp.nearest(q, (0, 1, 3, 4), None)
+    assert sp.calib is STATIC and [o for o, _, _ in found] == [0, 3, 1, 2]
+    assert cos[0] == pytest.approx(0.90)
+    sp.calib = E5._replace(centred=False)
+    cos, found = sp.nearest(q, (0, 1, 3, 4), None)
+    assert cos[0] == pytest.approx(0.7 * 0.90 + 0.3 * 0.10)
+    assert cos[1] == pytest.approx(0.7 * 0.85 + 0.3 * 0.84)
+    assert cos[2] == pytest.approx(0.50) and cos[3] == pytest.approx(0.88)
+    # each session with its nearest passage's record
+    assert found == [(3, 105, 0), (1, 102, 0), (0, 100, 0), (2, 104, 0)]
+    # a session none of whose passages is admitted is not near at all
+    cos, found = sp.nearest(q, (0, 1, 3, 4), {1, 2})
+    assert set(cos) == {1, 2} and [o for o, _, _ in found] == [1, 2]
 
 
 

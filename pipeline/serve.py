@@ -303,18 +303,25 @@ class Server:
         except OSError:
             msg = b""
         if msg.startswith(b"exit "):
+            last = msg.endswith(b" last")
+            status = msg[:-len(b" last")] if last else msg
             if w.conn is not None:
-                self.failed += msg != b"exit 0"
-                self.answer(w.conn, msg.decode("ascii", "replace") + "\n")
+                self.failed += status != b"exit 0"
+                self.answer(w.conn, status.decode("ascii", "replace") + "\n")
                 w.conn, w.stopping = None, False
+            if last:
+                self.retire(w)  # it leaves to give its memory back: nothing more for it
             return
-        # gone: it left to give its memory back, or crashed; its client hears "exit 1"
-        # (a hook's client still exits 0) and the next request has a fresh one
-        self.warm.remove(w)
-        w.sock.close()
+        # gone: it crashed (or was killed); its client hears "exit 1" (a
+        # hook's client still exits 0) and the next request has a fresh one
         if w.conn is not None:
             self.failed += 1
             self.answer(w.conn, "exit 1\n")
+        self.retire(w)  # (answered first: a process forked now must not hold that connection)
+
+    def retire(self, w: Warm) -> None:
+        self.warm.remove(w)
+        w.sock.close()
         if not self.stale and len(self.warm) < 1 and self.max_warm:
             self.spawn_warm()
 
@@ -510,10 +517,6 @@ def warm_main(sock: socket.socket) -> None:
         finally:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             _settle()
-        try:
-            sock.send(f"exit {code}".encode())
-        except OSError:
-            return
         served += 1
         rss = rss_mb(os.getpid()) or 0
         if served == 1 and "DEJA_SERVE_WARM_MB" not in _BASE["env"]:
@@ -522,7 +525,17 @@ def warm_main(sock: socket.socket) -> None:
             # every request, each next one opening the store cold (a limit the
             # user sets is kept as set)
             limit_mb = max(limit_mb, rss * WARM_GROWTH)
-        if served >= WARM_REQUESTS or rss > limit_mb:
+        leaving = served >= WARM_REQUESTS or rss > limit_mb
+        # leaving says so with its last status: between a bare status and its
+        # end, the main process could hand it the next request, which nobody
+        # would read (that client heard "exit 1")
+        try:
+            sock.send(f"exit {code}{' last' if leaving else ''}".encode())
+        except OSError:
+            return
+        if leaving:
+            if os.environ.get("DEJA_FAULT_LINGER"):  # tests: a process slow to leave
+                time.sleep(float(os.environ["DEJA_FAULT_LINGER"]))
             return
 
 

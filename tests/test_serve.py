@@ -497,6 +497,20 @@ def test_a_warm_process_past_its_memory_gives_way_to_a_fresh_one(served):
     assert _run(served, "search", "--json", "pool").stdout == off.stdout
 
 
+def test_a_warm_process_on_its_way_out_is_handed_no_request(served):
+    """A warm process that leaves after its answer (past its memory) says so
+    with that answer: a request that comes while it is still leaving goes to a
+    fresh process or a fork, never to it (nobody would read it: its client
+    heard "exit 1", with nothing on stderr)."""
+    _run(served, "search", "pool", DEJA_SERVE_WARM_MB="1", DEJA_FAULT_LINGER="3")
+    _started(served)
+    off = _run(served, "search", "--json", "pool", DEJA_SERVE="off")
+    for _ in range(3):
+        got = _run(served, "search", "--json", "pool")
+        assert (got.returncode, got.stderr, got.stdout) == (0, "", off.stdout)
+    assert _status(served)["failed"] == 0
+
+
 def test_a_busy_warm_process_leaves_the_next_request_to_a_fork(served):
     """One slow request does not hold the others: while the warm process is
     busy, the next request is answered by a copy forked for it."""

@@ -570,8 +570,14 @@ def run_command(req: dict, fds: list[int], entry_point: bool) -> int:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         code = 130
-    except BaseException:
+    except BaseException as exc:  # one line, as in process: never an exit 1 that says nothing
         code = 1
+        try:
+            from deja.pipeline.cli_common import error_line
+
+            print(f"deja: {error_line(exc)}", file=sys.stderr)
+        except BaseException:
+            pass
     finally:
         try:
             sys.stdout.flush()

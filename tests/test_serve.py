@@ -511,6 +511,14 @@ def test_a_warm_process_on_its_way_out_is_handed_no_request(served):
     assert _status(served)["failed"] == 0
 
 
+def test_an_error_the_server_did_not_foresee_still_says_its_one_line(served):
+    _run(served, "search", "pool")
+    _started(served)
+    got = _run(served, "search", "pool", DEJA_FAULT_SLOW="not a number")  # fails in the server's own code
+    assert got.returncode == 1 and got.stdout == ""
+    assert got.stderr.startswith("deja: ValueError: ") and got.stderr.count("\n") == 1
+
+
 def test_a_busy_warm_process_leaves_the_next_request_to_a_fork(served):
     """One slow request does not hold the others: while the warm process is
     busy, the next request is answered by a copy forked for it."""

@@ -159,24 +159,6 @@ def mcp_wired(harness: str, env: Mapping[str, str] | None = None) -> bool:
         return False
 
 
-def writer_running(root: Path) -> bool:
-    """True while a `deja index` holds the writer lock (probed without waiting)."""
-    import fcntl
-
-    try:
-        fd = os.open(root / ".lock", os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def open_warm(env: Mapping[str, str] | None = None):
     """The live store if a warm index exists and nobody is writing it; else Silent.
 
@@ -186,6 +168,8 @@ def open_warm(env: Mapping[str, str] | None = None):
     root = index_root(env)
     if not (root / "catalog.duckdb").is_file():
         raise Silent("no index")
+    from deja.stages.store.refresh import writer_running
+
     if writer_running(root):
         raise Silent("busy")
     from deja.stages.store import duck

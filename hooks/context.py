@@ -246,8 +246,8 @@ def run_precompact(payload: dict, out: c.Output, once: bool = False) -> None:
                 import traceback
 
                 traceback.print_exc()
-    if env.get("DEJA_NO_REFRESH") != "1" and not c.writer_running(root):
-        from deja.stages.store.refresh import background_index
+    if env.get("DEJA_NO_REFRESH") != "1":
+        from deja.stages.store.refresh import background_index  # (none while one runs)
 
         background_index(env)
     raise c.Silent("precompact prints nothing")

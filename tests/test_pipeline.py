@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -689,6 +690,79 @@ def test_heavier_changes_refresh_in_the_background_while_the_store_answers(home)
             break
         time.sleep(0.5)
     assert ids(home.search("terraform", "lock")) == [S2]
+
+
+def _index_runs(index) -> int:
+    """`deja index` processes of this store (by their environment)."""
+    mark = f"DEJA_INDEX_DIR={index}".encode()
+    n = 0
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and b"index" in (d / "cmdline").read_bytes() and mark in (d / "environ").read_bytes():
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def test_a_burst_of_searches_while_an_index_run_works_starts_no_second(home):
+    """Each search that finds heavier work than it may do inline hands it to
+    a background run, but not while one holds the writer lock: it, or the one
+    a later search starts, takes the changes. (One each, they piled up waiting
+    for the lock, 70 MB apiece.)"""
+    import fcntl
+
+    first_session(home)
+    home.run("index")
+    write_jsonl(home.claude_file(S2), [claude_user(S2, "terraform state lock stuck on dynamodb", "2026-03-03T09:00:00Z", "t1")])
+    fd = os.open(home.index / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # an index run at work
+        for _ in range(4):
+            proc = home.run("search", "--json", "connection", "pool", extra_env={"DEJA_NO_REFRESH": "0"})
+            assert ids(json.loads(proc.stdout)) == [S1]
+        time.sleep(0.5)
+        assert _index_runs(home.index) == 0
+    finally:
+        os.close(fd)
+    # the run gone and the work still there: the next search starts one
+    home.run("search", "connection", "pool", extra_env={"DEJA_NO_REFRESH": "0"})
+    deadline = time.time() + 60
+    while time.time() < deadline and ids(home.search("terraform", "lock")) != [S2]:
+        time.sleep(0.5)
+    assert ids(home.search("terraform", "lock")) == [S2]
+
+
+def test_a_background_run_that_finds_another_at_work_leaves_at_once(home):
+    import fcntl
+
+    from deja.stages.store.refresh import background_failure, background_index, refresh_log
+
+    first_session(home)
+    home.run("index")
+    env = dict(home.env)
+    fd = os.open(home.index / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        # a query raced this one past the probe: its run must not wait the lock out
+        from deja.stages.store import refresh
+
+        probe = refresh.writer_running
+        refresh.writer_running = lambda root: False
+        try:
+            background_index(env)
+        finally:
+            refresh.writer_running = probe
+        deadline = time.time() + 60  # well before DEJA_LOCK_WAIT's 120 s
+        while time.time() < deadline and "another deja index is running" not in refresh_log(env).read_text():
+            time.sleep(0.2)
+        assert "another deja index is running" in refresh_log(env).read_text()
+        while time.time() < deadline and _index_runs(home.index):
+            time.sleep(0.2)
+        assert _index_runs(home.index) == 0
+        assert background_failure(env) == ""  # not a failure the next search reports
+    finally:
+        os.close(fd)
 
 
 def test_a_store_this_environment_cannot_see_is_kept_not_removed(home):

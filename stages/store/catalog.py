@@ -241,17 +241,9 @@ class Store:
 
     def writer_running(self) -> bool:
         """Another process holds the writer lock right now."""
-        try:
-            fd = os.open(self.root / ".lock", os.O_RDWR)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return False
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
+        from .refresh import writer_running
+
+        return writer_running(self.root)
 
     # ---- generations --------------------------------------------------
     def live_files(self, con: duck.DuckDBPyConnection, dataset: str) -> list[str]:

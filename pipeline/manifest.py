@@ -17,6 +17,13 @@ and that history is what a memory is for. A vanished file is marked GONE (the
 manifest's ``gone_at``; its records and sessions stay), and only
 ``deja index --prune-gone`` (REMOVE) or ``deja forget`` takes it out. The same
 path appearing again is read anew (REPLACE), which clears the mark.
+
+A transcript that moved (its store's folder renamed or reached by another
+path: a new HOME, a root given through a symlink) is the same file at a new
+path: the new path's beginning is byte for byte what was read from a path no
+longer among the sources, under the same name. It is read at its new path
+(NEW) and its old path's records leave (REMOVE): kept as a gone file beside
+the new one, every turn of it was in the store twice.
 """
 
 from __future__ import annotations
@@ -132,6 +139,7 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
     """
     actions: list[Action] = []
     seen = set()
+    moved = Moves(sources, manifest)
 
     def vanished(path: str, harness: str, row: dict) -> None:
         if prune_gone or row.get("error") or not row.get("records"):  # (nothing of it kept to mark)
@@ -149,6 +157,9 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
             continue
         row = manifest.get(path)
         if row is None:
+            origin = moved.origin(path, harness, size)
+            if origin is not None:
+                actions.append(Action(REMOVE, origin, harness))
             actions.append(Action(NEW, path, harness, 0, size, mtime))
             continue
         if (rebuild or row.get("gone_at") or row.get("content_version") != CONTENT_VERSION
@@ -168,6 +179,62 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
             actions.append(Action(REPLACE, path, harness, 0, size, mtime))
     visible = {h for _, h in sources}
     for path, row in manifest.items():
-        if path not in seen and (row.get("harness") in visible or (prune_gone and row.get("gone_at"))):
+        if path in moved.claimed or path in seen:
+            continue
+        if verify and row.get("gone_at") and moved.still_here(path, row):
+            actions.append(Action(REMOVE, path, row.get("harness", "")))  # a copy an older deja kept
+        elif row.get("harness") in visible or (prune_gone and row.get("gone_at")):
             vanished(path, row.get("harness", ""), row)
     return actions
+
+
+class Moves:
+    """The manifest's files no longer among the sources, by harness and file
+    name (built when a new path first asks): where a new path may have moved from."""
+
+    def __init__(self, sources: list[tuple[str, str]], manifest: dict[str, dict]):
+        self.sources, self.manifest = sources, manifest
+        self.by_name: dict[tuple[str, str], list[str]] | None = None  # gone from the sources
+        self.here: dict[tuple[str, str], list[str]] | None = None  # sources already read
+        self.claimed: set[str] = set()
+
+    def origin(self, path: str, harness: str, size: int) -> str | None:
+        """The old path ``path`` is the same file as, or None."""
+        if is_database(path) or not self.manifest:
+            return None
+        if self.by_name is None:
+            current = {p for p, _ in self.sources}
+            self.by_name = {}
+            for old, row in self.manifest.items():
+                if old not in current and not is_database(old):
+                    self.by_name.setdefault((row.get("harness", ""), os.path.basename(old)), []).append(old)
+        for old in self.by_name.get((harness, os.path.basename(path)), ()):
+            if old not in self.claimed and same_start(path, size, self.manifest[old]):
+                self.claimed.add(old)
+                return old
+        return None
+
+    def still_here(self, gone: str, row: dict) -> bool:
+        """A gone file that is a source at another path, already read there
+        (moved before deja knew moves: `deja index` takes the copy out)."""
+        if is_database(gone):
+            return False
+        if self.here is None:
+            self.here = {}
+            for p, h in self.sources:
+                if p in self.manifest and not is_database(p):
+                    self.here.setdefault((h, os.path.basename(p)), []).append(p)
+        for p in self.here.get((row.get("harness", ""), os.path.basename(gone)), ()):
+            try:
+                if same_start(p, os.stat(p).st_size, row):
+                    return True
+            except OSError:
+                pass
+        return False
+
+
+def same_start(path: str, size: int, row: dict) -> bool:
+    """The file at ``path`` begins with the bytes a manifest row read."""
+    safe = row.get("safe_offset") or 0
+    return bool(row.get("records") and 0 < safe <= size and row.get("prefix_hash")
+                and prefix_hash(path, safe) == row["prefix_hash"])

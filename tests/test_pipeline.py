@@ -765,6 +765,79 @@ def test_a_background_run_that_finds_another_at_work_leaves_at_once(home):
         os.close(fd)
 
 
+def _records(home) -> list[tuple]:
+    from deja.stages.store.read import open_live
+
+    live = open_live(home.index)
+    try:
+        return live.con.execute(f"SELECT session_id, role, text FROM {live.records_source()} "
+                                "ORDER BY session_id, record_id").fetchall()
+    finally:
+        live.close()
+
+
+def test_a_store_reached_by_another_path_is_the_same_sessions_not_a_second_copy(home):
+    """~/.claude moved (a new HOME, a disk mounted elsewhere, a root given
+    through a symlink): its transcripts are the same files at new paths. Their
+    records are in the store once, and what is appended at the new path after
+    the move is read from there."""
+    first_session(home)
+    p2 = home.claude_file(S2)
+    write_jsonl(p2, [claude_user(S2, "terraform state lock stuck on dynamodb", "2026-03-03T09:00:00Z", "t1")])
+    home.run("index")
+    before = _records(home)
+    moved = home.root / "elsewhere" / "projects"
+    moved.parent.mkdir()
+    (home.home / ".claude" / "projects").rename(moved)
+    env = {"DEJA_CLAUDE_ROOT": str(moved)}
+    out = json.loads(home.run("index", "--json", extra_env=env).stdout)
+    assert _records(home) == before
+    assert ids(home.search("terraform", "lock", extra_env=env)) == [S2]
+    # the move and a turn appended at the new path, in one run
+    (home.root / "elsewhere").rename(home.root / "again")
+    env = {"DEJA_CLAUDE_ROOT": str(home.root / "again" / "projects")}
+    p2 = home.root / "again" / "projects" / p2.parent.name / p2.name
+    write_jsonl(p2, [claude_user(S2, "the lock table had a stale digest row", "2026-03-03T09:05:00Z", "t2")], "a")
+    home.run("index", extra_env=env)
+    after = _records(home)
+    assert len(after) == len(before) + 1 and len(set(after)) == len(after)
+    assert ids(home.search("stale", "digest", extra_env=env)) == [S2]
+    assert out["harnesses"][0]["files"] == 2
+
+
+def test_a_new_file_is_a_move_only_when_it_begins_with_what_was_read_under_its_name(tmp_path):
+    from deja.pipeline import manifest as mf
+
+    def row(path, harness="claude"):
+        data = open(path, "rb").read()
+        return {"harness": harness, "size": len(data), "mtime_ns": 1, "safe_offset": len(data), "records": 2,
+                "prefix_hash": mf.prefix_hash(str(path), len(data)), "content_version": mf.CONTENT_VERSION}
+
+    old = tmp_path / "a" / "s1.jsonl"
+    old.parent.mkdir()
+    old.write_bytes(b'{"turn": 1}\n{"turn": 2}\n')
+    manifest = {str(old): row(old)}
+    new = tmp_path / "b" / "s1.jsonl"
+    new.parent.mkdir()
+    new.write_bytes(old.read_bytes() + b'{"turn": 3}\n')  # moved, then grew
+    old.unlink()
+    kinds = lambda acts: sorted((a.kind, os.path.dirname(a.path)[-1]) for a in acts)  # noqa: E731
+    assert kinds(mf.plan([(str(new), "claude")], manifest)) == [("new", "b"), ("remove", "a")]
+    new.write_bytes(b'{"turn": 1}\n{"other": 2}\n')  # the same name, other contents: another file
+    assert kinds(mf.plan([(str(new), "claude")], manifest)) == [("gone", "a"), ("new", "b")]
+    other = tmp_path / "b" / "s2.jsonl"  # another name, the same contents: a copy, not a move
+    other.write_bytes(b'{"turn": 1}\n{"turn": 2}\n')
+    assert kinds(mf.plan([(str(other), "claude")], manifest)) == [("gone", "a"), ("new", "b")]
+    assert kinds(mf.plan([(str(other), "codex")], manifest)) == [("new", "b")]  # claude's store unseen: left alone
+    # moved before deja knew moves: the old path marked gone, the new one read too.
+    # `deja index` takes the copy out; a query's freshness check leaves it to it
+    new.write_bytes(b'{"turn": 1}\n{"turn": 2}\n{"turn": 3}\n')
+    manifest = {str(tmp_path / "a" / "s1.jsonl"): dict(manifest[str(tmp_path / "a" / "s1.jsonl")], gone_at=1),
+                str(new): dict(row(new), mtime_ns=os.stat(new).st_mtime_ns)}
+    assert kinds(mf.plan([(str(new), "claude")], manifest, verify=True)) == [("remove", "a"), ("skip", "b")]
+    assert kinds(mf.plan([(str(new), "claude")], manifest)) == [("skip", "b")]
+
+
 def test_a_store_this_environment_cannot_see_is_kept_not_removed(home):
     first_session(home)
     home.run("index")

@@ -3,10 +3,10 @@ lexical ladder, so a question that shares no word with its session still
 finds it.
 
 The candidate pool is the lexical ranking's first ``POOL`` sessions plus the
-sessions of the ``POOL`` passages nearest the query's vector (cosine, one
-matrix product over every passage: tens of thousands of rows of 256 floats
-take a few milliseconds, which no vector index beats at this size). Each
-session in the pool scores
+``POOL`` sessions nearest the query's vector (a session's nearest passage by
+cosine, one matrix product over every passage: tens of thousands of rows of
+256 floats take a few milliseconds, which no vector index beats at this
+size). Each session in the pool scores
 
     LEXICAL_WEIGHT × lexical / best lexical  +  meaning's share × cosine / best cosine
 

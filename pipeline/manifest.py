@@ -21,7 +21,7 @@ path appearing again is read anew (REPLACE), which clears the mark.
 A transcript that moved (its store's folder renamed or reached by another
 path: a new HOME, a root given through a symlink) is the same file at a new
 path: the new path's beginning is byte for byte what was read from a path no
-longer among the sources, under the same name. It is read at its new path
+longer among the sources, under the same name in a folder of the same name. It is read at its new path
 (NEW) and its old path's records leave (REMOVE): kept as a gone file beside
 the new one, every turn of it was in the store twice.
 """
@@ -189,8 +189,9 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
 
 
 class Moves:
-    """The manifest's files no longer among the sources, by harness and file
-    name (built when a new path first asks): where a new path may have moved from."""
+    """The manifest's files no longer among the sources, by harness, folder
+    name and file name (built when a new path first asks): where a new path
+    may have moved from."""
 
     def __init__(self, sources: list[tuple[str, str]], manifest: dict[str, dict]):
         self.sources, self.manifest = sources, manifest
@@ -207,8 +208,8 @@ class Moves:
             self.by_name = {}
             for old, row in self.manifest.items():
                 if old not in current and not is_database(old):
-                    self.by_name.setdefault((row.get("harness", ""), os.path.basename(old)), []).append(old)
-        for old in self.by_name.get((harness, os.path.basename(path)), ()):
+                    self.by_name.setdefault(_name(row.get("harness", ""), old), []).append(old)
+        for old in self.by_name.get(_name(harness, path), ()):
             if old not in self.claimed and same_start(path, size, self.manifest[old]):
                 self.claimed.add(old)
                 return old
@@ -223,14 +224,22 @@ class Moves:
             self.here = {}
             for p, h in self.sources:
                 if p in self.manifest and not is_database(p):
-                    self.here.setdefault((h, os.path.basename(p)), []).append(p)
-        for p in self.here.get((row.get("harness", ""), os.path.basename(gone)), ()):
+                    self.here.setdefault(_name(h, p), []).append(p)
+        for p in self.here.get(_name(row.get("harness", ""), gone), ()):
             try:
                 if same_start(p, os.stat(p).st_size, row):
                     return True
             except OSError:
                 pass
         return False
+
+
+def _name(harness: str, path: str) -> tuple[str, str, str]:
+    """What a moved file keeps: its harness, its folder's name and its own
+    (some agents name every session's file alike, events.jsonl in a folder
+    named for the session; a moved store keeps its inner folders)."""
+    folder, name = os.path.split(path)
+    return harness, os.path.basename(folder), name
 
 
 def same_start(path: str, size: int, row: dict) -> bool:

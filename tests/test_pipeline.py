@@ -813,27 +813,34 @@ def test_a_new_file_is_a_move_only_when_it_begins_with_what_was_read_under_its_n
         return {"harness": harness, "size": len(data), "mtime_ns": 1, "safe_offset": len(data), "records": 2,
                 "prefix_hash": mf.prefix_hash(str(path), len(data)), "content_version": mf.CONTENT_VERSION}
 
-    old = tmp_path / "a" / "s1.jsonl"
-    old.parent.mkdir()
+    def at(*parts):
+        p = tmp_path.joinpath(*parts)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def kinds(acts):
+        return sorted((a.kind, os.path.relpath(a.path, tmp_path).split(os.sep)[0]) for a in acts)
+
+    old = at("a", "proj", "s1.jsonl")
     old.write_bytes(b'{"turn": 1}\n{"turn": 2}\n')
     manifest = {str(old): row(old)}
-    new = tmp_path / "b" / "s1.jsonl"
-    new.parent.mkdir()
+    new = at("b", "proj", "s1.jsonl")
     new.write_bytes(old.read_bytes() + b'{"turn": 3}\n')  # moved, then grew
     old.unlink()
-    kinds = lambda acts: sorted((a.kind, os.path.dirname(a.path)[-1]) for a in acts)  # noqa: E731
     assert kinds(mf.plan([(str(new), "claude")], manifest)) == [("new", "b"), ("remove", "a")]
     new.write_bytes(b'{"turn": 1}\n{"other": 2}\n')  # the same name, other contents: another file
     assert kinds(mf.plan([(str(new), "claude")], manifest)) == [("gone", "a"), ("new", "b")]
-    other = tmp_path / "b" / "s2.jsonl"  # another name, the same contents: a copy, not a move
+    other = at("b", "proj", "s2.jsonl")  # another name, the same contents: a copy, not a move
     other.write_bytes(b'{"turn": 1}\n{"turn": 2}\n')
     assert kinds(mf.plan([(str(other), "claude")], manifest)) == [("gone", "a"), ("new", "b")]
+    elsewhere = at("c", "other-proj", "s1.jsonl")  # the same name in a folder of another name
+    elsewhere.write_bytes(b'{"turn": 1}\n{"turn": 2}\n')
+    assert kinds(mf.plan([(str(elsewhere), "claude")], manifest)) == [("gone", "a"), ("new", "c")]
     assert kinds(mf.plan([(str(other), "codex")], manifest)) == [("new", "b")]  # claude's store unseen: left alone
     # moved before deja knew moves: the old path marked gone, the new one read too.
     # `deja index` takes the copy out; a query's freshness check leaves it to it
     new.write_bytes(b'{"turn": 1}\n{"turn": 2}\n{"turn": 3}\n')
-    manifest = {str(tmp_path / "a" / "s1.jsonl"): dict(manifest[str(tmp_path / "a" / "s1.jsonl")], gone_at=1),
-                str(new): dict(row(new), mtime_ns=os.stat(new).st_mtime_ns)}
+    manifest = {str(old): dict(manifest[str(old)], gone_at=1), str(new): dict(row(new), mtime_ns=os.stat(new).st_mtime_ns)}
     assert kinds(mf.plan([(str(new), "claude")], manifest, verify=True)) == [("remove", "a"), ("skip", "b")]
     assert kinds(mf.plan([(str(new), "claude")], manifest)) == [("skip", "b")]
 

@@ -21,9 +21,10 @@ path appearing again is read anew (REPLACE), which clears the mark.
 A transcript that moved (its store's folder renamed or reached by another
 path: a new HOME, a root given through a symlink) is the same file at a new
 path: the new path's beginning is byte for byte what was read from a path no
-longer among the sources, under the same name in a folder of the same name. It is read at its new path
-(NEW) and its old path's records leave (REMOVE): kept as a gone file beside
-the new one, every turn of it was in the store twice.
+longer among the sources, under the same name in a folder of the same name.
+It is read at its new path (NEW) and its old path's records leave (REMOVE):
+kept as a gone file beside the new one, every turn of it was in the store
+twice.
 """
 
 from __future__ import annotations

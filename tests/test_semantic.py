@@ -570,6 +570,18 @@ def test_a_local_model_deja_does_not_know_or_has_not_got_is_one_line(home, monke
         embedders.configured({"DEJA_EMBED_LOCAL": "e5"})
 
 
+def test_the_local_model_installed_is_the_one_used_when_none_is_named(monkeypatch):
+    from deja.stages import embedders
+
+    for installed, want in (({"wordllama", "e5"}, "wordllama"), ({"e5"}, "e5"), ({"wordllama"}, "wordllama"),
+                            (set(), "wordllama")):
+        monkeypatch.setattr(embedders, "local_available", lambda which="wordllama": which in installed)
+        assert embedders.local_choice({}) == want
+        assert embedders.local_choice({"DEJA_EMBED_LOCAL": "wordllama"}) == "wordllama"  # named: as named
+    monkeypatch.setattr(embedders, "local_available", lambda which="wordllama": False)
+    assert embedders.configured({}) is None  # neither: nothing changes
+
+
 def test_the_prompt_hook_stays_lexical_with_e5_whose_question_does_not_fit_its_budget(home, monkeypatch):
     e5_or_skip()
     three_sessions(home)

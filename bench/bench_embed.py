@@ -43,7 +43,7 @@ def main() -> None:
                          "(e5 takes a quarter of an hour to embed 200 MB)")
     args = ap.parse_args()
     src = corpus(args.profile, args.mb, args.seed)
-    work = HERE / "out" / "work-embed"
+    work = (HERE / "out").resolve() / "work-embed"
     index = work / "index.db"
     env = env_for(src, index)
     report: dict = {"profile": args.profile, "corpus_mb": args.mb, "runs": args.runs}

@@ -61,7 +61,9 @@ def corpus(profile: str, mb: int, seed: int) -> Path:
         subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), "--profile", profile, "--out", str(out),
                         "--mb", str(mb), "--seed", str(seed)], check=True)
         (out / ".done").write_text("ok")
-    return out
+    # the real path: a store indexed through bench/out from one clone is the
+    # same store to another clone's bench (its manifest keys are paths)
+    return out.resolve()
 
 
 def env_for(corpus_dir: Path, index: Path) -> dict:

@@ -116,23 +116,36 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
         meta = {"model": emb.name, "dim": have.dim if have is not None else 0, "store": store_id,
                 "generation": generation, "parts": list(have.meta["parts"]) if have is not None else []}
         removed = 0
+        reuse: dict[int, object] = {}
         if have is not None:
             gone = ~np.isin(have.ids, live_ids)
             removed = int(len(set(have.ids[gone].tolist())))
-            if gone.any() or len(meta["parts"]) > MOST_PARTS:
-                meta["parts"] = _rewrite_kept(root, have, ~gone)
-                vectors.commit(root, meta)
             done_ids = have.ids[~gone]
+            todo = np.setdiff1d(live_ids, done_ids)
+            rewrite = gone.any() or len(meta["parts"]) > MOST_PARTS
+            if rewrite or len(todo):
+                # every vector made before, by its passage's digest: a record read
+                # again (moved, rewritten, the store rebuilt) has a new id and
+                # the same words, and its vector is taken over, not made again
+                full = vectors.load(root, digests=True)
+                if full is None or len(full) != len(have):
+                    raise Fail("the vectors changed while this run read them; run `deja embed` again")
+                if len(todo):
+                    reuse = {int(d): full.matrix[i] for i, d in enumerate(full.digests) if d}
+                if rewrite:
+                    meta["parts"] = _rewrite_kept(root, full, ~gone)
+                    vectors.commit(root, meta)
+                del full
         else:
-            done_ids = np.zeros(0, np.int64)
-        todo = np.setdiff1d(live_ids, done_ids)
-        embedded = passages_done = 0
+            todo = live_ids
+        embedded = passages_done = reused = 0
         if len(todo):
             con.execute("CREATE OR REPLACE TEMP TABLE embed_todo AS SELECT unnest(?::BIGINT[]) AS record_id",
                         [todo.tolist()])
             try:
                 every = _int(env.get("DEJA_EMBED_COMMIT_EVERY"), emb.commit_every or COMMIT_EVERY)
                 pending: list[tuple] = []
+                fresh = 0  # of them, passages to embed
                 read = 0  # records read, of which the committed are ``embedded``
                 # a slice of ids at a time: its row groups are found by their id
                 # ranges, and a whole store's text is never in memory at once
@@ -144,15 +157,21 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                         "ORDER BY record_id", [int(ids[0]), int(ids[-1])]).fetchall()
                     for rid, role, key, text in rows:
                         for i, piece in enumerate(passages(text, emb.passage_chars, emb.most_passages)):
-                            pending.append((rid, i, ROLE_CODES.get(role, 0), key or "", piece))
+                            d = vectors.digest(piece)
+                            pending.append((rid, i, ROLE_CODES.get(role, 0), key or "", piece, d))
+                            fresh += d not in reuse
                         read += 1
-                        if len(pending) >= every:
-                            passages_done += _embed_commit(root, emb, meta, pending)
-                            pending, embedded = [], read
+                        # a commit every so many passages to embed (and every so
+                        # many more only taken over: those cost nothing to redo)
+                        if fresh >= every or len(pending) >= 8 * every:
+                            done, taken = _embed_commit(root, emb, meta, pending, reuse)
+                            passages_done, reused = passages_done + done, reused + taken
+                            pending, embedded, fresh = [], read, 0
                             if progress:
                                 progress(embedded, len(todo))
                 if pending:
-                    passages_done += _embed_commit(root, emb, meta, pending)
+                    done, taken = _embed_commit(root, emb, meta, pending, reuse)
+                    passages_done, reused = passages_done + done, reused + taken
                 embedded = read
                 if progress:
                     progress(embedded, len(todo))
@@ -164,7 +183,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
             vectors.commit(root, meta)  # (stamped with the generation they were checked against)
         total = int(len(live_ids))
         return {"model": emb.name, "dim": meta["dim"], "records": total, "embedded": embedded,
-                "passages": passages_done, "removed": removed, "rebuilt": why,
+                "passages": passages_done, "reused": reused, "removed": removed, "rebuilt": why,
                 "coverage": 1.0 if not total else round((total - len(todo) + embedded) / total, 4),
                 "seconds": round(time.monotonic() - t0, 3)}
     finally:
@@ -172,41 +191,51 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
         _unlock(lock)
 
 
-def _embed_commit(root, emb, meta: dict, rows: list[tuple]) -> int:
-    """Embed these passages, write them as a part and commit it."""
+def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: dict) -> tuple[int, int]:
+    """Embed these passages (those whose digest has no vector in ``reuse``),
+    write them as a part and commit it; (passages written, vectors taken over)."""
+    import numpy as np
+
     from deja.stages.store import vectors
 
-    mat = emb.embed([r[4] for r in rows])
-    if mat.shape[0] != len(rows) or not mat.shape[1]:
-        from deja.stages.embedders import EmbedError
+    need = [j for j, r in enumerate(rows) if r[5] not in reuse]
+    if need:
+        got = emb.embed([rows[j][4] for j in need])
+        if got.shape[0] != len(need) or not got.shape[1]:
+            from deja.stages.embedders import EmbedError
 
-        raise EmbedError("the embedding source answered no vector per passage")
-    if meta["dim"] and mat.shape[1] != meta["dim"]:
-        from deja.stages.embedders import EmbedError
+            raise EmbedError("the embedding source answered no vector per passage")
+        if meta["dim"] and got.shape[1] != meta["dim"]:
+            from deja.stages.embedders import EmbedError
 
-        raise EmbedError(f"the embedding source answered {mat.shape[1]} dimensions, not the {meta['dim']} "
-                         "its vectors have (another model under the same name? `deja embed --rebuild`)")
-    meta["dim"] = int(mat.shape[1])
+            raise EmbedError(f"the embedding source answered {got.shape[1]} dimensions, not the {meta['dim']} "
+                             "its vectors have (another model under the same name? `deja embed --rebuild`)")
+        meta["dim"] = int(got.shape[1])
+        mat = np.empty((len(rows), meta["dim"]), np.float32)
+        mat[need] = got
+    else:
+        mat = np.empty((len(rows), meta["dim"]), np.float32)
+    for j, r in enumerate(rows):
+        if r[5] in reuse:
+            mat[j] = reuse[r[5]]
     part = vectors.write_part(root, emb.name, meta["dim"], [r[0] for r in rows], [r[1] for r in rows],
-                              [r[2] for r in rows], [r[3] for r in rows], mat)
+                              [r[2] for r in rows], [r[3] for r in rows], mat, [r[5] for r in rows])
     meta["parts"].append(part)
     vectors.commit(root, meta)
-    return len(rows)
+    return len(rows), len(rows) - len(need)
 
 
-def _rewrite_kept(root, have, keep) -> list[dict]:
-    """The kept rows of the vectors as one new part (records left the store,
-    or too many small parts); the new parts list."""
+def _rewrite_kept(root, full, keep) -> list[dict]:
+    """The kept rows of the vectors (``full``: loaded with their matrix and
+    digests) as one new part (records left the store, or too many small
+    parts); the new parts list."""
     from deja.stages.store import vectors
 
-    full = vectors.load(root)
-    if full is None or len(full) != len(have):
-        raise Fail("the vectors changed while this run read them; run `deja embed` again")
     if not keep.any():
         return []
     sessions = [s for s, k in zip(full.sessions, keep) if k]
     return [vectors.write_part(root, full.model, full.dim, full.ids[keep], full.passages[keep], full.roles[keep],
-                               sessions, full.matrix[keep])]
+                               sessions, full.matrix[keep], full.digests[keep])]
 
 
 def _int(value, default: int) -> int:

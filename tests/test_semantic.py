@@ -371,6 +371,41 @@ def test_a_damaged_vectors_dataset_is_absent_to_search_and_rebuilt_by_embed(home
     assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["session"]["id"] == UP
 
 
+def test_words_read_again_under_new_record_ids_keep_their_vectors(home, server):
+    """A rebuilt store (or a transcript moved or rewritten) numbers the same
+    turns anew: their vectors are taken over by the passage's digest, not
+    asked of the model again; only words it has not seen are embedded."""
+    url, log = server
+    env = embedded(home, server)
+    sent = sum(r["n"] for r in requests(log))
+    before = len(vector_rows(home))
+    home.run("index", "--rebuild")
+    session(home, "0b1e6a52-1111-4c2e-9a57-000000000009", "the nightly cron job ran twice after the clocks changed",
+            "Pinned the scheduler to UTC so it fires once.", day="2026-03-06")
+    home.run("index")
+    again = embed(home, env)
+    assert (again["removed"], again["embedded"], again["passages"], again["reused"]) == (6, 8, 8, 6)
+    assert sum(r["n"] for r in requests(log)) == sent + 2  # only the new session's two passages
+    assert again["coverage"] == 1.0 and len(vector_rows(home)) == before + 2
+    # the taken-over vectors answer as the made ones did
+    assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["session"]["id"] == UP
+    # and parts written before digests (no such column) are read as ever, their vectors made anew when needed
+    import pyarrow.parquet as pq
+
+    meta = json.loads((home.index / "vectors" / "meta.json").read_text())
+    for part in meta["parts"]:
+        path = home.index / "vectors" / part["file"]
+        t = pq.read_table(path)
+        pq.write_table(t.drop_columns(["digest"]).replace_schema_metadata(t.schema.metadata), path,
+                       compression="none")
+        part["bytes"] = path.stat().st_size
+    (home.index / "vectors" / "meta.json").write_text(json.dumps(meta))
+    assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["session"]["id"] == UP
+    home.run("index", "--rebuild")
+    asked = sum(r["n"] for r in requests(log))
+    assert embed(home, env)["reused"] == 0 and sum(r["n"] for r in requests(log)) == asked + 8
+
+
 def test_an_interrupted_embed_keeps_what_it_committed_and_the_next_run_goes_on(home, tmp_path, monkeypatch):
     three_sessions(home)
     home.run("index")

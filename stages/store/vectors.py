@@ -2,7 +2,12 @@
 beside the store (``<index>/vectors/``), for semantic recall.
 
     vectors/meta.json            the commit point: model, dim, store, parts
-    vectors/part-<id>.parquet    record_id, passage, role, session_key, vec FLOAT[dim]
+    vectors/part-<id>.parquet    record_id, passage, role, session_key, vec FLOAT[dim], digest
+
+``digest`` (UBIGINT, xxh64 of the passage's text; absent from parts written
+before it) lets `deja embed` take a vector over for a passage it has embedded
+before: a transcript read again (moved, rewritten, the store rebuilt) gets
+new record ids for the same words.
 
 ``vec`` is a fixed-size float32 list (Arrow's type; DuckDB reads the Parquet
 column as a list, and ``vec::FLOAT[256]`` makes it the ARRAY its
@@ -62,9 +67,10 @@ class Vectors:
     (role codes), ``sessions`` (session keys), ``matrix`` (rows × dim, unit
     length)."""
 
-    def __init__(self, meta: dict, ids, passages, roles, sessions, matrix):
+    def __init__(self, meta: dict, ids, passages, roles, sessions, matrix, digests=None):
         self.meta, self.ids, self.passages, self.roles, self.sessions, self.matrix = (
             meta, ids, passages, roles, sessions, matrix)
+        self.digests = digests  # each row's passage digest, 0 where its part has none (None: not read)
 
     @property
     def model(self) -> str:
@@ -78,12 +84,13 @@ class Vectors:
         return len(self.ids)
 
 
-def load(root, columns_only: bool = False, sessions: bool = True) -> Vectors | None:
+def load(root, columns_only: bool = False, sessions: bool = True, digests: bool = False) -> Vectors | None:
     """The committed vectors, or None when there are none or they are not
     sound (see the module's doc). ``columns_only``: ids, roles and sessions
     without the matrix (what `deja embed` needs to plan); ``sessions``: False
     leaves the session keys out (a search finds each record's session in the
-    store's docs: tens of thousands of strings a warm process need not keep)."""
+    store's docs: tens of thousands of strings a warm process need not keep);
+    ``digests``: each passage's digest too."""
     import numpy as np
 
     meta = read_meta(root)
@@ -93,7 +100,7 @@ def load(root, columns_only: bool = False, sessions: bool = True) -> Vectors | N
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        ids, passages, roles, keys, mats = [], [], [], [], []
+        ids, passages, roles, keys, mats, digs = [], [], [], [], [], []
         for part in meta["parts"]:
             path = folder(root) / part["file"]
             if os.path.basename(part["file"]) != part["file"] or os.path.getsize(path) != part["bytes"]:
@@ -105,8 +112,9 @@ def load(root, columns_only: bool = False, sessions: bool = True) -> Vectors | N
             n = pf.metadata.num_rows
             if n != part["rows"]:
                 return None
+            has_digest = digests and "digest" in pf.schema_arrow.names
             cols = ["record_id", "passage", "role"] + (["session_key"] if sessions else []) + \
-                ([] if columns_only else ["vec"])
+                (["digest"] if has_digest else []) + ([] if columns_only else ["vec"])
             # batch by batch into arrays made once: reading the part whole
             # holds Arrow's copy and ours at once, and a warm process keeps the peak
             mat = None if columns_only else np.empty((n, meta["dim"]), np.float32)
@@ -117,6 +125,8 @@ def load(root, columns_only: bool = False, sessions: bool = True) -> Vectors | N
                 roles.append(b.column(2).to_numpy())
                 if sessions:
                     keys.extend(b.column(3).to_pylist())
+                if digests:
+                    digs.append(b.column("digest").to_numpy() if has_digest else np.zeros(b.num_rows, np.uint64))
                 if mat is not None:
                     vec = b.column(b.num_columns - 1)
                     if vec.type.list_size != meta["dim"] or vec.null_count:
@@ -132,7 +142,15 @@ def load(root, columns_only: bool = False, sessions: bool = True) -> Vectors | N
         return None
     cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
     matrix = None if columns_only else (np.concatenate(mats) if mats else np.zeros((0, meta["dim"]), np.float32))
-    return Vectors(meta, cat(ids, np.int64), cat(passages, np.int16), cat(roles, np.int8), keys, matrix)
+    return Vectors(meta, cat(ids, np.int64), cat(passages, np.int16), cat(roles, np.int8), keys, matrix,
+                   cat(digs, np.uint64) if digests else None)
+
+
+def digest(text: str) -> int:
+    """A passage's digest: xxh64 of its text (0 is never one)."""
+    import xxhash
+
+    return xxhash.xxh64_intdigest(text.encode("utf-8", "surrogatepass")) or 1
 
 
 def speech_ids(live):
@@ -148,9 +166,10 @@ def speech_ids(live):
     return np.fromiter((r[0] for r in rows), np.int64, len(rows))
 
 
-def write_part(root, model: str, dim: int, ids, passages, roles, sessions, matrix) -> dict:
+def write_part(root, model: str, dim: int, ids, passages, roles, sessions, matrix, digests=None) -> dict:
     """A new part of these rows, written under a temporary name and renamed;
-    its entry for meta.json. (Not yet live: ``commit`` makes it so.)"""
+    its entry for meta.json. (Not yet live: ``commit`` makes it so.)
+    ``digests``: each passage's (``digest``), 0 for none."""
     import uuid
 
     import numpy as np
@@ -167,6 +186,7 @@ def write_part(root, model: str, dim: int, ids, passages, roles, sessions, matri
         "role": pa.array(np.asarray(roles, np.int8)),
         "session_key": pa.array(list(sessions), pa.string()),
         "vec": pa.FixedSizeListArray.from_arrays(values, dim),
+        "digest": pa.array(np.asarray(digests if digests is not None else np.zeros(len(ids)), np.uint64)),
     }).replace_schema_metadata({"deja.model": model, "deja.dim": str(dim), "deja.format": str(FORMAT)})
     name = f"part-{uuid.uuid4().hex[:16]}.parquet"
     tmp = folder(root) / (name + ".tmp")

@@ -116,26 +116,21 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
         meta = {"model": emb.name, "dim": have.dim if have is not None else 0, "store": store_id,
                 "generation": generation, "parts": list(have.meta["parts"]) if have is not None else []}
         removed = 0
-        reuse: dict[int, object] = {}
+        reuse = Reuse(root, None)
         if have is not None:
             gone = ~np.isin(have.ids, live_ids)
             removed = int(len(set(have.ids[gone].tolist())))
             done_ids = have.ids[~gone]
             todo = np.setdiff1d(live_ids, done_ids)
-            rewrite = gone.any() or len(meta["parts"]) > MOST_PARTS
-            if rewrite or len(todo):
-                # every vector made before, by its passage's digest: a record read
-                # again (moved, rewritten, the store rebuilt) has a new id and
-                # the same words, and its vector is taken over, not made again
-                full = vectors.load(root, digests=True)
-                if full is None or len(full) != len(have):
-                    raise Fail("the vectors changed while this run read them; run `deja embed` again")
-                if len(todo):
-                    reuse = {int(d): full.matrix[i] for i, d in enumerate(full.digests) if d}
-                if rewrite:
-                    meta["parts"] = _rewrite_kept(root, full, ~gone)
-                    vectors.commit(root, meta)
-                del full
+            # every vector made before, by its passage's digest: a record read
+            # again (moved, rewritten, the store rebuilt) has a new id and the
+            # same words, and its vector is taken over, not made again
+            if gone.any() or len(meta["parts"]) > MOST_PARTS:
+                full = reuse.load(have)  # (the kept rows are rewritten from it too)
+                meta["parts"] = _rewrite_kept(root, full, ~gone)
+                vectors.commit(root, meta)
+            elif len(todo):
+                reuse = Reuse(root, have)
         else:
             todo = live_ids
         embedded = passages_done = reused = 0
@@ -191,7 +186,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
         _unlock(lock)
 
 
-def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: dict) -> tuple[int, int]:
+def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: Reuse) -> tuple[int, int]:
     """Embed these passages (those whose digest has no vector in ``reuse``),
     write them as a part and commit it; (passages written, vectors taken over)."""
     import numpy as np
@@ -223,6 +218,43 @@ def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: dict) -> tupl
     meta["parts"].append(part)
     vectors.commit(root, meta)
     return len(rows), len(rows) - len(need)
+
+
+class Reuse:
+    """The vectors made before, by passage digest (``d in reuse``,
+    ``reuse[d]``). Their matrix is read only when a passage is found in it:
+    an embed of a few new turns reads the digests alone."""
+
+    def __init__(self, root, have):
+        self.root, self.have, self.rows, self.matrix = root, have, None, None
+        if have is not None:
+            digs = self._load(columns_only=True, sessions=False)
+            self.rows = {int(d): i for i, d in enumerate(digs.digests) if d}
+
+    def _load(self, **kw):
+        from deja.stages.store import vectors
+
+        # the parts ``have`` was read from: this run's own commits come after them
+        got = vectors.load(self.root, digests=True, meta=self.have.meta, **kw)
+        if got is None or len(got) != len(self.have):
+            raise Fail("the vectors changed while this run read them; run `deja embed` again")
+        return got
+
+    def load(self, have):
+        """The vectors with their matrix and digests (all of them read now)."""
+        self.have = have
+        full = self._load()
+        self.rows = {int(d): i for i, d in enumerate(full.digests) if d}
+        self.matrix = full.matrix
+        return full
+
+    def __contains__(self, d: int) -> bool:
+        return self.rows is not None and d in self.rows
+
+    def __getitem__(self, d: int):
+        if self.matrix is None:
+            self.matrix = self._load().matrix
+        return self.matrix[self.rows[d]]
 
 
 def _rewrite_kept(root, full, keep) -> list[dict]:

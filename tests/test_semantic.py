@@ -379,16 +379,30 @@ def test_words_read_again_under_new_record_ids_keep_their_vectors(home, server):
     env = embedded(home, server)
     sent = sum(r["n"] for r in requests(log))
     before = len(vector_rows(home))
-    home.run("index", "--rebuild")
+    # (its file is read first: its records' new ids come before the others', and
+    # with a commit after each passage the run has committed before it takes any over)
     session(home, "0b1e6a52-1111-4c2e-9a57-000000000009", "the nightly cron job ran twice after the clocks changed",
             "Pinned the scheduler to UTC so it fires once.", day="2026-03-06")
-    home.run("index")
-    again = embed(home, env)
+    home.run("index", "--rebuild")
+    again = embed(home, dict(env, DEJA_EMBED_COMMIT_EVERY="1"))
     assert (again["removed"], again["embedded"], again["passages"], again["reused"]) == (6, 8, 8, 6)
     assert sum(r["n"] for r in requests(log)) == sent + 2  # only the new session's two passages
     assert again["coverage"] == 1.0 and len(vector_rows(home)) == before + 2
+    before += 2
     # the taken-over vectors answer as the made ones did
     assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["session"]["id"] == UP
+    # words said again in a new session (nothing left the store: the vectors are
+    # read only when a passage is found among them, after this run's first commits)
+    session(home, "0a000000-1111-4c2e-9a57-000000000010", "a helm chart pins an old image tag",
+            "Bumped the tag and set pullPolicy to Always.", day="2026-03-07")
+    session(home, "0c000000-1111-4c2e-9a57-000000000011",
+            "nginx answers 413 once a request passes client_max_body_size; raised that limit in nginx.conf",
+            "Raised client_max_body_size to 50m; 413s stopped.", day="2026-03-08")
+    home.run("index")
+    asked = sum(r["n"] for r in requests(log))
+    more = embed(home, dict(env, DEJA_EMBED_COMMIT_EVERY="1"))
+    assert (more["removed"], more["passages"], more["reused"]) == (0, 4, 2)
+    assert sum(r["n"] for r in requests(log)) == asked + 2
     # and parts written before digests (no such column) are read as ever, their vectors made anew when needed
     import pyarrow.parquet as pq
 
@@ -400,10 +414,11 @@ def test_words_read_again_under_new_record_ids_keep_their_vectors(home, server):
                        compression="none")
         part["bytes"] = path.stat().st_size
     (home.index / "vectors" / "meta.json").write_text(json.dumps(meta))
-    assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["session"]["id"] == UP
+    hits = home.search(*PARAPHRASE.split(), extra_env=env)["hits"]
+    assert {h["session"]["id"] for h in hits[:2]} == {UP, "0c000000-1111-4c2e-9a57-000000000011"}  # the same words
     home.run("index", "--rebuild")
     asked = sum(r["n"] for r in requests(log))
-    assert embed(home, env)["reused"] == 0 and sum(r["n"] for r in requests(log)) == asked + 8
+    assert embed(home, env)["reused"] == 0 and sum(r["n"] for r in requests(log)) == asked + 12
 
 
 def test_an_interrupted_embed_keeps_what_it_committed_and_the_next_run_goes_on(home, tmp_path, monkeypatch):

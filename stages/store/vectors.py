@@ -84,16 +84,18 @@ class Vectors:
         return len(self.ids)
 
 
-def load(root, columns_only: bool = False, sessions: bool = True, digests: bool = False) -> Vectors | None:
+def load(root, columns_only: bool = False, sessions: bool = True, digests: bool = False,
+         meta: dict | None = None) -> Vectors | None:
     """The committed vectors, or None when there are none or they are not
     sound (see the module's doc). ``columns_only``: ids, roles and sessions
     without the matrix (what `deja embed` needs to plan); ``sessions``: False
     leaves the session keys out (a search finds each record's session in the
     store's docs: tens of thousands of strings a warm process need not keep);
-    ``digests``: each passage's digest too."""
+    ``digests``: each passage's digest too; ``meta``: the parts an earlier
+    ``load`` found (those of a commit this process has added to since)."""
     import numpy as np
 
-    meta = read_meta(root)
+    meta = read_meta(root) if meta is None else meta
     if meta is None:
         return None
     try:

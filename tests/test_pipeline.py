@@ -805,6 +805,45 @@ def test_a_store_reached_by_another_path_is_the_same_sessions_not_a_second_copy(
     assert out["harnesses"][0]["files"] == 2
 
 
+def _codex_rollout(home, sid: str, ask: str, answer: str, minute: int):
+    stamp = f"2026-03-02T09-{minute:02d}-00"
+    rows = [{"timestamp": f"2026-03-02T09:{minute:02d}:00.000Z", "type": "session_meta",
+             "payload": {"id": sid, "cwd": "/home/dev/src/ledger", "cli_version": "0.118.0"}}]
+    for i, (role, kind, text) in enumerate((("user", "input_text", ask), ("assistant", "output_text", answer))):
+        rows.append({"timestamp": f"2026-03-02T09:{minute:02d}:{10 + i}.000Z", "type": "response_item",
+                     "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}})
+    path = home.codex_file(sid, stamp=stamp)
+    write_jsonl(path, rows)
+    return path
+
+
+def test_a_codex_thread_archived_or_unarchived_is_the_same_session_found_once(home):
+    """Codex's app and IDE extension archive a thread by moving its rollout,
+    whole, from sessions/YYYY/MM/DD/ to archived_sessions/ (and back when
+    unarchived). An archived thread is still history: found, once, whichever
+    folder holds it, and one archived before deja ever ran is read too."""
+    a, b = "019cb000-0000-7000-8000-00000000000a", "019cb000-0000-7000-8000-00000000000b"
+    pa = _codex_rollout(home, a, "why does the settlement export flake on mondays", "the cron ran twice", 0)
+    archived = home.home / ".codex" / "archived_sessions"
+    archived.mkdir(parents=True)
+    pb = _codex_rollout(home, b, "rotate the kafka consumer group offsets", "reset to earliest", 5)
+    pb.rename(archived / pb.name)  # archived before deja ran
+    (home.home / ".codex" / "history.jsonl").write_text(
+        json.dumps({"session_id": b, "ts": 1772442300, "text": "rotate the kafka consumer group offsets"}) + "\n")
+    home.run("index")
+    before = _records(home)
+    assert ids(home.search("kafka", "offsets")) == [b]
+    assert sum(1 for r in before if r[0] == b and r[1] == "user") == 1  # not again from history.jsonl
+    pa.rename(archived / pa.name)  # archived
+    out = json.loads(home.run("index", "--json").stdout)
+    assert _records(home) == before
+    assert ids(home.search("settlement", "export")) == [a]
+    assert out["harnesses"][0]["files"] == 3
+    (archived / pa.name).rename(pa)  # unarchived
+    home.run("index")
+    assert _records(home) == before and ids(home.search("settlement", "export")) == [a]
+
+
 def test_a_new_file_is_a_move_only_when_it_begins_with_what_was_read_under_its_name(tmp_path):
     from deja.pipeline import manifest as mf
 
@@ -837,6 +876,13 @@ def test_a_new_file_is_a_move_only_when_it_begins_with_what_was_read_under_its_n
     elsewhere.write_bytes(b'{"turn": 1}\n{"turn": 2}\n')
     assert kinds(mf.plan([(str(elsewhere), "claude")], manifest)) == [("gone", "a"), ("new", "c")]
     assert kinds(mf.plan([(str(other), "codex")], manifest)) == [("new", "b")]  # claude's store unseen: left alone
+    # a name with a UUID in it is the file's own in any folder (Codex archives to a flat folder)
+    rollout = at("d", "sessions", "2026", "03", "02", "rollout-2026-03-02T09-00-00-019cb000-0000-7000-8000-00000000000a.jsonl")
+    rollout.write_bytes(b'{"turn": 1}\n')
+    codex_manifest = {str(rollout): row(rollout, "codex")}
+    flat = at("d", "archived_sessions", rollout.name)
+    rollout.rename(flat)
+    assert kinds(mf.plan([(str(flat), "codex")], codex_manifest)) == [("new", "d"), ("remove", "d")]
     # moved before deja knew moves: the old path marked gone, the new one read too.
     # `deja index` takes the copy out; a query's freshness check leaves it to it
     new.write_bytes(b'{"turn": 1}\n{"turn": 2}\n{"turn": 3}\n')

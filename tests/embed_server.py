@@ -8,11 +8,12 @@ paraphrase that shares no word with a session still lands next to it, as it
 would with a real model. Other words go to hashed dimensions at a third of
 the weight.
 
-    python tests/embed_server.py [--dim N] [--fail-after N] [--log FILE]
+    python tests/embed_server.py [--dim N] [--fail-after N] [--log FILE] [--delay S]
 
 prints ``PORT <n>`` when it listens on 127.0.0.1. ``--fail-after N``:
 requests after the Nth answer 500. ``--log``: one line per request (the
-model asked for, how many texts, the texts).
+model asked for, how many texts, the texts). ``--delay S``: S seconds a
+text before answering (a model on a slow CPU).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import json
 import re
 import sys
+import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -60,6 +62,7 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=16)
     ap.add_argument("--fail-after", type=int, default=-1)
     ap.add_argument("--log")
+    ap.add_argument("--delay", type=float, default=0.0)
     args = ap.parse_args()
     served = [0]
 
@@ -80,6 +83,7 @@ def main() -> None:
             if not isinstance(texts, list) or not body.get("model"):
                 return self.reply(400, {"error": "input and model are required"})
             served[0] += 1
+            time.sleep(args.delay * len(texts))
             vecs = [vector(t, args.dim) for t in texts]
             if self.path == "/api/embed":
                 return self.reply(200, {"model": body["model"], "embeddings": vecs})

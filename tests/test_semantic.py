@@ -523,6 +523,51 @@ def test_a_question_in_letters_the_model_does_not_read_is_ranked_by_its_words(ho
     assert probes(log) == 2
 
 
+def test_a_slow_endpoint_is_asked_fewer_passages_at_a_time_instead_of_failing(home, tmp_path):
+    """A model on a laptop's CPU can take a minute over 64 long passages: the
+    first request is small, the next sized from how fast it answered."""
+    sid = "5e000000-0000-4000-8000-0000000000b1"
+    lines = []
+    for i in range(8):
+        lines.append(claude_user(sid, f"step {i}: why is the nightly export slow", f"2026-03-02T10:{i:02d}:00Z", f"u{i}"))
+        lines.append(claude_assistant(sid, [{"type": "text", "text": f"step {i}: the export scans every row"}],
+                                      f"2026-03-02T10:{i:02d}:30Z", f"a{i}", parent=f"u{i}"))
+    write_jsonl(home.claude_file(sid), lines)
+    home.run("index")
+    gen = _server(tmp_path, "--delay", "0.1")
+    url, log = next(gen)
+    try:
+        # 16 passages in one request would take 1.6 s, past the timeout
+        got = embed(home, dict(http_env(url), DEJA_EMBED_TIMEOUT="1"))
+        assert got["passages"] == 16 and got["coverage"] == 1.0
+        sizes = [r["n"] for r in requests(log)]
+        assert sizes[0] == 8 and sum(sizes) == 16 and max(sizes[1:]) <= 3
+    finally:
+        gen.close()
+
+
+def test_a_request_that_times_out_is_asked_again_in_halves_once_the_endpoint_has_answered():
+    from deja.stages.embedders import HttpEmbedder, Slow
+
+    emb = HttpEmbedder("http://127.0.0.1:9/v1/embeddings", "m", timeout=8)
+    asked = []
+
+    def ask(texts, timeout):
+        asked.append(len(texts))
+        if len(texts) > 3:
+            raise Slow("the embedding source did not answer within 8 s")
+        return [[1.0, 0.0]] * len(texts)
+
+    emb._ask = ask
+    with pytest.raises(Slow):  # never answered: a host that does not answer fails at once
+        emb.embed(["a passage"] * 8)
+    assert asked == [8]
+    asked.clear()
+    emb.answered = True
+    assert emb.embed(["a passage"] * 8).shape == (8, 2)
+    assert asked == [8, 4, 2, 2, 4, 2, 2]
+
+
 def test_the_writing_system_of_a_question_is_the_one_most_of_its_letters_are_in():
     from deja.stages.writing_systems import written_in
 

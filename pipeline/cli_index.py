@@ -70,6 +70,9 @@ def print_embed(s: dict) -> None:
     print(f"vectors: {counted(s['records'], 'record')} of speech, {s['coverage']:.0%} embedded with {s['model']}"
           f" ({counted(s['embedded'], 'record')} now, {counted(s['passages'], 'passage')}"
           + (f", {counted(s['removed'], 'record')} gone from the store removed" if s["removed"] else "") + ")")
+    if s.get("unread"):
+        print(f"  {s['model']} does not read {', '.join(x.title() for x in sorted(s['unread']))} letters: "
+              "questions in them are ranked by their words")
     print(f"embedded in {s['seconds']:.1f}s", file=sys.stderr)
 
 

@@ -185,6 +185,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
         total = int(len(live_ids))
         return {"model": emb.name, "dim": meta["dim"], "records": total, "embedded": embedded,
                 "passages": passages_done, "reused": reused, "removed": removed, "rebuilt": why,
+                "unread": meta.get("unread"),
                 "coverage": 1.0 if not total else round((total - len(todo) + embedded) / total, 4),
                 "seconds": round(time.monotonic() - t0, 3)}
     finally:

@@ -498,11 +498,11 @@ def test_a_question_in_letters_the_model_does_not_read_is_ranked_by_its_words(ho
     home.run("index")
     env = http_env(url)
     meta_file = home.index / "vectors" / "meta.json"
-    embed(home, env)
-    assert probes(log) == 1 and set(json.loads(meta_file.read_text())["unread"]) == {
+    got = embed(home, env)
+    assert probes(log) == 1 and set(json.loads(meta_file.read_text())["unread"]) == set(got["unread"]) == {
         "han", "kana", "hangul", "cyrillic", "arabic", "hebrew", "devanagari", "greek", "thai"}
-    embed(home, env)  # nothing new: not asked again
-    assert probes(log) == 1
+    said = home.run("embed", extra_env=env).stdout  # nothing new: not asked again
+    assert probes(log) == 1 and "does not read Arabic, Cyrillic" in said
 
     chinese = ["上传大文件失败怎么办"]
     words_only = home.search("--no-embed", *chinese, extra_env=env)

@@ -71,8 +71,9 @@ def print_embed(s: dict) -> None:
           f" ({counted(s['embedded'], 'record')} now, {counted(s['passages'], 'passage')}"
           + (f", {counted(s['removed'], 'record')} gone from the store removed" if s["removed"] else "") + ")")
     if s.get("unread"):
-        print(f"  {s['model']} does not read {', '.join(x.title() for x in sorted(s['unread']))} letters: "
-              "questions in them are ranked by their words")
+        from deja.stages.writing_systems import unread_line
+
+        print("  " + unread_line(s["model"], s["unread"]))
     print(f"embedded in {s['seconds']:.1f}s", file=sys.stderr)
 
 

@@ -347,8 +347,9 @@ def render_vectors(v: dict | None) -> list[str]:
             line += f" ({v['stale']} not yet: run `deja embed`)"
     out = [line]
     if v.get("unread"):
-        out.append(f"  the model does not read {', '.join(x.title() for x in v['unread'])} letters: "
-                   "questions in them are ranked by their words")
+        from deja.stages.writing_systems import unread_line
+
+        out.append("  " + unread_line("the model", v["unread"]))
     if v.get("mismatch"):
         out.append(f"  the configured source is {v['source']}: `deja embed` will embed anew with it")
     if v.get("off"):

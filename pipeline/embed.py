@@ -178,9 +178,9 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                 con.execute("DROP TABLE IF EXISTS embed_todo")
         if meta["parts"]:
             if "unread" not in meta:
-                meta["unread"] = _unread(emb, say)
-                if meta["unread"] is None:
-                    del meta["unread"]
+                unread = _unread(emb, say)
+                if unread is not None:
+                    meta["unread"] = unread
             vectors.commit(root, meta)  # (stamped with the generation they were checked against)
         total = int(len(live_ids))
         return {"model": emb.name, "dim": meta["dim"], "records": total, "embedded": embedded,

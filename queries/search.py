@@ -357,12 +357,12 @@ class Searcher:
             if sp is None or (self.q.embed == "warm" and not sp.calib.in_hooks):
                 return None
             if sp.unread:
-                from deja.stages.writing_systems import written_in
+                from deja.stages.writing_systems import letters, written_in
 
                 system = written_in(self.text)
                 if system in sp.unread:  # (its vector would be noise: stages/writing_systems.py)
-                    self.notes.append(f"semantic recall skipped: {sp.model} does not read {system.title()} "
-                                      "letters; lexical order")
+                    self.notes.append(f"semantic recall skipped: {sp.model} does not read {letters([system])}; "
+                                      "lexical order")
                     return None
             wait = HOOK_TIMEOUT_S if self.q.embed == "warm" else QUERY_TIMEOUT_S
             qv = semantic.query_vector(sp, self.text, timeout=wait)

@@ -105,6 +105,16 @@ def written_in(text: str) -> str | None:
     return name if 2 * n >= letters else None
 
 
+def letters(names) -> str:
+    """``names`` as a person reads them: "Cyrillic, Han letters"."""
+    return ", ".join(n.title() for n in sorted(names)) + " letters"
+
+
+def unread_line(who: str, names) -> str:
+    """What `deja embed` and `deja doctor` say of the systems a model does not read."""
+    return f"{who} does not read {letters(names)}: questions in them are ranked by their words"
+
+
 def unread(embed: Callable[[list[str]], object]) -> list[str]:
     """The probed systems a model does not read. ``embed``: texts → unit
     vectors, one row each (the model's passage side)."""

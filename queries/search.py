@@ -26,6 +26,7 @@ filter) is read by ``query_parse.py``.
 from __future__ import annotations
 
 import math
+import os
 import time
 
 from deja.stages.stems import stem
@@ -394,6 +395,9 @@ class Searcher:
             near = semantic.hook_min_cosine()
             found = [f for f in found if f[0] in in_lexical or cos.get(f[0], 0.0) >= near]
         signal = semantic.session_signals(self.store.con, sorted({o for o, _, _ in found} - in_lexical))
+        if os.environ.get("DEJA_FUSE_TRACE"):  # (bench/quality: the pool, to replay the fusion over)
+            semantic.trace(os.environ["DEJA_FUSE_TRACE"], self.store.con, self.text, lexical, cos,
+                           [o for o, _, _ in found], coverage, sp.calib)
         by_ord = {r.ord: r for r in pool}
         best = {o: (rid, role) for o, rid, role in found}
         out, only = [], set()

@@ -355,6 +355,31 @@ def pasted_error(text: str) -> bool:
     return bool(re.search(_PASTE, text)) and (bool(re.search(_COLUMNS, text)) or bool(error_words(text)))
 
 
+def trace(path: str, con, text: str, lexical: list[tuple[int, float]], cos: dict[int, float], found: list[int],
+          coverage: float, calib: Calibration) -> None:
+    """One line of JSON per fused search, appended to ``path`` (DEJA_FUSE_TRACE,
+    set by bench/quality/score.py --trace): the pool as the fusion saw it, by
+    session id, so bench/quality/replay.py can rank it again another way
+    without searching again. Every session's likeness and its lifts and
+    damps, not only the pool's."""
+    import json
+
+    ids = dict(con.execute("SELECT ord, session_id FROM sessions").fetchall())
+    signal = session_signals(con, sorted(cos))
+    line = {"q": text, "coverage": coverage, "calib": calib._asdict(),
+            "lexical": [[ids[o], score] for o, score in lexical],
+            "found": [ids[o] for o in found],
+            "likeness": {ids[o]: c for o, c in cos.items()},
+            "signal": {ids[o]: v for o, v in signal.items()}}
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:  # one write a line: two searches at once do not interleave theirs
+        os.write(fd, (json.dumps(line) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
 def session_signals(con, ords: list[int]) -> dict[int, float]:
     """The bounded lifts and damps of rank.py for these sessions (a decision,
     a note, giving up; recency), from the search's session table

@@ -174,6 +174,28 @@ def test_words_and_meaning_rank_one_pool_and_a_lexical_hit_keeps_its_tier(home, 
     assert [h["session"]["id"] for h in quoted["hits"]] == [POOL]
 
 
+def test_a_traced_pool_ranks_again_as_the_search_served_it(home, server, tmp_path):
+    """bench/quality/replay.py ranks a traced search's pool again without
+    searching: the fusion replayed over it is the order the search served."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench" / "quality"))
+    import replay
+
+    env = embedded(home, server)
+    trace = tmp_path / "pools.jsonl"
+    traced = dict(env, DEJA_FUSE_TRACE=str(trace))
+    asked = {"words": "connection pool", "meaning": PARAPHRASE, "some words": "logged out behind the reverse proxy"}
+    served = {k: [h["session"]["id"] for h in home.search(*q.split(), extra_env=traced)["hits"]]
+              for k, q in asked.items()}
+    pools = {p["q"]: p for p in map(json.loads, trace.read_text().splitlines())}
+    assert set(pools) == set(asked.values())
+    for k, q in asked.items():
+        assert replay.fused(pools[q])[:len(served[k])] == served[k], k
+    assert replay.vectors_alone(pools[PARAPHRASE])[0] == UP
+    assert replay.words_alone(pools["connection pool"])[0] == POOL
+    home.search("connection", "pool", extra_env=env)  # (not traced unless asked)
+    assert len(trace.read_text().splitlines()) == len(asked)
+
+
 def test_the_fusion_is_half_words_half_meaning_when_the_words_found_nothing_of_the_question():
     from deja.queries.semantic import fuse
 

@@ -287,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run `deja embed` after indexing (semantic recall; compare with a run without it)")
     ap.add_argument("--keep", action="store_true", help="keep the temp index/home and print where it is")
     ap.add_argument("--reuse", metavar="DIR", help="use an index kept by --keep instead of indexing again")
+    ap.add_argument("--trace", metavar="FILE",
+                    help="write each semantic search's pool to FILE (JSON lines, for replay.py); with --embed")
     args = ap.parse_args(argv)
 
     corpus = os.path.abspath(args.corpus)
@@ -302,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
 
     work = os.path.abspath(args.reuse) if args.reuse else tempfile.mkdtemp(prefix="deja-quality-")
     env = make_env(corpus, work, args.env)
+    if args.trace:
+        env["DEJA_FUSE_TRACE"] = os.path.abspath(args.trace)
+        if os.path.exists(args.trace):
+            os.remove(args.trace)  # (deja appends: a line per search of this run)
     try:
         if args.reuse:
             ix = {"ok": True, "reused": work}

@@ -93,9 +93,24 @@ def parse_before(value: str) -> datetime:
 # --------------------------------------------------------------------------- remember, promote
 
 
+def _scrubbed(text: str, notice) -> str:
+    """What a person or an agent asks deja to keep, redacted before it is
+    written: notes.jsonl is primary data that outlives the index, and an
+    agent may note a secret it saw."""
+    from deja.stages.redact import redact
+
+    out, counts = redact(text)
+    if counts:
+        n = sum(counts.values())
+        access.tell(notice, f"deja: {n} secret{'s' if n != 1 else ''} redacted before saving "
+                            f"({', '.join(sorted(counts))})")
+    return out
+
+
 def remember(body: str, project, tags, cwd, reindex_now: bool, env: Mapping[str, str], notice) -> dict:
     if not body:
         raise Fail("remember needs the note's text")
+    body = _scrubbed(body, notice)
     proj = (project or "").strip() or cwd_project(cwd)
     now = _now_utc()
     rec = {"ts": rfc3339(now), "project": proj, "text": body}
@@ -137,7 +152,7 @@ def promote(ident: str, state: str, note, tags, to, harness, reindex_now: bool, 
                          "same ground: " + ", ".join(covered[:3]))
     now = _now_utc()
     title = " ".join((row.get("title") or "").split()) or key
-    why = (note or "").strip()
+    why = _scrubbed((note or "").strip(), notice)
     lines = [title]
     if why:
         lines.append(f"Why: {why}")

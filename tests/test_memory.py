@@ -71,6 +71,20 @@ def test_remember_project_defaults_to_the_cwd_project(mem, tmp_path):
     assert hit["project"] == "src/billing" and hit["harness"] == "deja"
 
 
+def test_a_note_or_a_promotion_keeps_no_secret_it_was_given(mem):
+    """notes.jsonl is primary data that outlives the index: a secret pasted
+    into `deja remember` or a promotion's --note is redacted before it is
+    written, not only in the index (an agent notes what it saw)."""
+    token, key = "ghp_N0teAb12Cd34Ef56Gh78Ij90Kl12Mn34Op56", "AKIAN0TE7RZ3TLXW5MVN"
+    proc = mem.run("remember", f"deploy with token {token} and key {key}", "--project", "src/shop")
+    assert "2 secrets redacted before saving" in proc.stderr
+    mem.run("promote", "sess-shop-1", "--state", "accepted", "--note", "the CI password=Hunter2-Staging-9x")
+    written = notes_file(mem).read_text()
+    assert token not in written and key not in written and "Hunter2" not in written
+    assert "[redacted:github-token]" in written and "[redacted:aws-access-key]" in written
+    assert mem.search("deploy", "token")["hits"][0]["session"]["harness"] == "deja"
+
+
 def test_promote_state_travels_with_later_hits_and_rejected_moves_down(mem):
     _claude(mem, "sess-shop-2", "checkout totals again", "checkout totals fixed by clamping the cart",
             day="2026-03-03")

@@ -194,8 +194,9 @@ _PLACEHOLDER_WORDS = frozenset(
 _MASK = re.compile(r"[xX*•.#_-]+|\.\.\.|…")
 _REFERENCE = re.compile(
     r"\$\{.*|\$\(.*|\$[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%|\{\{.*|<[^<>]*>"
-    # code: os.environ[...], os.getenv(...), process.env.X, self.password, config.get(...)
-    r"|[A-Za-z_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][A-Za-z0-9_.]*[\[(].*"
+    # code: os.environ[...], os.getenv(...), process.env.X, self.password, config.get(...),
+    # cut at a space (`makeToken({`) but not with more after its last bracket ("Pa55w0rd[prod]!")
+    r"|[A-Za-z_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_][A-Za-z0-9_.]*[\[(](?:.*[\])]|[^\])]*)"
     r"|your[-_ ].*"
     # format verbs and type annotations: "Token = %v", `token: &str`, `key: Option<String>`
     r"|%[-+ #0-9.]*[A-Za-z]|\{\w*\}|&(?:'\w+ *)?(?:mut +)?[A-Za-z_][\w:<>]*|[A-Za-z_]\w*<.*"
@@ -205,6 +206,26 @@ _REFERENCE = re.compile(
 )
 
 
+# What a reference's name never is: a run that reads as random (a token's
+# body: "SG.<22>.<43>", "hvs.<90>"), with digits in three places, or a digit
+# and few vowels (a name's words have theirs: "oauth2ClientSecret",
+# "getUserAccountById"); or a shell variable named in mixed case with a
+# digit ("$uperS3cret2024" is a password that starts with '$').
+_SHELL_NAME = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_DIGITS = re.compile(r"\d+")
+
+
+def _random_run(part: str) -> bool:
+    if len(part) < 16:
+        return False
+    digit_runs = len(_DIGITS.findall(part))
+    if digit_runs >= 3:
+        return True
+    letters = [c for c in part if c.isalpha()]
+    vowels = sum(c in "aeiouAEIOU" for c in letters)
+    return digit_runs >= 1 and vowels * 4 < len(letters)
+
+
 def _placeholder(value: str) -> bool:
     """An obvious placeholder or reference, not a secret (or a marker already)."""
     v = value.strip()
@@ -212,7 +233,17 @@ def _placeholder(value: str) -> bool:
         return True
     if v.lower() in _PLACEHOLDER_WORDS:
         return True
-    return _MASK.fullmatch(v) is not None or _REFERENCE.fullmatch(v) is not None
+    if _MASK.fullmatch(v) is not None:
+        return True
+    if _REFERENCE.fullmatch(v) is None:
+        return False
+    name = _SHELL_NAME.fullmatch(v)
+    if name is not None:
+        n = name[1]
+        return not (n != n.upper() and n != n.lower() and any(c.isdigit() for c in n))
+    if v[0].isalpha() and "." in v and not any(c in v for c in "[(\"'"):
+        return not any(_random_run(part) for part in v.split("."))
+    return True
 
 
 _WORDISH = re.compile(r"[^\W\d_]+")  # letters only, any script
@@ -258,11 +289,43 @@ _PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----")
 _PEM_RE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern, re.S)
 
 
+# A block with no END (a `head` of the file, a Read tool's first lines, a JSON
+# string cut short) is its header and the body lines after it: base64 lines,
+# with the line numbers a Read or `cat -n` puts before them, or run together
+# with escaped newlines; encrypted keys' "Proc-Type:" lines among them.
+_PEM_LINE_END = r"(?:\r?\n|\\r\\n|\\n)"
+_PEM_OPEN_RE = re.compile(
+    _PEM_BEGIN.pattern
+    + rf"(?:{_PEM_LINE_END}(?:[ \t]*\d+(?:→|\t))?[ \t]*(?:[A-Za-z0-9+/=]{{16,}}|[A-Za-z-]+: [^\n\\]+))+"
+)
+# A key base64-encoded whole (a Kubernetes Secret's tls.key, a CI variable):
+# "-----BEGIN" and then "PRIVATE KEY" at one of base64's three alignments.
+_PEM_B64_RE = re.compile(
+    r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{0,40}?(?:UFJJVkFURSBLRV|BSSVZBVEUgS0VZ|QUklWQVRFIEtFW)[A-Za-z0-9+/]*={0,2}"
+)
+_PEM_B64 = "LS0tLS1CRUdJTi"
+
+
 def _private_key(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
-    if "-----begin" not in hits or "-----BEGIN" not in text:
+    if not ("-----begin" in hits and "-----BEGIN" in text):
+        if _PEM_B64.lower() in hits and _PEM_B64 in text:
+            return _full_sub(text, _PEM_B64_RE, _build_private_key, counts)
         return text
+    text = _pem_blocks(text, counts, anchored)
+    if "-----BEGIN" in text:
+        text = _full_sub(text, _PEM_OPEN_RE, _build_private_key, counts)
+    if _PEM_B64 in text:
+        text = _full_sub(text, _PEM_B64_RE, _build_private_key, counts)
+    return text
+
+
+def _build_private_key(m: re.Match[str]) -> tuple[str, str]:
+    return _marker("private-key"), "private-key"
+
+
+def _pem_blocks(text: str, counts: _Counts, anchored: bool) -> str:
     if not anchored:
-        return _full_sub(text, _PEM_RE, lambda m: (_marker("private-key"), "private-key"), counts)
+        return _full_sub(text, _PEM_RE, _build_private_key, counts)
     # A header's end is fixed ([A-Z0-9 ] cannot contain '-'), and the shortest
     # body is "up to the first END at or after it". If a header has no END
     # after it, no later header does either, so the scan can stop.
@@ -385,8 +448,9 @@ def _url_credentials(text: str, lower: str, counts: _Counts, anchored: bool, hit
 
 # ── rules 3 and 4: aws-secret, aws-access-key ───────────────────────────────
 
+# `aws configure set aws_secret_access_key <secret>` puts it after a space.
 _AWS_SECRET_RE = re.compile(
-    rf"\b(aws[_-]?secret[_-]?access[_-]?key)({_S}*['\"]?{_S}*[:=]{_S}*)(['\"]?)"
+    rf"\b(aws[_-]?secret[_-]?access[_-]?key)({_S}*['\"]?{_S}*[:=]{_S}*|[ \t]+)(['\"]?)"
     r"([A-Za-z0-9/+=_-]{32,})(['\"]?)",
     re.ASCII | re.IGNORECASE,
 )
@@ -688,25 +752,39 @@ _PROSE_WORDS = (
     "sifre", "parola", "lösenord", "losenord", "passord", "adgangskode", "salasana", "jelszó",
     "lozinka", "geslo", "parool", "kata sandi", "mật khẩu", "пароль",
 )  # fmt: skip
+_FOR = r"\s+(?i:for|of|für|pour|de|para|do|dla|voor|för|til|untuk)(?:\s+[^\s\"'`:]{1,64}){1,4}?"
+_CONNECTOR = r"\s+(?i:is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–)"
+# a value that holds a digit or a symbol (_prose_gate), looked for before it
+# is taken, so "for" may take another word where the first try found a word
+_SHAPED = r"(?=[^\s\"'`]*(?:\d|_|[^\w\s\"'`]))"
 _PROSE_RE = re.compile(
     rf"(?<!\w)(?P<head>(?i:{'|'.join(_PROSE_WORDS)})"
-    r"(?:\s+(?:for|of|für|pour|de|para|do|dla|voor|för|til|untuk|для|от)\s+[^\s\"'`]{1,64})?"
-    r"\s+(?i:is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–)"
-    r":?\s+(?:(?i:now|still|just|currently|set to|actually|jetzt|maintenant|ahora|agora)\s+)?)"
+    rf"(?:(?:{_FOR})?{_CONNECTOR}:?"
+    # "the password for the staging db: X", "пароль от сервера X" (Russian leaves the verb out)
+    rf"|{_FOR}:(?=\s+{_SHAPED})|\s+(?i:для|от)(?:\s+[^\s\"'`:]{{1,64}}){{1,2}}?(?=\s+{_SHAPED}))"
+    r"\s+(?:(?i:now|still|just|currently|set to|actually|jetzt|maintenant|ahora|agora)\s+)?)"
     r"(?P<v>[^\s\"'`]\S*)"
 )
+# Chinese, Japanese and Korean say "the password is" with a particle, no space.
+_PROSE_CJK_WORDS = ("密码", "密碼", "口令", "パスワード", "비밀번호")
+_PROSE_CJK_RS = r"(?:密码|密碼|口令)(?:是|为|為)|パスワード(?:は|が)|비밀번호(?:는|은|가)"
+_PROSE_CJK_RE = re.compile(rf"(?P<head>(?:{_PROSE_CJK_RS})\s*)(?P<v>[^\s\"'`]\S*)")
 _PROSE_TRAILING = ".,;:)"
 
 
 def _build_prose(m: re.Match[str]) -> tuple[str, str]:
     value = m["v"].rstrip(_PROSE_TRAILING)
     core = value.rstrip("!?")
-    if not _prose_gate(core) or _placeholder(value):
+    if not _prose_gate(core) or _placeholder(value) or _placeholder(m["v"]):
         return m[0], ""
     return m["head"] + _marker("prose-password") + m["v"][len(value) :], "prose-password"
 
 
 def _prose_password(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if _any_hit(hits, _PROSE_CJK_WORDS):
+        text = _full_sub(text, _PROSE_CJK_RE, _build_prose, counts)
+        lower = text.lower()
+        hits = _scan(text, lower)
     # casefold, as in _credential: re's case folding is wider than lower()'s.
     if _fold_same(text, lower, hits):
         if not _any_hit(hits, _PROSE_WORDS):
@@ -754,9 +832,13 @@ def _quoted_secret(text: str, lower: str, counts: _Counts, anchored: bool, hits:
 
 # ── rule 6: bearer-token ────────────────────────────────────────────────────
 
+# Okta's SSWS anywhere; "Token", "Bot" and "Api-Key" only as the scheme of an
+# Authorization header (Django REST framework, Discord), where they cannot be prose.
+_AUTH_SCHEME = r"Authorization\\?['\"]?[ \t]*[:=][ \t]*\\?['\"]?(?:Token|Bot|Api-?Key)"
 _BEARER_RE = re.compile(
-    rf"\b(Bearer|Basic)({_S}+)([A-Za-z0-9._~+/=-]{{16,}})", re.ASCII | re.IGNORECASE
+    rf"\b(Bearer|Basic|SSWS|{_AUTH_SCHEME})({_S}+)([A-Za-z0-9._~+/=-]{{16,}})", re.ASCII | re.IGNORECASE
 )
+_BEARER_WORDS = ("bearer", "basic", "ssws", "authorization")
 
 
 def _build_bearer(m: re.Match[str]) -> tuple[str, str]:
@@ -766,11 +848,11 @@ def _build_bearer(m: re.Match[str]) -> tuple[str, str]:
 def _bearer_token(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
     # The spec's pre-check is "basic " with a space; "basic" is used because
     # the pattern also accepts a tab or newline after the scheme word.
-    if "bearer" not in hits and "basic" not in hits:
+    if not _any_hit(hits, _BEARER_WORDS):
         return text
     if not (anchored and _aligned(text, lower)):
         return _full_sub(text, _BEARER_RE, _build_bearer, counts)
-    starts = _hit_anchors(hits, ("bearer", "basic"))
+    starts = _hit_anchors(hits, _BEARER_WORDS)
     return _anchored_sub(text, _BEARER_RE, starts, _build_bearer, counts)
 
 
@@ -881,10 +963,15 @@ def _secret_key(key: str) -> bool:
 _KV_FLOOR = 16
 
 
+_COMPARED_NAME = re.compile(r"[A-Za-z_][\w.]*[:)`]*")
+
+
 def _kv_value(m: re.Match[str], key_ok: bool) -> tuple[str, str]:
     key, delim = m[1], m[2]
     if not key_ok:
         return m[0], ""
+    if "==" in delim and m["q"] is None and _COMPARED_NAME.fullmatch(m["v"]):
+        return m[0], ""  # `if password == confirm_password:` compares two names
     marker = _marker("credential")
     if m["q"] is not None:
         if _placeholder(m["qv"]):
@@ -1020,14 +1107,36 @@ _PROVIDER_RE = re.compile(
     r"|(?P<gitlab>glpat-[A-Za-z0-9_-]{20,})"
     r"|(?P<stripe>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})"
     # Internal hyphens allowed (sk-proj-, sk-ant-…), but it must end in 20
-    # alphanumerics so kebab-case slugs survive (N29).
-    r"|(?P<sk>sk-[A-Za-z0-9_-]*[A-Za-z0-9]{20,})"
+    # alphanumerics so kebab-case slugs survive (N29). A key of a named kind
+    # goes whole, whatever '_' or '-' falls near its end (a random body has
+    # them anywhere: the first form alone left a sixth of Anthropic's keys
+    # whole and cut a quarter short).
+    r"|(?P<sk>sk-(?:ant-[a-z]+[0-9]*-|proj-|svcacct-|admin-)[A-Za-z0-9_-]{20,}"
+    r"|sk-[A-Za-z0-9_-]*[A-Za-z0-9]{20,})"
     r"|(?P<groq>gsk_[A-Za-z0-9]{20,})"
     r"|(?P<xai>xai-[A-Za-z0-9]{20,})"
     r"|(?P<hf>hf_[A-Za-z0-9]{20,})"
     r"|(?P<npm>npm_[A-Za-z0-9]{30,})"
-    r"|(?P<slack>xox[bpcs]-[A-Za-z0-9-]{10,})"
+    r"|(?P<slack>xox[abceprs]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})"
     r"|(?P<google>AIza[0-9A-Za-z_-]{30,})"
+    # Beyond the spec's list: tokens people paste from a CLI's output or a
+    # provider's console, each with a prefix nothing else has.
+    r"|(?P<vault>hv[sbr]\.[A-Za-z0-9_-]{20,})"
+    r"|(?P<gcp_oauth>ya29\.[A-Za-z0-9_-]{20,})"
+    r"|(?P<pypi>pypi-AgE[A-Za-z0-9_-]{40,})"
+    r"|(?P<sendgrid>SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{20,})"
+    r"|(?P<doppler>dp\.(?:st|pt|sa|ct|scim|audit)\.[A-Za-z0-9_.-]{20,})"
+    r"|(?P<shopify>shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})"
+    r"|(?P<digitalocean>do[opr]_v1_[a-f0-9]{64})"
+    r"|(?P<stripe_webhook>whsec_[A-Za-z0-9]{24,})"
+    r"|(?P<sentry>sntr[ysu]_[A-Za-z0-9+/=_-]{40,})"
+    r"|(?P<linear>lin_api_[A-Za-z0-9]{32,})"
+    r"|(?P<grafana>glsa_[A-Za-z0-9_]{32,}|glc_[A-Za-z0-9+/=_-]{32,})"
+    r"|(?P<atlassian>ATATT3[A-Za-z0-9_=-]{100,})"
+    r"|(?P<age>AGE-SECRET-KEY-1[0-9A-Z]{58})"
+    # A webhook's URL is its credential: the host and route stay searchable.
+    r"|(?P<slack_webhook>hooks\.slack\.com/(?:services|workflows|triggers)/(?P<hook>[A-Za-z0-9_/-]{20,}))"
+    r"|(?P<discord_webhook>discord(?:app)?\.com/api/webhooks/(?P<dhook>[0-9]{5,}/[A-Za-z0-9_-]{20,}))"
     r")\b",
     re.ASCII,
 )
@@ -1041,12 +1150,31 @@ _PROVIDER_KINDS = {
     "npm": "npm-token",
     "slack": "slack-token",
     "google": "google-api-key",
+    "vault": "vault-token",
+    "gcp_oauth": "google-oauth-token",
+    "pypi": "pypi-token",
+    "sendgrid": "sendgrid-key",
+    "doppler": "doppler-token",
+    "shopify": "shopify-token",
+    "digitalocean": "digitalocean-token",
+    "stripe_webhook": "stripe-key",
+    "sentry": "sentry-token",
+    "linear": "linear-key",
+    "grafana": "grafana-token",
+    "atlassian": "atlassian-token",
+    "age": "age-key",
+    "slack_webhook": "slack-webhook",
+    "discord_webhook": "discord-webhook",
 }
 # Every alternative starts with one of these. Bare "gh" is not a hint: it is
 # inside "through", "right", "enough".
 _PROVIDER_HINTS = (
     "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_",
     "glpat-", "sk_", "rk_", "sk-", "gsk_", "xai-", "hf_", "npm_", "xox", "AIza",
+    "xapp-", "hvs.", "hvb.", "hvr.", "ya29.", "pypi-", "SG.", "dp.", "shpat_", "shpca_", "shppa_",
+    "shpss_", "doo_v1_", "dop_v1_", "dor_v1_", "whsec_", "sntrys_", "sntryu_", "sntrus_", "lin_api_",
+    "glsa_", "glc_", "ATATT3", "AGE-SECRET-KEY-", "hooks.slack.com/", "discord.com/api/webhooks/",
+    "discordapp.com/api/webhooks/",
 )  # fmt: skip
 
 
@@ -1061,6 +1189,9 @@ def _build_provider(m: re.Match[str]) -> tuple[str, str]:
         kind = "anthropic-key" if m[0].startswith("sk-ant-") else "openai-key"
     else:
         kind = _PROVIDER_KINDS[group]  # type: ignore[index]
+    hook = m.start("hook") if group == "slack_webhook" else m.start("dhook") if group == "discord_webhook" else -1
+    if hook >= 0:  # the route stays: "hooks.slack.com/services/[redacted:slack-webhook]"
+        return m[0][: hook - m.start()] + _marker(kind), kind
     return _marker(kind), kind
 
 
@@ -1073,6 +1204,34 @@ def _provider(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hit
     if not anchored:
         return _full_sub(text, _PROVIDER_RE, _build_provider, counts)
     return _anchored_sub(text, _PROVIDER_RE, starts, _build_provider, counts)
+
+
+# ── after rule 9: secrets a URL carries in its query or percent-encoded ────
+
+# A signed URL's signature or session token (Azure SAS `sig=`, S3 and GCS
+# presigned URLs) is its credential; a percent-encoded connection string
+# ("postgres%3A%2F%2Fapp%3Apw%40db") hides its password from rule 2.
+_URL_SECRET_RE = re.compile(
+    r"(?P<sigk>[?&](?i:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=)"
+    r"(?P<sigv>[A-Za-z0-9%+/=_.~-]{16,})"
+    r"|(?P<dsn>\b[A-Za-z][A-Za-z0-9+.-]*%3[Aa]%2[Ff]%2[Ff][^\s%/@:?#]*%3[Aa])(?P<pw>[^\s@/]+?)(?P<at>%40)",
+    re.ASCII,
+)
+_URL_SECRET_HINTS = ("sig=", "signature=", "security-token=", "%3a%2f%2f")
+
+
+def _build_url_secret(m: re.Match[str]) -> tuple[str, str]:
+    if m["sigk"] is not None:
+        return m["sigk"] + _marker("url-signature"), "url-signature"
+    if MARKER in m["pw"]:
+        return m[0], ""
+    return m["dsn"] + _marker("url-credentials") + m["at"], "url-credentials"
+
+
+def _url_secrets(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
+    if not _any_hit(hits, _URL_SECRET_HINTS):
+        return text
+    return _full_sub(text, _URL_SECRET_RE, _build_url_secret, counts)
 
 
 # ── rule 10: entropy (last resort) ──────────────────────────────────────────
@@ -1362,7 +1521,6 @@ _Rule = Callable[[str, str, _Counts, bool, _Hits], str]
 # A prefilter is a pattern, several patterns (any may match), or a function
 # from the batch Series to the flagged indices.
 _Prefilter = str | tuple[str, ...] | Callable[..., list[int]]
-_PROSE_CONNECTORS_RS = r"is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–"
 _PROSE_WORDS_RS = rf"(?i)(?:{'|'.join(_PROSE_WORDS)})"
 # _KV_RE's matches that _secret_key can accept: a short key word (key, pass,
 # pwd) only after a character of the name ("--- PASS: TestX" is no key), and
@@ -1371,9 +1529,17 @@ _KV_PREFILTER = (
     rf"(?i)(?:{'|'.join(re.escape(w) for w in _KV_KEYWORDS)}|[A-Za-z0-9_.-](?:key|pass|pwd)|salt|dsn)"
     r"[ \t]*(?:\\?['\"])?[ \t]*(?::[ \t]*[^\t\n\f\r :]|:[ \t]+[^\t\n\f\r ]|[=：][ \t]*[^\t\n\f\r ])"
 )
-_PROSE_PREFILTER = rf"{_PROSE_WORDS_RS}[\s\S]{{0,100}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S"
+_PROSE_CONNECTORS_RS = r"is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|on|adalah|là|это|—|–"
+# _PROSE_RE's three heads, each let through by a wider pattern: a connector
+# within the four words a "for" clause may hold, "for <words>:", and Russian's
+# "от"/"для" with no verb; and the CJK particles.
+_PROSE_PREFILTER = (
+    rf"{_PROSE_WORDS_RS}(?:[\s\S]{{0,200}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S"
+    r"|\s+(?:for|of|für|pour|de|para|do|dla|voor|för|til|untuk)\s[^:\n]{0,200}:\s|\s+(?:для|от)\s)",
+    _PROSE_CJK_RS,
+)
 _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
-    (_private_key, r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY"),
+    (_private_key, (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY", _PEM_B64)),
     (
         _url_credentials,
         (
@@ -1399,7 +1565,7 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         rf"(?i)(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key)"
         rf"{_S_RS}+(?:(?:is|was){_S_RS}+)?[\"'`]",
     ),
-    (_bearer_token, rf"(?i)(?:bearer|basic){_S_RS}+[A-Za-z0-9._~+/=-]{{16}}"),
+    (_bearer_token, rf"(?i)(?:bearer|basic|ssws|{_AUTH_SCHEME}){_S_RS}+[A-Za-z0-9._~+/=-]{{16}}"),
     (_jwt, r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4}"),
     (_prose_password, _PROSE_PREFILTER),
     (
@@ -1417,8 +1583,23 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
         _provider,
         r"(?:gh[opsur]_|github_pat_)[A-Za-z0-9_]{20}|glpat-[A-Za-z0-9_-]{20}"
         r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16}|sk-[A-Za-z0-9_-]*[A-Za-z0-9]{20}"
-        r"|(?:gsk_|xai-|hf_)[A-Za-z0-9]{20}|npm_[A-Za-z0-9]{30}|xox[bpcs]-[A-Za-z0-9-]{10}"
-        r"|AIza[0-9A-Za-z_-]{30}",
+        r"|(?:gsk_|xai-|hf_)[A-Za-z0-9]{20}|npm_[A-Za-z0-9]{30}|xox[abceprs]-[A-Za-z0-9-]{10}"
+        r"|AIza[0-9A-Za-z_-]{30}"
+        r"|sk-(?:ant-[a-z]+[0-9]*-|proj-|svcacct-|admin-)[A-Za-z0-9_-]{20}|xapp-[0-9]-[A-Za-z0-9-]{10}"
+        r"|hv[sbr]\.[A-Za-z0-9_-]{20}|ya29\.[A-Za-z0-9_-]{20}|pypi-AgE[A-Za-z0-9_-]{40}"
+        r"|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{20}|dp\.(?:st|pt|sa|ct|scim|audit)\.[A-Za-z0-9_.-]{20}"
+        r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|do[opr]_v1_[a-f0-9]{64}|whsec_[A-Za-z0-9]{24}"
+        r"|sntr[ysu]_[A-Za-z0-9+/=_-]{40}|lin_api_[A-Za-z0-9]{32}|glsa_[A-Za-z0-9_]{32}|glc_[A-Za-z0-9+/=_-]{32}"
+        r"|ATATT3[A-Za-z0-9_=-]{100}|AGE-SECRET-KEY-1[0-9A-Z]{58}"
+        r"|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20}"
+        r"|discord(?:app)?\.com/api/webhooks/[0-9]{5,}/[A-Za-z0-9_-]{20}",
+    ),
+    (
+        _url_secrets,
+        (
+            r"(?i)[?&](?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=[A-Za-z0-9%+/=_.~-]{16}",
+            r"(?i)%3A%2F%2F[^\s%/@:?#]*%3A[^\s@/]+%40",
+        ),
     ),
     (_entropy, _entropy_batch_prefilter),
 )
@@ -1429,11 +1610,11 @@ _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (
 _TRIGGERS: tuple[str, ...] = tuple(
     dict.fromkeys(
         (
-            "-----begin", "://", "@", "aws", "secret", "akia", "asia", "\t-", "machine", "default",
-            "password", "login", "cookie", "bearer", "basic", "eyj",
+            "-----begin", _PEM_B64.lower(), "://", "@", "aws", "secret", "akia", "asia", "\t-", "machine", "default",
+            "password", "login", "cookie", "bearer", "basic", "ssws", "authorization", "eyj",
             *_CLI_FLAG_WORDS, *_SHORT_FLAGS_LOWER, *(p.lower() for progs, *_ in _CLI_PROGRAMS for p in progs),
-            *_PROSE_WORDS, *_QUOTED_WORDS, *_KV_LITERALS, *_HINTS_EN, *_HINTS_INTL,
-            *(h.lower() for h in _PROVIDER_HINTS),
+            *_PROSE_WORDS, *_PROSE_CJK_WORDS, *_QUOTED_WORDS, *_KV_LITERALS, *_HINTS_EN, *_HINTS_INTL,
+            *(h.lower() for h in _PROVIDER_HINTS), *_URL_SECRET_HINTS,
         )
     )
 )  # fmt: skip
@@ -1544,14 +1725,16 @@ def _redact_batch(pl, texts: list[str], counts: _Counts) -> list[str]:  # noqa: 
 # single pass over the batch, where a pass per pattern costs a scan each. The
 # case-insensitive and the case-sensitive ones apart: one alternation of all
 # is slower than the two (its automaton's states multiply).
-# In the alternation, the prose prefilter stands as its key words alone: a
-# superset, and the bounded gap after them is what makes it costly.
-_GATE_FORM = {_PROSE_PREFILTER: _PROSE_WORDS_RS}
+# In the alternation, the prose prefilters stand as their key words alone: a
+# superset, and the bounded gaps after them are what make them costly.
+_GATE_FORM = {_PROSE_PREFILTER[0]: _PROSE_WORDS_RS}
 _PREFILTER_PATTERNS = tuple(
-    _GATE_FORM.get(q, q)
-    for q in (
-        *(q for _, pf in _RULES if not callable(pf) for q in ((pf,) if isinstance(pf, str) else pf)),
-        _ENTROPY_BATCH_SECRETISH,
+    dict.fromkeys(
+        _GATE_FORM.get(q, q)
+        for q in (
+            *(q for _, pf in _RULES if not callable(pf) for q in ((pf,) if isinstance(pf, str) else pf)),
+            _ENTROPY_BATCH_SECRETISH,
+        )
     )
 )
 _ANY_PREFILTER = tuple(

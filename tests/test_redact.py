@@ -241,7 +241,54 @@ ISSUE_LEAKS = [
     ('I6', r'"SECRET_KEY=django-insecure-9x#k2@p!v7m$w3q&z8r"', r'"SECRET_KEY=[redacted:credential]"', {'credential': 1}),
     ('I7', r'"пароль: Vx7$pLq2wZ"', r'"пароль: [redacted:credential]"', {'credential': 1}),
     ('I8', r'"{\"type\": \"service_account\", \"project_id\": \"acme-prod\", \"private_key_id\": \"4c2f0a8e9b1d3f5a7c9e0b2d4f6a8c0e1b3d5f7a\", \"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n\", \"client_email\": \"ci@acme-prod.iam.gserviceaccount.com\", \"client_id\": \"109876543210987654321\"}"', r'"{\"type\": \"service_account\", \"project_id\": \"acme-prod\", \"private_key_id\": \"[redacted:credential]\", \"private_key\": \"[redacted:private-key]\\n\", \"client_email\": \"ci@acme-prod.iam.gserviceaccount.com\", \"client_id\": \"109876543210987654321\"}"', {'private-key': 1, 'credential': 1}),
-    ('I9', r'"\"private_key\": \"-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIBAAKCAQEA\\n(cut)\""', r'"\"private_key\": \"[redacted:credential]\""', {'credential': 1}),
+    # (a header and its body lines with no END: the key's first lines, cut short)
+    ('I9', r'"\"private_key\": \"-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIBAAKCAQEA\\n(cut)\""', r'"\"private_key\": \"[redacted:private-key]\\n(cut)\""', {'private-key': 1}),
+]
+
+# ── found by a review of ordinary shapes in session 24: (id, input, output, counts) ──
+QA_LEAKS = [
+    ('Q1', r'"SENDGRID_API_KEY=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"', r'"SENDGRID_API_KEY=[redacted:credential]"', {'credential': 1}),
+    ('Q2', r'"VAULT_TOKEN=hvs.CAESIJx7Kq2mP9vR4tW8yZ1bN5cL3hF6sD0gA2eUiOk"', r'"VAULT_TOKEN=[redacted:credential]"', {'credential': 1}),
+    ('Q3', r'"STAGING_PASSWORD=$uperS3cret2024"', r'"STAGING_PASSWORD=[redacted:credential]"', {'credential': 1}),
+    ('Q4', r'"{\"password\": \"Pa55w0rd[prod]!\"}"', r'"{\"password\": \"[redacted:credential]\"}"', {'credential': 1}),
+    ('Q5', r'"vault login hvs.CAESIKz8Kq2mP9vR4tW8yZ1bN5cL3hF6sD0gA2eUiOkQwErTyGh4"', r'"vault login [redacted:vault-token]"', {'vault-token': 1}),
+    ('Q6', r'"token                hvs.CAESIGx9Kq2mP9vR4tW8yZ1bN5cL3hF6sD0gA2eUiOkQwErTyGh4KHh2cy5xyzAbC"', r'"token                [redacted:vault-token]"', {'vault-token': 1}),
+    ('Q7', r'"$ gcloud auth print-access-token\nya29.a0AfB_byC7xK2mQ9vR4tW8yZ1bN5cL3hP6sD0gA2eUiOkQwErTyGh4KHh2cy5abGNk0171"', r'"$ gcloud auth print-access-token\n[redacted:google-oauth-token]"', {'google-oauth-token': 1}),
+    ('Q8', r'"twine upload -u __token__ -p pypi-AgEIcHlwaS5vcmcCJDQ5YjYzN2NlLTE3NmYtNGQ3Yy1hYjE0LTAyMmE5ZDM4ZjA2NQACKlszLCIxMzM4 dist/*"', r'"twine upload -u __token__ -p [redacted:pypi-token] dist/*"', {'pypi-token': 1}),
+    ('Q9', r'"curl -H \u0027Authorization: SSWS 00Xq9Lm2Np7Rt5Vw1Xz4Bc6Dd0Ef8Gh2Jk4Lm6Np\u0027 https://acme.okta.com/api/v1/users"', r'"curl -H \u0027Authorization: SSWS [redacted:bearer-token]\u0027 https://acme.okta.com/api/v1/users"', {'bearer-token': 1}),
+    ('Q10', r'"curl -H \u0027Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b\u0027 http://localhost:8000/api/"', r'"curl -H \u0027Authorization: Token [redacted:bearer-token]\u0027 http://localhost:8000/api/"', {'bearer-token': 1}),
+    ('Q11', r'"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/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"', r'"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/[redacted:slack-webhook]"', {'slack-webhook': 1}),
+    ('Q12', r'"discord_webhook: https://discord.com/api/webhooks/1234567890123456789/Xq9Lm2Np7Rt5Vw1Xz4Bc6Dd0Ef8Gh2Jk4Lm6Np8Qr0sT2uV4wX6yZ8aB0cD2eF4gH6jK8"', r'"discord_webhook: https://discord.com/api/webhooks/[redacted:discord-webhook]"', {'discord-webhook': 1}),
+    ('Q13', r'"az storage blob upload --blob-url \u0027https://acct.blob.core.windows.net/c/f.zip?sv=2022-11-02&sp=rwdlac&se=2027-01-01T00:00:00Z&spr=https&sig=Qm9yZGVy%2BQ29sbGll%2FUnVsZXM%2FMjAyNCFBRkFLRQxyz%3D\u0027 --file f.zip"', r'"az storage blob upload --blob-url \u0027https://acct.blob.core.windows.net/c/f.zip?sv=2022-11-02&sp=rwdlac&se=2027-01-01T00:00:00Z&spr=https&sig=[redacted:url-signature]\u0027 --file f.zip"', {'url-signature': 1}),
+    ('Q14', r'"export DATABASE_URL=postgres%3A%2F%2Fapp%3AUrlEnc0dedPw2024%40db.internal%3A5432%2Fprod"', r'"export DATABASE_URL=postgres%3A%2F%2Fapp%3A[redacted:url-credentials]%40db.internal%3A5432%2Fprod"', {'url-credentials': 1}),
+    ('Q15', r'"Anthropic(\"sk-ant-api03-1SaQ6dDwxlGejkc5bJFIoxSLivuGvIL6P_8odNXR1yHnGA3cCcYseu52C5CdYP2hMqBgNjjNMu1GqbeB6veWzSmA3y_nXAA\")"', r'"Anthropic(\"[redacted:anthropic-key]\")"', {'anthropic-key': 1}),
+    ('Q16', r'"rotate sk-ant-api03-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90Uv12Wx34-Yz5AbCdAA now"', r'"rotate [redacted:anthropic-key] now"', {'anthropic-key': 1}),
+    ('Q17', r'"aws configure set aws_secret_access_key Wq7Er8Ty9Ui0Op1As2Df3Gh4Jk5Lz6Xc7Vb8Nm9Q"', r'"aws configure set aws_secret_access_key [redacted:aws-secret]"', {'aws-secret': 1}),
+    ('Q18', r'"     1→-----BEGIN RSA PRIVATE KEY-----\n     2→MIIEowIBAAKCAQEA7Xq9Lm2Np7Rt5Vw1Xz4Bc6\n     3→4wX6yZ8aB0cD2eF4gH6jK8lM0nP2qR4sT6uV8"', r'"     1→[redacted:private-key]"', {'private-key': 1}),
+    ('Q19', r'"  tls.key: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBN1hxOQ==\n  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"', r'"  tls.key: [redacted:private-key]\n  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"', {'private-key': 1}),
+    ('Q20', r'"数据库密码是 Hunter2024!zh"', r'"数据库密码是 [redacted:prose-password]"', {'prose-password': 1}),
+    ('Q21', r'"DBのパスワードは Hunter2024!ja です"', r'"DBのパスワードは [redacted:prose-password] です"', {'prose-password': 1}),
+    ('Q22', r'"пароль от сервера Qwerty2024!ru"', r'"пароль от сервера [redacted:prose-password]"', {'prose-password': 1}),
+    ('Q23', r'"Das Passwort für die Datenbank ist Sommer2024!de"', r'"Das Passwort für die Datenbank ist [redacted:prose-password]"', {'prose-password': 1}),
+    ('Q24', r'"the password for the staging db is StagingPw2024!"', r'"the password for the staging db is [redacted:prose-password]"', {'prose-password': 1}),
+    ('Q25', r'"ssh password for the box: BoxPassw0rd! thanks"', r'"ssh password for the box: [redacted:prose-password] thanks"', {'prose-password': 1}),
+    ('Q26', r'"https://bucket.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7"', r'"https://bucket.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=[redacted:url-signature]"', {'url-signature': 1}),
+]
+QA_NOT_TOUCH = [
+    ('QN1', r'"token = self.encryptionKeyProvider2"'),
+    ('QN2', r'"SECRET_KEY=settings.SECRET_KEY"'),
+    ('QN3', r'"password = $DB_PASSWORD"'),
+    ('QN4', r'"Fixed: `if password == confirm_password:` now uses hmac"'),
+    ('QN5', r'"the password for user admin2 is wrong"'),
+    ('QN6', r'"Reset password for user: alice"'),
+    ('QN7', r'"密码是什么"'),
+    ('QN8', r'"пароль от сервера изменился"'),
+    ('QN9', r'"the signature=valid check"'),
+    ('QN10', r'"-----BEGIN RSA PRIVATE KEY-----\nAAAA truncated"'),
+    ('QN11', r'"tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"'),
+    ('QN12', r'"the aws_secret_access_key is in the vault"'),
+    ('QN13', r'"please pass a token to it"'),
+    ('QN14', r'"SG.cache.lookup(key)"'),
 ]
 
 # ── placeholders and references: never a secret, whatever the key ───────────
@@ -305,6 +352,18 @@ def test_issue_leaks_are_redacted(row, inp, expected, kinds):
     assert redact(text) == (want, kinds)
 
 
+@pytest.mark.parametrize(("row", "inp", "expected", "kinds"), QA_LEAKS, ids=_ids(QA_LEAKS))
+def test_ordinary_shapes_a_review_found_leaking_are_redacted(row, inp, expected, kinds):
+    text, want = json.loads(inp), json.loads(expected)
+    assert redact(text) == (want, kinds)
+
+
+@pytest.mark.parametrize(("row", "inp"), QA_NOT_TOUCH, ids=_ids(QA_NOT_TOUCH))
+def test_code_and_prose_beside_those_shapes_are_left_alone(row, inp):
+    text = json.loads(inp)
+    assert redact(text) == (text, {})
+
+
 @pytest.mark.parametrize("value", PLACEHOLDERS)
 @pytest.mark.parametrize(
     "template",
@@ -321,8 +380,8 @@ def test_empty_values_are_not_secrets(text):
 
 
 def _all_rows():
-    return [(r[1], r[2]) for r in MUST_REDACT + KNOWN_LIMITS + SEED_REDACT + ISSUE_LEAKS] + [
-        (r[1], r[1]) for r in MUST_NOT_TOUCH + SEED_NOT_TOUCH
+    return [(r[1], r[2]) for r in MUST_REDACT + KNOWN_LIMITS + SEED_REDACT + ISSUE_LEAKS + QA_LEAKS] + [
+        (r[1], r[1]) for r in MUST_NOT_TOUCH + SEED_NOT_TOUCH + QA_NOT_TOUCH
     ]
 
 
@@ -563,6 +622,12 @@ _FRAGMENTS = [  # fmt: skip
     '$X', '${X}', '<x>', 'x9!', 'Xy9#', '\\"', '=>', ':=', '==', 'SALT', '_KEY', 'apiKey', 'dsn',
     'build_id', 'integrity', 'digest:\n', 'private_blob', 'Qm9yZGVyQ29sbGllUnVsZXMyMDI0', ';', '&',
     ')', 'None', 'self.token', 'hunter2',
+    # session 24's shapes
+    'hvs.', 'SG.', 'ya29.', 'pypi-AgE', 'dp.st.', 'sk-ant-api03-', 'sk-proj-', '_x-', 'Authorization: ',
+    'Token ', 'SSWS ', 'hooks.slack.com/services/', 'discord.com/api/webhooks/123456/', '&sig=', '?X-Amz-Signature=',
+    '%3A%2F%2F', 'u%3A', '%40', 'LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVkt', 'UFJJVkFURSBLRV', '\n', '→', ' 2→',
+    'aws_secret_access_key ', 'password for the ', ' db ', '密码是 ', 'パスワードは ',
+    'пароль от ', '$uperS3c', '[prod]!', 'Q9zX1mR7vT2wY5pL', ' == ', 'name:',
 ]
 
 
@@ -590,6 +655,8 @@ def _naive_redact(text):
     whole = lambda kind: lambda _: (f"[redacted:{kind}]", kind)  # noqa: E731
     steps = [
         (m._PEM_RE, whole("private-key")),
+        (m._PEM_OPEN_RE, whole("private-key")),
+        (m._PEM_B64_RE, whole("private-key")),
         (m._URL_RE, m._build_url),
         (m._USERINFO_RE, m._build_userinfo),
         (m._AWS_SECRET_RE, m._build_aws_secret),
@@ -601,10 +668,12 @@ def _naive_redact(text):
         (m._QUOTED_RE, m._build_quoted),
         (m._BEARER_RE, m._build_bearer),
         (m._JWT_RE, whole("jwt")),
+        (m._PROSE_CJK_RE, m._build_prose),
         (m._PROSE_RE, m._build_prose),
         (m._KV_RE, m._build_credential),
         (m._KV_INTL_RE, m._build_credential_intl),
         (m._PROVIDER_RE, m._build_provider),
+        (m._URL_SECRET_RE, m._build_url_secret),
     ]
     for regex, build in steps:
         text = m._full_sub(text, regex, build, counts)

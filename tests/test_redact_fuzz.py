@@ -80,6 +80,16 @@ def secret_in_context(draw):
         (f"Authorization: Bearer {token}", token),
         (f"push with ghp_{token}", token),
         (f"api_key = '{pw}'", pw),
+        # ordinary shapes a review found leaking (session 24)
+        (f"vault login hvs.{token}", token),
+        (f"gcloud auth print-access-token\nya29.{token}", token),
+        (f"SENDGRID_API_KEY=SG.{token[:22]}.{token}", token),
+        (f"Authorization: Token {token}", token),
+        (f"https://hooks.slack.com/services/T0{user.upper()}/B0{token}", token),
+        (f"https://{host}/f.zip?sv=2022-11-02&sig={token}%3D", token),
+        (f"the password for the {user} db is {pw}", pw),
+        (f"数据库密码是 {pw}", pw),
+        (f"STAGING_PASSWORD=${pw}", pw),
     ]
     return draw(st.sampled_from(forms))
 
@@ -145,6 +155,9 @@ def benign(draw):
                 f"digest:\n{b64[:43]}=\n",
                 f"git clone git@github.com:acme/{seg}.git",
                 f"the password is {seg}",
+                f"the password for {seg} is {seg}",
+                f"token = self.{ident}",
+                f"if password == {ident}:",
             ]
         )
     )

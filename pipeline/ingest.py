@@ -43,6 +43,9 @@ class FileOutput:
     # the sessions it still holds unchanged (their records stay as written),
     # and every session it holds now. None: the read replaces the file whole.
     kept: set[str] | None = None
+    # A file read before whose read failed this run: what the index holds of it
+    # stays as written (pipeline/run.py, carry_failed), its row keeps the error.
+    held: bool = False
     present: set[str] | None = None
 
 

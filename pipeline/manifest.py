@@ -143,7 +143,7 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
     moved = Moves(sources, manifest)
 
     def vanished(path: str, harness: str, row: dict) -> None:
-        if prune_gone or row.get("error") or not row.get("records"):  # (nothing of it kept to mark)
+        if prune_gone or not row.get("records"):  # (nothing of it kept to mark)
             actions.append(Action(REMOVE, path, harness))
         elif not row.get("gone_at"):
             actions.append(Action(GONE, path, harness))

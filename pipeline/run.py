@@ -182,7 +182,7 @@ class Run:
         purge = {a.path for a in work if a.kind in (mf.REPLACE, mf.REMOVE)}
         # a database read against its fingerprints: only its changed sessions go
         pairs = {(o.action.path, k) for o in self.done if o.kept is not None for k in self.replaced_sessions(o)}
-        purge -= {o.action.path for o in self.done if o.kept is not None}
+        purge -= {o.action.path for o in self.done if o.kept is not None or o.held}
         if self.rebuild:
             purge, pairs = set(self.manifest), set()
         if not purge and not self.rebuild:
@@ -256,16 +256,16 @@ class Run:
             out.append(a)
         return out
 
-    def carry_gone(self, actions: list[mf.Action]):
+    def carry_gone(self, actions: list[mf.Action], only: str | None = None):
         """FileOutputs of the transcripts a rebuild does not read again: gone from
         disk (marked before, or found gone now), or in a store this environment
-        cannot see. Their records come from the live parts, so a rebuild keeps
-        what the agent deleted."""
+        cannot see (``only``: that one file, whatever the run). Their records
+        come from the live parts, so a rebuild keeps what the agent deleted."""
         from deja.stages.store import derive
 
         acted = {a.path: a.kind for a in actions}
         for path, row in sorted(self.manifest.items()):
-            if acted.get(path) not in (None, mf.GONE):
+            if (only is not None and path != only) or acted.get(path) not in (None, mf.GONE):
                 continue
             cols = derive.kept_records(self.con, self.live["records"], self.live["deletes"], path,
                                        normalize.RECORD_COLUMNS)
@@ -275,6 +275,22 @@ class Run:
                              row.get("prefix_hash") or "", 0, 0, {}, "")
             out.rows = len(cols["text"])
             yield out
+
+    def carry_failed(self, out: FileOutput) -> FileOutput:
+        """A file read before that cannot be read this run (a database over its
+        time budget or damaged, a document caught mid-rewrite, a reader's bug)
+        keeps what the index holds of it: history outlives a bad read. Its
+        records are carried as a gone transcript's are, its manifest row keeps
+        the error, and the next run reads it again."""
+        row = self.manifest.get(out.action.path)
+        if not row or not row.get("records"):
+            return out
+        if not self.rebuild:  # its records stay where they are
+            out.held = True
+            return out
+        carried = next(self.carry_gone([mf.Action(mf.GONE, out.action.path, out.action.harness)], only=out.action.path))
+        carried.error = out.error
+        return carried
 
     def carry_gone_sessions(self, out: FileOutput) -> None:
         """A rebuild keeps the sessions a database no longer holds (marked gone):
@@ -331,8 +347,16 @@ class Run:
             hs.changed_while_read += 1
         elif out.error:
             hs.failed += 1
+        if (not out.error and not out.changed and out.action.kind == mf.REPLACE and not out.meta and out.malformed
+                and (self.manifest.get(out.action.path) or {}).get("records")):
+            # a file that held sessions and now reads as nothing but damage (a
+            # document caught mid-rewrite): a failed read, not an empty file
+            out.error = f"nothing in it could be read ({out.malformed} malformed); kept what it held"
+            hs.failed += 1
         if out.error:
             self.summary.errors.append(f"{out.action.path}: {out.error}")
+            if not out.changed and out.action.kind == mf.REPLACE:
+                out = self.carry_failed(out)
         if self.rebuild and out.present is not None and not out.error and not self.prune_gone:
             self.carry_gone_sessions(out)
         if out.rows and self.drop:  # tombstones and exclusions (see load_state)
@@ -388,14 +412,18 @@ class Run:
         for out in self.done:
             a = out.action
             old = self.manifest.get(a.path, {})
-            if a.kind == mf.CARRY:  # a rebuild kept it as it was: its row, its mark
+            if a.kind == mf.CARRY:  # kept as it was: its row, its mark (and why it could not be read)
                 self.file_sessions[a.path] = self.merge_file_sessions(a, out)
-                manifest_rows.append([old.get(c) for c in index_state.MANIFEST_COLS])
+                manifest_rows.append([out.error if c == "error" and out.error else old.get(c)
+                                      for c in index_state.MANIFEST_COLS])
                 if old.get("gone_at"):  # (found gone now: marked just above)
                     marks.append((a.path, old["gone_at"]))
                 continue
             if out.error and a.kind == mf.APPEND:
                 continue  # keep the old row; retried next run
+            if out.held:  # kept as it was, with why it could not be read; retried next run
+                manifest_rows.append([out.error if c == "error" else old.get(c) for c in index_state.MANIFEST_COLS])
+                continue
             records = (old.get("records") or 0) if a.kind == mf.APPEND else 0
             if out.kept is not None and not out.error:
                 records = (old.get("records") or 0) - sum(

@@ -55,3 +55,20 @@ def test_a_thread_of_another_shape_is_counted_and_the_run_completes(home):
     assert amp.read(str(odd)).malformed == 1
     summary = json.loads(home.run("index", "--json").stdout)
     assert {h["harness"]: h for h in summary["harnesses"]}["amp"]["sessions"] == 1
+
+
+def test_a_thread_caught_mid_rewrite_keeps_what_the_index_held(home):
+    """Amp rewrites a thread's file in place: a read that finds half a
+    document is a failed read (said, retried), not a thread emptied."""
+    path = store(home)
+    home.run("index")
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    summary = json.loads(home.run("index", "--json").stdout)
+    amp_row = {h["harness"]: h for h in summary["harnesses"]}["amp"]
+    assert amp_row["sessions"] == 1 and amp_row["failed"] == 1
+    assert any(TID in e and "kept what it held" in e for e in summary["errors"])
+    assert home.search("partner API")["total"]
+    path.write_bytes(whole)
+    summary = json.loads(home.run("index", "--json").stdout)
+    assert summary["errors"] == [] and home.search("partner API")["total"]

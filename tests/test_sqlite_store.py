@@ -35,8 +35,8 @@ def add_session(con, sid: str, text: str, ts: int = 1772500000000) -> None:
                 ("p_" + sid, "m_" + sid, sid, ts, ts, json.dumps({"type": "text", "text": text})))
 
 
-def index(home: Home, **env) -> dict:
-    return json.loads(home.run("index", "--json", extra_env=env).stdout)
+def index(home: Home, *args: str, **env) -> dict:
+    return json.loads(home.run("index", "--json", *args, extra_env=env).stdout)
 
 
 def by_harness(summary: dict) -> dict:
@@ -131,3 +131,29 @@ def test_an_empty_store_file_is_no_sessions_and_no_error(home):
     db.write_bytes(b"")
     summary = index(home)
     assert summary["errors"] == []
+
+
+def test_a_store_read_before_keeps_its_sessions_when_a_later_read_fails(home):
+    """History outlives a bad read: a database over its time budget or damaged
+    this run keeps every session the index holds of it, through a rebuild too,
+    says why, and is read again when it can be."""
+    db = opencode_store(home)
+    first = by_harness(index(home))["opencode"]["sessions"]
+    assert first >= 1
+    before = {s["id"] for s in json.loads(home.run("last", "--json", "--harness", "opencode").stdout)["sessions"]}
+    os.utime(db)  # the agent wrote to it
+    summary = index(home, DEJA_STORE_TIMEOUT="0.000001")
+    assert by_harness(summary)["opencode"] == dict(by_harness(summary)["opencode"], failed=1, sessions=first)
+    good = db.read_bytes()
+    db.write_bytes(good[:4096])  # damaged mid-write
+    for args in ((), ("--rebuild",)):
+        summary = index(home, *args)
+        assert by_harness(summary)["opencode"]["sessions"] == first, args
+        assert any("opencode.db" in e and "SQLite" in e for e in summary["errors"])
+        kept = {s["id"] for s in json.loads(home.run("last", "--json", "--harness", "opencode").stdout)["sessions"]}
+        assert kept == before, args
+    doctor = home.run("doctor").stdout
+    assert "opencode.db" in doctor and "malformed" in doctor
+    db.write_bytes(good)
+    summary = index(home)
+    assert summary["errors"] == [] and by_harness(summary)["opencode"]["sessions"] == first

@@ -223,3 +223,11 @@ def test_stats_text_and_terminal_card(mem):
     assert card[0].startswith("╭") and card[-1].startswith("╰")
     assert len({len(ln) for ln in card}) == 1
     assert mem.run("stats", "somefile.svg", check=False).returncode == 1
+
+
+def test_a_store_whose_every_session_was_forgotten_answers_no_match(mem):
+    mem.run("forget", "--session", "claude:sess-shop-1")
+    mem.run("forget", "--session", "claude:sess-api-1")
+    proc = mem.run("search", "checkout", check=False)
+    assert proc.returncode == 0 and "no session matches" in proc.stderr, proc.stderr
+    assert mem.search("webhook", "secret")["hits"] == []

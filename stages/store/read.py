@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import duck  # DuckDB's compiled core (duck.py)
 
-from .layout import ALL_BUCKETS, LATE_SESSION_COLUMNS
+from .layout import ALL_BUCKETS, LATE_SESSION_COLUMNS, SESSION_TYPES
 from .catalog import Busy, Store
 
 
@@ -382,8 +382,8 @@ def _define(con: duck.DuckDBPyConnection, kind: str, dataset: str, parts: list[s
             # a part from before the late columns has NULLs for them (until the next run rewrites it)
             late = "".join(f", NULL::{t} AS {c}" for c, t in LATE_SESSION_COLUMNS if c not in have)
             define(f"SELECT *{late} FROM read_parquet({_list(parts)})")
-        else:
-            define("SELECT NULL::VARCHAR AS session_key, NULL::INTEGER AS ord WHERE false")
+        else:  # (every column: a search over a store all of whose sessions were forgotten reads them)
+            define("SELECT " + ", ".join(f"NULL::{t} AS {c}" for c, t in SESSION_TYPES) + " WHERE false")
     elif dataset == "deletes":
         define(f"SELECT record_id FROM read_parquet({_list(parts)})" if parts
                else "SELECT NULL::BIGINT AS record_id WHERE false")

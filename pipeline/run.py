@@ -329,7 +329,12 @@ class Run:
                 continue
             finally:
                 self.summary.errors.extend(f"{h}: {p}" for p in skipped)  # unreadable folders, dangling links
-            sources.extend((p, h) for p in found)
+            for p in found:
+                if _utf8(p):
+                    sources.append((p, h))
+                else:  # (the store's columns are UTF-8: such a name failed every run's commit)
+                    self.summary.errors.append(f"{h}: {p.encode('utf-8', 'backslashreplace').decode()}: "
+                                               "its name is not UTF-8; skipped (rename it to have it read)")
         return sources
 
     def _hs(self, harness: str) -> HarnessSummary:
@@ -534,6 +539,14 @@ class Run:
                 continue
             normalize.merge_meta(o, m)
         return merged
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # a name the file system gave as bytes (surrogate escapes)
+        return False
+
 
 def kept_faults(old: dict, out: FileOutput) -> list[str] | None:
     """The file's first few faults: an append keeps those of the bytes read before."""

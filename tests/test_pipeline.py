@@ -965,3 +965,15 @@ def test_a_vocabulary_too_big_to_sort_in_memory_is_merged_from_disk_into_the_sam
     vocab = [f for d, f in con.execute("SELECT dataset, file FROM generation").fetchall() if d == "vocab"]
     con.close()
     assert len(vocab) == 1 and not list((merged / ".tmp").glob("vocab-*"))
+
+
+def test_a_transcript_whose_name_is_not_utf8_is_skipped_and_named_and_the_rest_indexes(home):
+    first_session(home)
+    good = home.claude_file(S1)
+    bad = os.path.join(os.fsencode(good.parent), b"caf\xe9.jsonl")
+    with open(bad, "wb") as fh:
+        fh.write(good.read_bytes())
+    summary = json.loads(home.run("index", "--json").stdout)
+    assert any("caf\\udce9.jsonl" in e and "not UTF-8" in e for e in summary["errors"]), summary["errors"]
+    assert ids(home.search("pool")) == [S1]
+    assert home.run("index").returncode == 0

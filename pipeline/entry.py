@@ -96,7 +96,9 @@ def _quick_exit() -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except Exception:  # a closed pipe: the normal exit reports it
+    except BrokenPipeError:  # the reader closed the pipe (`| head`): it has what it wanted
+        pass
+    except Exception:
         return
     os._exit(0)
 
@@ -107,7 +109,26 @@ _ENTRY = False  # set by run(), the console script: main() called in-process ret
 def run() -> None:
     global _ENTRY
     _ENTRY = True
-    main()
+    try:
+        main()
+    except SystemExit as exc:
+        _flushed(exc.code if isinstance(exc.code, int) else 1)
+        raise
+    except BrokenPipeError:
+        os._exit(0)
+    _flushed(0)
+
+
+def _flushed(code: int) -> None:
+    """stdout flushed before the interpreter's own exit, which would print
+    "Exception ignored … BrokenPipeError" and exit 120 when the reader closed
+    the pipe (`deja last --json | head`): it has what it wanted."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os._exit(code)
+    except (OSError, ValueError):
+        pass
 
 
 # The variable the shell's completion script sets when it asks `deja` for completions.

@@ -36,10 +36,37 @@ def test_a_reader_closing_the_pipe_ends_the_search_quietly(tmp_path):
                              "2026-03-02T10:00:30Z", "a1", parent="u1", cwd=f"/home/dev/src/p{n}"),
         ])
     home.run("index")
-    proc = subprocess.run(" ".join(deja_cmd()) + " search --json --all flaky cache | head -c 1", shell=True,
-                          env=home.env, capture_output=True, text=True, timeout=60)
-    assert proc.stdout == "{"
-    assert "BrokenPipe" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    for env in (home.env, dict(home.env, DEJA_SERVE="off")):  # served, and in this process
+        proc = subprocess.run(["bash", "-c", " ".join(deja_cmd()) + ' search --json --all flaky cache | head -c 1;'
+                               ' echo " ${PIPESTATUS[0]}"'], env=env, capture_output=True, text=True, timeout=60)
+        assert proc.stdout == "{ 0\n", (proc.stdout, proc.stderr)
+        assert "BrokenPipe" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_reader_gone_before_the_answer_ends_any_command_quietly(home):
+    """The reader closed the pipe before a short answer (kept in stdout's buffer
+    until exit) was written: exit 0 and nothing on stderr, where the
+    interpreter's own flush used to print "Exception ignored … BrokenPipeError"
+    and exit 120."""
+    import os
+    import subprocess
+
+    from conftest import claude_user, deja_cmd, write_jsonl
+
+    sid = "7f1c0000-0000-4000-8000-000000000001"
+    write_jsonl(home.claude_file(sid), [claude_user(sid, "the pool ran dry", "2026-03-02T10:00:00Z", "u1")])
+    home.run("index")
+    for args in (["search", "--json", "pool"], ["last", "--json"], ["pool"]):
+        for env in (home.env, dict(home.env, DEJA_SERVE="off")):
+            read, write = os.pipe()
+            os.close(read)
+            try:
+                proc = subprocess.run(deja_cmd() + args, env=env, stdout=write, stderr=subprocess.PIPE, text=True,
+                                      timeout=60)
+            finally:
+                os.close(write)
+            assert proc.returncode == 0, (args, proc.returncode, proc.stderr)
+            assert "Exception" not in proc.stderr and "BrokenPipe" not in proc.stderr, (args, proc.stderr)
 
 
 def _c_list(name: str) -> set[str]:

@@ -117,6 +117,17 @@ def title_worthy(text: str) -> bool:
     return bool(text) and not text.lstrip().startswith(_TITLE_SKIP)
 
 
+# Han, kana and Hangul write without spaces: a character there says about as
+# much as a short word ("修复连接池耗尽" is a request, not a greeting).
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _words(text: str) -> int:
+    """Words, counting each character of a script written without spaces as one."""
+    unspaced = len(_UNSPACED.findall(text))
+    return len(_UNSPACED.sub(" ", text).split()) + unspaced
+
+
 def derive_title(first_user: list[str], first_assistant: str, first_output: str) -> tuple[str, bool]:
     """(title, agent_title) from the earliest turns when the harness gave none.
 
@@ -126,7 +137,7 @@ def derive_title(first_user: list[str], first_assistant: str, first_output: str)
     users = [u for u in first_user if title_worthy(u)]
     if users:
         pick = users[0]
-        if len(pick.split()) <= _GREETING_WORDS and len(users) > 1:
+        if len(users) > 1 and _words(pick) <= _GREETING_WORDS < _words(users[1]):
             pick = users[1]
         return one_line(pick), False
     if first_assistant:

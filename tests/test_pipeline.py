@@ -977,3 +977,16 @@ def test_a_transcript_whose_name_is_not_utf8_is_skipped_and_named_and_the_rest_i
     assert any("caf\\udce9.jsonl" in e and "not UTF-8" in e for e in summary["errors"]), summary["errors"]
     assert ids(home.search("pool")) == [S1]
     assert home.run("index").returncode == 0
+
+
+@pytest.mark.parametrize(("turns", "title"), [
+    (["修复连接池耗尽的问题", "好的"], "修复连接池耗尽的问题"),  # no spaces: a request, not a greeting
+    (["接続プールが枯渇する原因を調べて", "はい"], "接続プールが枯渇する原因を調べて"),
+    (["fix pool", "yes"], "fix pool"),  # the next turn says less: the first stands
+    (["hi", "why does checkout return 500 on empty carts?"], "why does checkout return 500 on empty carts?"),
+    (["你好", "帮我看看连接池为什么耗尽"], "帮我看看连接池为什么耗尽"),
+])
+def test_a_sessions_title_is_its_first_request_unless_that_is_a_greeting_the_next_says_more_than(turns, title):
+    from deja.stages.normalize import derive_title
+
+    assert derive_title(turns, "", "") == (title, False)

@@ -132,6 +132,8 @@ def by_role(part, role):
 def _clean_env(monkeypatch):
     for k in ("DEJA_INDEX_PATHS", "DEJA_INDEX_COMMANDS", "DEJA_INDEX_EDITS", "DEJA_INDEX_TOOL_OUTPUT"):
         monkeypatch.delenv(k, raising=False)
+    # a transcript a test wrote is a finished session unless the test says it is live
+    monkeypatch.setattr("deja.stages.sources.jsonl.LIVE_SECONDS", 0)
 
 
 # -------------------------------------------------------------------- discover
@@ -294,17 +296,33 @@ def test_bash_command_with_exit_code_from_result(tmp_path):
     assert by_role(s, "tool-output")[0].is_error is True
 
 
-def test_exit_code_in_a_later_read_is_not_held_back(tmp_path):
+def test_a_command_still_running_is_read_with_its_exit_code_once_its_result_is_written(tmp_path, monkeypatch):
+    """A run between a Bash call and its result (a hook's refresh during the
+    very call) leaves the call's lines for the next read, which has the exit code."""
+    monkeypatch.setattr("deja.stages.sources.jsonl.LIVE_SECONDS", 600)
     t = T()
-    first = [t.assistant(tool_use("Bash", {"command": "make test"}, "toolu_M"))]
+    said = [t.user("run the tests")]
+    first = said + [t.assistant(tool_use("Bash", {"command": "make test"}, "toolu_M"))]
     path = session_file(tmp_path, first)
     r1, s1 = read_one(path)
-    assert [(m.text, m.exit_code) for m in s1.messages] == [("$ make test", None)]
-    assert r1.safe_offset == os.path.getsize(path)  # nothing waits for the result
+    assert roles(s1) == ["user"]  # what came before the call is read now
+    assert r1.safe_offset == len(dump(said))
     with open(path, "ab") as fh:
         fh.write(dump([t.result("toolu_M", "Exit code 2\nmake: *** [test] Error 1", is_error=True)]))
     _, s2 = read_one(path, r1.safe_offset)
-    assert roles(s2) == ["tool-output"]
+    assert [(m.role, m.exit_code) for m in s2.messages] == [("command", 2), ("tool-output", None)]
+    assert s2.messages[0].text == "$ make test  → exit 2"
+
+
+def test_a_session_nobody_writes_to_any_more_is_read_to_its_end_without_the_result(tmp_path, monkeypatch):
+    monkeypatch.setattr("deja.stages.sources.jsonl.LIVE_SECONDS", 600)
+    t = T()
+    path = session_file(tmp_path, [t.user("run the tests"), t.assistant(tool_use("Bash", {"command": "make test"}, "toolu_M"))])
+    old = os.path.getmtime(path) - 3600
+    os.utime(path, (old, old))  # killed mid-command an hour ago
+    r, s = read_one(path)
+    assert [(m.text, m.exit_code) for m in s.messages][-1] == ("$ make test", None)
+    assert r.safe_offset == os.path.getsize(path)
 
 
 def test_file_tools_give_one_files_record_and_edits(tmp_path):

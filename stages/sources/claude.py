@@ -24,7 +24,7 @@ from typing import Mapping
 from .. import work_records as work
 from ..replies import answers_text, questions_text
 from .base import Message, ReadResult, SessionPart, SourceFile
-from .jsonl import Lines, clip, is_regular_file, parse_ts  # noqa: F401
+from .jsonl import Lines, clip, held_back, is_regular_file, parse_ts  # noqa: F401
 from .locate import claude_files, claude_root
 from .projects import project_from_cwd  # noqa: F401  (the hooks import it without this reader)
 
@@ -199,9 +199,13 @@ def result_text(content) -> str:
 
 
 class _Reader:
-    def __init__(self, path: str, start: int):
+    def __init__(self, path: str, start: int, stop: int | None = None):
         self.path = path
         self.start = start
+        self.stop = stop  # jsonl.held_back's: read up to this line
+        self.calls: dict[str, int] = {}  # Bash tool_use id -> its line's offset
+        self.results: dict[str, int] = {}  # tool_use id -> the offset of its tool_result's line
+        self.at = start  # the line being read
         self.result = ReadResult(safe_offset=start)
         self.sessions: dict[str, SessionPart] = {}
         # per part: (rank, offset, title); summary-line candidates wait for the uuid check
@@ -309,10 +313,11 @@ class _Reader:
     # ------------------------------------------------------------------- lines
 
     def run(self) -> ReadResult:
-        lines = Lines(self.path, self.start)
+        lines = Lines(self.path, self.start, stop=self.stop)
         bad = 0
         parent_uuids = self.parent_uuids
         for offset, o in lines:
+            self.at = offset
             try:
                 t = o.get("type")
                 if t in _SKIP_TYPES:
@@ -507,6 +512,9 @@ class _Reader:
             elif bt == "tool_use":
                 uses.append(b)
             elif bt == "tool_result":
+                tid = b.get("tool_use_id")
+                if isinstance(tid, str):
+                    self.results.setdefault(tid, self.at)
                 t = result_text(b.get("content"))
                 err = b.get("is_error")
                 if err:
@@ -593,6 +601,7 @@ class _Reader:
                     tid = b.get("id")
                     if msg is not None and isinstance(tid, str):
                         self.pending[tid] = (msg, cmd)
+                        self.calls.setdefault(tid, offset)
             elif name in _FILE_TOOLS:
                 fp = inp.get("file_path") or inp.get("notebook_path")
                 if not isinstance(fp, str) or not fp:
@@ -669,7 +678,13 @@ def _human(origin) -> bool:
 
 def read(path: str, start: int = 0) -> ReadResult:
     try:
-        return _Reader(path, start).run()
+        reader = _Reader(path, start)
+        res = reader.run()
+        stop = held_back(path, reader.calls, reader.results)
+        if stop is None or stop >= res.safe_offset:
+            return res
+        # a command still running: its exit code comes in a later line
+        return _Reader(path, start, stop).run() if stop > start else ReadResult(safe_offset=start)
     except OSError as e:
         return ReadResult(safe_offset=start, error=f"{type(e).__name__}: {e.strerror or e}")
     except Exception as e:  # never let one file stop the index

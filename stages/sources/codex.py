@@ -32,7 +32,7 @@ from deja.stages import work_records as work
 from deja.stages.normalize import strip_plumbing
 from deja.stages.replies import answers_text, questions_text
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts, read_head
+from deja.stages.sources.jsonl import Lines, clip, held_back, is_regular_file, parse_ts, read_head
 from deja.stages.sources.locate import CODEX_ARCHIVED, codex_files, codex_home  # noqa: F401  (codex_home: recover, capture)
 from deja.stages.sources.locate import codex_rollouts as _rollout_paths
 
@@ -125,13 +125,18 @@ def project_of(cwd: str) -> str:
     return re.split(r"[/\\]", s)[-1] if s else ""
 
 
-def _read_rollout(path: str, start: int) -> ReadResult:
+def _read_rollout(path: str, start: int, stop: int | None = None) -> ReadResult:
     flags = {f: work.enabled(f) for f in ("PATHS", "COMMANDS", "EDITS", "TOOL_OUTPUT")}
     r = _Rollout(path, flags)
     if start > 0:
         r = _primed(path, start, flags)
-    lines = Lines(path, start)
+    lines = Lines(path, start, stop=stop)
     r.bad += lines.each(lambda offset, obj: r.step(offset, obj, True))
+    if stop is None:
+        cut = held_back(path, r.calls, r.results)
+        if cut is not None and cut < lines.end:
+            # a call still running: its exit code and its output's tool come in a later line
+            return _read_rollout(path, start, cut) if cut > start else ReadResult(safe_offset=start)
     res = r.result(path, lines.end, lines.malformed + lines.faults.count)
     res.faults = lines.faults.first
     return res
@@ -160,7 +165,7 @@ class _Rollout:
     __slots__ = (
         "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "spawned", "meta", "first_id",
         "started", "replay", "replay_seen", "replay_ts", "replay_tasks", "fork_ms", "has_ri",
-        "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad",
+        "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad", "calls", "results",
     )
 
     def __init__(self, path: str, flags: dict):
@@ -188,6 +193,8 @@ class _Rollout:
         self.names: dict[str, str] = {}  # call_id -> tool name
         self.pending: dict[str, tuple[str, Message]] = {}  # call_id -> (command, its record)
         self.bad = 0
+        self.calls: dict[str, int] = {}  # call_id -> its line's offset (read: jsonl.held_back)
+        self.results: dict[str, int] = {}  # call_id -> the offset of its output's line
 
     # ---- dispatch
 
@@ -331,6 +338,7 @@ class _Rollout:
             call_id = p.get("call_id")
             if isinstance(call_id, str) and isinstance(name, str):
                 self.names[call_id] = name
+                self.calls.setdefault(call_id, offset)
             patch = p.get("input")
             if isinstance(patch, str) and (name in _PATCH_TOOLS or _PATCH_BEGIN in patch):
                 self._patch(patch, name if isinstance(name, str) else "apply_patch", offset)
@@ -377,6 +385,7 @@ class _Rollout:
         call_id = p.get("call_id")
         if isinstance(call_id, str) and isinstance(name, str):
             self.names[call_id] = name
+            self.calls.setdefault(call_id, offset)
         args = p.get("arguments")
         if name == "request_user_input":  # the agent's question with options: its turn
             q = questions_text(json_object(args))
@@ -435,6 +444,8 @@ class _Rollout:
 
     def _output(self, p: dict, offset: int) -> None:
         call_id = p.get("call_id")
+        if isinstance(call_id, str):
+            self.results.setdefault(call_id, offset)
         body, code = unframe_output(output_text(p.get("output")))
         if isinstance(call_id, str) and self.names.get(call_id) == "request_user_input":
             if body.strip():  # what the person picked: their turn

@@ -7,6 +7,8 @@ complete part ends; the pipeline resumes there next run.
 
 from __future__ import annotations
 
+import os
+
 from datetime import datetime, timezone
 from typing import Iterator
 
@@ -38,10 +40,11 @@ class Lines:
     # of range, which is noted in ``faults`` with the line's offset.
     TIME_KEYS = ("timestamp", "ts")
 
-    def __init__(self, path: str, start: int = 0, data: bytes | None = None):
+    def __init__(self, path: str, start: int = 0, data: bytes | None = None, stop: int | None = None):
         self.path = path
         self.data = data  # the file's bytes already in hand (a decompressed file), else read from path
         self.start = start
+        self.stop = stop  # a line's offset to read up to (held_back), None for the end of the file
         self.end = start
         self.malformed = 0
         self.faults = Faults()
@@ -81,6 +84,8 @@ class Lines:
                 if self.start:
                     fh.seek(self.start)
                 data = fh.read()
+        if self.stop is not None:
+            data = data[: max(0, self.stop - self.start)]
         pos = 0
         n = len(data)
         base = self.start
@@ -177,6 +182,42 @@ def speech(role: str, texts: list[str], ts, at: int, res) -> list:
     return [Message(role, text, ts, byte_offset=at)] if text.strip() else []
 
 
+
+
+# A transcript written to within this long is a session still running: a call
+# in it without its result yet will get one.
+LIVE_SECONDS = 600
+
+
+def held_back(path: str, calls: dict[str, int], results: dict[str, int]) -> int | None:
+    """Where a read of a live transcript stops: the first line of a call whose
+    result is not on disk yet, or earlier, so that every call before the stop
+    has its result before it too. None: read to the end.
+
+    A command's exit code (and a tool output's tool) come from a later line
+    than the call; a run between the two (a hook's refresh, during the very
+    call) wrote the call's record without them for good. Its lines are read
+    again, whole, once the result is written. A transcript nobody writes to
+    any more (a session killed mid-command) is read to its end.
+    ``calls``: call id → its line's offset; ``results``: call id → its result's."""
+    waiting = [at for cid, at in calls.items() if cid not in results]
+    if not waiting:
+        return None
+    try:
+        import time
+
+        if time.time() - os.stat(path).st_mtime >= LIVE_SECONDS:
+            return None
+    except OSError:
+        return None
+    stop = min(waiting)
+    moved = True
+    while moved:  # a call before the stop whose result lies past it moves the stop to that call
+        moved = False
+        for cid, at in calls.items():
+            if at < stop and results.get(cid, stop) >= stop:
+                stop, moved = at, True
+    return stop
 
 
 def read_document(path: str):

@@ -34,7 +34,6 @@ from deja.stages.store import duck
 from deja.stages.store.read import LiveStore
 
 # FILLER, ROLE_ALIASES, ROLE_CODE: imported from here by the hooks, the CLI and work_answers
-from . import project_match
 from .query_parse import FILLER, ROLE_ALIASES, ROLE_CODE, error_words, parse_query, role_codes, role_name, typed_words
 from .rank import Ranked, SessionRanker, best_records
 from .session_obj import demote_rejected, session_object, session_rows
@@ -260,15 +259,15 @@ class Searcher:
         if not self.store.has("records"):
             return {"schema_version": 2, "tier": "exact", "total": 0, "hits": []}
         check_regex(self.store.con, self.q.text)
-        in_project, project_params = project_match.positional(self.q.project, "s")
+        self.ranker.load([])  # (the search's session table: which sessions every filter admits)
         rows = self.store.con.execute(
             f"SELECT s.ord, count(*) AS n, max(epoch_ms(s.updated)) AS updated FROM {self.store.records_source()} r "
             "JOIN sessions s ON r.session_key = s.session_key "
             "WHERE regexp_matches(r.text, ?) AND r.role IN (SELECT unnest(?)) "
             "AND r.record_id NOT IN (SELECT record_id FROM deletes) "
-            f"AND (? IS NULL OR s.harness = ?) AND {in_project} "
+            "AND s.ord IN (SELECT ord FROM q_sessions WHERE admitted) "
             "GROUP BY s.ord ORDER BY updated DESC",
-            [self.q.text, [role_name(c) for c in self.roles], self.q.harness, self.q.harness, *project_params],
+            [self.q.text, [role_name(c) for c in self.roles]],
         ).fetchall()
         ranked = [Ranked(o, float(n), 1, n, u or 0) for o, n, u in rows]
         return self.serve(ranked, "exact", [], regex=self.q.text, keep_order=True)

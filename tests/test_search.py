@@ -159,6 +159,15 @@ def test_regex_scan(corpus):
     assert ids(res) == [sid(1)] and "pool_size=5" in res["hits"][0]["snippets"][0]
 
 
+def test_a_regex_search_keeps_every_filter(corpus):
+    """--since and --session narrow a --re search as they narrow any other."""
+    everywhere = ids(corpus.search("--re", r"(?i)pool"))
+    assert sid(1) in everywhere and len(everywhere) > 1
+    assert ids(corpus.search("--re", r"(?i)pool", "--session", sid(1))) == [sid(1)]
+    assert ids(corpus.search("--re", r"(?i)pool", "--since", "2000-01-01")) == everywhere
+    assert corpus.search("--re", r"(?i)pool", "--since", "1h")["hits"] == []
+
+
 # Lines of 40 characters on which a backtracking engine takes exponential time
 # (25 already take seconds in Python's `re`): RE2 answers in linear time.
 _XS = "\n".join("x" * 40 for _ in range(100))

@@ -297,6 +297,9 @@ def _check_message(msg, faults: v.Faults) -> None:
 _PART_NAMES = ("project", "cwd", "branch", "kind", "parent", "agent", "from_machine", "orig_id")
 
 
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _check_part(part, faults: v.Faults) -> None:
     """A session part's identity and titles as bounded strings, else "" (noted).
 
@@ -308,8 +311,17 @@ def _check_part(part, faults: v.Faults) -> None:
         # the key of every row: an unusable id is replaced by a stable stand-in, not dropped
         faults.note(at, f"session id {v.show(sid)} is not a usable id")
         part.session_id = "invalid-" + _digest(repr(sid))
+    elif _CONTROLS.search(sid):
+        # printed in every answer and handed to a terminal, a hook or an agent:
+        # an escape sequence in it would set a title or clear the screen
+        faults.note(at, f"session id {v.show(sid)} holds control characters (dropped)")
+        part.session_id = _CONTROLS.sub("", sid) or "invalid-" + _digest(repr(sid))
     for f in _PART_NAMES:
-        setattr(part, f, faults.name(at, f, getattr(part, f)))
+        value = faults.name(at, f, getattr(part, f))
+        if isinstance(value, str) and _CONTROLS.search(value):
+            faults.note(at, f"{f} {v.show(value)} holds control characters (dropped)")
+            value = _CONTROLS.sub("", value)
+        setattr(part, f, value)
     part.title = faults.name(at, "title", part.title, v.PROSE_CAP)
     part.last_prompt = faults.name(at, "last prompt", part.last_prompt, v.PROSE_CAP)
     if not v.int_in(part.title_rank, (0, 2)):

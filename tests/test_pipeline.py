@@ -990,3 +990,20 @@ def test_a_sessions_title_is_its_first_request_unless_that_is_a_greeting_the_nex
     from deja.stages.normalize import derive_title
 
     assert derive_title(turns, "", "") == (title, False)
+
+
+def test_control_characters_in_a_sessions_id_folder_or_branch_never_reach_a_terminal(home):
+    """An id, folder or branch is printed in every answer and handed to hooks
+    and agents: an escape sequence in one (ESC ] 0 ; sets a terminal's title,
+    ESC [ 2 J clears it) is dropped at the door, and counted."""
+    sid = "esc\x1b]0;PWNED\x07\x1b[2J"
+    path = home.claude_file("esc")
+    write_jsonl(path, [dict(claude_user(sid, "terminal escape test", "2026-03-02T10:00:00Z", "u1",
+                                        cwd="/tmp/esc\x1b[2J"), gitBranch="main\x1b]0;x\x07")])
+    summary = json.loads(home.run("index", "--json").stdout)
+    assert summary["harnesses"][0]["malformed"] >= 1
+    for out in (home.run("last").stdout, home.run("last", "--json").stdout, home.run("search", "terminal").stdout,
+                home.run("show", "esc").stdout):
+        assert "\x1b" not in out and "\x07" not in out and "\\u001b" not in out, out
+    hit = home.search("terminal", "escape")["hits"][0]["session"]
+    assert hit["id"] == "esc]0;PWNED[2J" and hit["project"] == "tmp/esc[2J"

@@ -186,7 +186,16 @@ def _fix(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
     ans = api.fix(_text(args, "error", True), limit=_number(args, "limit", 3), env=env)
     if ans["status"] == "not-error":
         return FIX_NOT_ERROR[0].upper() + FIX_NOT_ERROR[1:] + ".", []
-    return "\n".join(fix_lines(ans) or [FIX_NONE]), []
+    lines = fix_lines(ans)
+    return (_framed(lines) if lines else FIX_NONE), []
+
+
+def _framed(lines: list[str]) -> str:
+    """What transcripts said (errors, commands), in the untrusted-data frame an
+    agent is told not to take orders from, as recall's snippets are."""
+    from deja.hooks.common import clean, frame
+
+    return frame(clean("\n".join(lines)))
 
 
 def _how(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
@@ -195,7 +204,8 @@ def _how(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
 
     project = _text(args, "project")
     res = api.how(_text(args, "what", True), project=project, limit=_number(args, "limit", 8), env=env)
-    return "\n".join(how_lines(res) or [how_none(res, project)]), []
+    lines = how_lines(res)
+    return (_framed(lines) if lines else how_none(res, project)), []
 
 
 def _remember(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
@@ -484,10 +494,15 @@ def parse_frame(frame) -> tuple[dict | None, tuple | None]:
         return None, None
     try:
         msg = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # (RecursionError: nested past Python's stack)
         return None, (None, PARSE_ERROR, "Parse error")
     if not isinstance(msg, dict):
         return None, (None, INVALID_REQUEST, "Invalid request")
+    ident = msg.get("id")
+    if ident is not None and (isinstance(ident, bool) or not isinstance(ident, (str, int))):
+        # JSON-RPC's ids are strings and numbers; an object could not be kept
+        # as pending (the server died), a float or true was never answered
+        return None, (None, INVALID_REQUEST, "Invalid request: id must be a string or an integer")
     if "method" in msg and msg.get("id", 0) is None:
         msg = {k: v for k, v in msg.items() if k != "id"}  # id null: a notification, never answered
     return msg, None

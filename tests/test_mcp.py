@@ -141,6 +141,27 @@ def test_the_other_tools_answer_what_their_commands_print(client, indexed):
     assert how == "No command on this machine mentions 'kubectl'."
 
 
+def test_what_fix_and_how_found_in_transcripts_comes_in_the_untrusted_data_frame(tmp_path):
+    home = Home(tmp_path)
+    sid = "5e000000-0000-4000-8000-0000000000f1"
+    write_jsonl(home.claude_file(sid), [
+        claude_user(sid, "the tests fail", "2026-03-02T09:00:00Z", "u1"),
+        claude_assistant(sid, [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                                "input": {"command": "kubectl rollout restart deploy/api"}}],
+                         "2026-03-02T09:01:00Z", "a1", parent="u1"),
+        claude_user(sid, [{"type": "tool_result", "tool_use_id": "toolu_1",
+                           "content": "deployment.apps/api restarted"}], "2026-03-02T09:01:05Z", "u2"),
+    ])
+    home.run("index")
+    c = Client(home.env)
+    try:
+        c.initialize()
+        how = _text(c.call(1, "how", {"what": "kubectl rollout"}))
+        assert how.startswith("<deja-recall>") and how.endswith("</deja-recall>") and "kubectl rollout restart" in how
+    finally:
+        c.close()
+
+
 def test_remember_keeps_a_note_that_recall_then_finds(client):
     client.initialize()
     assert _text(client.call(1, "remember", {"text": "the staging VPN needs split tunnelling off",
@@ -169,6 +190,21 @@ def test_garbage_and_oversized_frames_get_parse_errors_and_null_ids_no_reply(cli
     assert client.request(8, "tools/list")["result"]["tools"]
     assert client.close() == 0
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in client.raw)
+
+
+def test_an_id_that_is_no_string_or_integer_or_json_nested_past_the_stack_is_answered_and_the_server_goes_on(client):
+    """An object id used to end the server, a float or true id was never
+    answered (and the server never left when stdin closed), JSON nested
+    50,000 deep ended it."""
+    client.initialize()
+    for ident in ({"a": 1}, [1], True, 1.5):
+        client.send({"jsonrpc": "2.0", "id": ident, "method": "ping"})
+        got = client.recv()
+        assert got["error"]["code"] == -32600 and got["id"] is None, got
+    client.send(b"[" * 50000 + b"]" * 50000)
+    assert client.recv()["error"]["code"] == -32700
+    assert client.request(9, "ping")["result"] == {}
+    assert client.close() == 0
 
 
 def test_requests_in_flight_when_stdin_closes_are_still_answered(client):

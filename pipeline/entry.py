@@ -203,6 +203,11 @@ def main(argv: list[str] | None = None) -> None:
 
         full(argv)
         return
+    if argv and argv[0].startswith("hook-") and argv[0] not in COMMANDS:
+        # a hook this deja does not have (wired by another version or tool): an
+        # agent runs it on every turn, and a hook never fails it nor talks
+        # unasked; read as bare words it printed a search into the agent's context
+        sys.exit(0)
     wants_help = any(a in ("-h", "--help") for a in argv)
     if _ENTRY and argv and not wants_help and _served(argv):
         from deja.pipeline import serve_client

@@ -87,3 +87,20 @@ def test_the_compiled_deja_knows_what_the_server_answers():
     assert _c_list("COMMANDS") == entry.COMMANDS
     assert _c_list("HOOKS") == entry.HOOKS
     assert _c_list("SERVED") | entry.HOOKS == serve_client.SERVED
+
+
+def test_a_hook_this_deja_does_not_have_says_nothing_and_exits_0(home):
+    """Wired by another version or tool, an agent runs it on every turn: read as
+    bare words it printed a search into the agent's context."""
+    import subprocess
+
+    from conftest import deja_cmd
+
+    home.run("remember", "hook-plan check: the plan hook")
+    home.run("index")
+    assert home.search("hook-plan")["hits"]  # the words are there to be found
+    for env in (home.env, dict(home.env, DEJA_SERVE="off")):
+        for _ in range(2):  # (the first may start the warm server, the second asks it)
+            proc = subprocess.run(deja_cmd() + ["hook-plan"], input="{}", env=env, capture_output=True, text=True,
+                                  timeout=60)
+            assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")

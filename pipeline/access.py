@@ -47,6 +47,8 @@ def check_harness(harness: str | None) -> str | None:
     """The harness id a harness name means (`notes` is deja's own); unknown → Fail."""
     from deja.stages.sources import harnesses
 
+    if harness is not None and not harness.strip():
+        raise Fail("--harness needs an agent's name (deja sources lists them)")
     if harness == "notes" and "deja" in harnesses():
         return "deja"
     if harness and harness not in harnesses():

@@ -103,14 +103,12 @@ def search(query: str | Iterable[str], *, harness: str | None = None, project: s
     (``{schema_version, tier, total, capped?, hits}``). ``embed``: False leaves
     the store's vectors out (words only)."""
     from deja.queries.search import ROLE_ALIASES, ROLE_CODE, Query, search as run_search
-    from deja.stages.sources import harnesses
     from deja.stages.store.read import Busy, Damaged, NoIndex, open_live
 
     text = _words(query)
     if not text:
         raise Fail("search needs a query")
-    if harness and harness not in harnesses():
-        raise Fail(f"unknown harness {harness!r} (known: {', '.join(harnesses())})")
+    harness = check_harness(harness)
     if role and ROLE_ALIASES.get(role, role) not in ROLE_CODE:
         raise Fail(ROLE_ERROR.format(role))
     if not 1 <= limit <= 100:

@@ -104,3 +104,12 @@ def test_a_hook_this_deja_does_not_have_says_nothing_and_exits_0(home):
             proc = subprocess.run(deja_cmd() + ["hook-plan"], input="{}", env=env, capture_output=True, text=True,
                                   timeout=60)
             assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_harness_notes_means_deja_and_an_empty_harness_is_one_line(home):
+    home.run("remember", "the staging VPN needs split tunnelling off")
+    home.run("index")
+    assert [h["session"]["harness"] for h in home.search("--harness", "notes", "tunnelling")["hits"]] == ["deja"]
+    for args in (["search", "--harness", "", "vpn"], ["last", "--harness", ""], ["stats", "--harness", ""]):
+        proc = home.run(*args, check=False)
+        assert proc.returncode != 0 and proc.stderr.strip().startswith("deja: --harness needs"), (args, proc.stderr)

@@ -28,9 +28,15 @@ def how_lines(res: dict) -> list[str]:
     return lines
 
 
+def echoed(text: str, room: int = 120) -> str:
+    """What was asked, quoted back within ``room`` characters (a pasted page
+    comes back as its beginning, not as a reply the size of the question)."""
+    return repr(text if len(text) <= room else text[: room - 1] + "…")
+
+
 def how_none(res: dict, project: str | None) -> str:
-    return (f"No command on this machine mentions {' '.join(res['words'])!r}"
-            + (f" in a project matching {project!r}" if project else "") + ".")
+    return (f"No command on this machine mentions {echoed(' '.join(res['words']))}"
+            + (f" in a project matching {echoed(project)}" if project else "") + ".")
 
 
 def fix_lines(ans: dict) -> list[str]:

@@ -128,7 +128,9 @@ def _recall(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
     answer = api.search(query, harness=_text(args, "harness"), limit=min(100, limit + offset), env=env)
     hits = answer["hits"][offset:offset + limit]
     if not hits:
-        return f"No past session matches {query!r}.", []
+        from deja.pipeline.answers_text import echoed
+
+        return f"No past session matches {echoed(query)}.", []
     lines = []
     for hit in hits:
         s = hit["session"]

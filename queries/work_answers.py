@@ -165,6 +165,9 @@ def how_words(words: list[str]) -> list[str]:
     return kept or ws
 
 
+HOW_SQL_WORDS = 8
+
+
 def how(live: LiveStore, words: list[str], project: str | None = None, limit: int = 8) -> list[dict]:
     """Real invocations of a program: one word names a program the command runs (the
     first word of a segment, after ``sudo``, ``FOO=1``, ``cd x &&``, or the one a
@@ -173,11 +176,14 @@ def how(live: LiveStore, words: list[str], project: str | None = None, limit: in
     ``grep make x``."""
     from deja.stages.work_records import programs
 
-    words = [w.lower() for w in words]
+    words = list(dict.fromkeys(w.lower() for w in words))
     if not words or not live.has("records"):
         return []
-    conds = " AND ".join(f"contains(lower(r.text), $w{i})" for i in range(len(words)))
-    params = {f"w{i}": w for i, w in enumerate(words)}
+    # the longest words narrow the scan in SQL; every word is checked below
+    # (a condition per word of a pasted page made the query's plan take minutes)
+    narrow = sorted(words, key=len, reverse=True)[:HOW_SQL_WORDS]
+    conds = " AND ".join(f"contains(lower(r.text), $w{i})" for i in range(len(narrow)))
+    params = {f"w{i}": w for i, w in enumerate(narrow)}
     params.update(project_match.named_params(project))
     rows = live.con.execute(
         f"""SELECT r.text, r.exit_code, epoch_ms(r.ts) AS ts, r.session_key

@@ -402,6 +402,15 @@ def test_how_every_word_successful_and_most_used_first(world):
     assert proc.stdout == "" and "No command on this machine mentions" in proc.stderr
 
 
+def test_how_asked_a_pasted_page_still_wants_every_word_and_answers_it_in_a_line(world):
+    home = world["home"]
+    many = ["pytest"] * 3000 + ["lf"] * 3000
+    assert home.run("how", *many).stdout.splitlines()[0] == "pytest --lf -q  → exit 1"
+    words = ["pytest", "tests/test_cart.py"] + [f"w{i}" for i in range(300)]
+    proc = home.run("how", *words)  # (the longest words narrow the scan; the rest still must be there)
+    assert proc.stdout == "" and len(proc.stderr) < 300 and "mentions 'pytest tests/test_cart.py" in proc.stderr
+
+
 # ================================================================== fix
 TRACE = ("Traceback (most recent call last):\n  File \"/srv/other/job.py\", line 9, in <module>\n"
          "ModuleNotFoundError: No module named 'yaml'\n")

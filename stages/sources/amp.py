@@ -23,6 +23,7 @@ from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFil
 from deja.stages.sources.dialect import Dialect, Turn, block_text, flags
 from deja.stages.sources.jsonl import clip, file_uri_path, parse_ts, read_whole_document
 from deja.stages.sources.locate import amp_files, amp_home
+from deja.stages.sources.values import Faults
 
 HARNESS = "amp"
 
@@ -86,6 +87,7 @@ def _thread(path: str, doc, mtime: int) -> ReadResult:
         part.title, part.title_rank = doc["title"].strip(), 1
     ts = parse_ts(doc.get("created")) or parse_ts(mtime)
     flag = flags()
+    faults = Faults()
     for n, msg in enumerate(messages):
         if not isinstance(msg, dict):
             res.malformed += 1
@@ -111,9 +113,11 @@ def _thread(path: str, doc, mtime: int) -> ReadResult:
                 run = b.get("run")
                 out = _result_text(run)
                 if out.strip():
-                    failed = isinstance(run, dict) and run.get("status") in _FAILED
+                    failed = isinstance(run, dict) and faults.text(n, "status", run.get("status")) in _FAILED
                     part.messages.append(Message("tool-output", clip(out)[0], ts, is_error=failed or None,
                                                  byte_offset=n))
         part.messages.extend(turn.messages(ts, n))
+    res.malformed += faults.count
+    res.faults = faults.first
     res.sessions = [part] if part.messages else []
     return res

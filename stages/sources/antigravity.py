@@ -77,9 +77,10 @@ def _read(path: str) -> ReadResult:
     all_paths: list[str] = []
     res = ReadResult()
     for offset, obj in lines:
-        source, kind, content = obj.get("source"), obj.get("type") or "", obj.get("content")
+        source, content = obj.get("source"), obj.get("content")
         if not isinstance(content, str) or not content.strip():
             continue
+        kind = lines.faults.text(offset, "type", obj.get("type")) or ""
         ts = parse_ts(obj.get("created_at"))
         text, cut = clip(content)
         res.clipped += cut

@@ -297,11 +297,11 @@ class Conversation:
             self.faults.note(0, f"message {i} content is {show(content)}")
             return
         if role == "user":
-            self.user(blocks, ts)
+            self.user(blocks, ts, i)
         elif role == "assistant":
             self.assistant(blocks, ts)
 
-    def user(self, blocks: list, ts) -> None:
+    def user(self, blocks: list, ts, i: int) -> None:
         result = None  # the XML era: a "[tool] Result:" block, its output in the blocks after it
         for b in blocks:
             if not isinstance(b, dict):
@@ -325,9 +325,9 @@ class Conversation:
                 else:
                     self.emit("user", unwrap_user(text), ts)
             elif kind == "tool_result" and self.want["TOOL_OUTPUT"]:
+                call = self.faults.text(0, f"message {i} tool_use_id", b.get("tool_use_id"))
                 self.emit("tool-output", unwrap_user(_result_text(b.get("content"))), ts,
-                          tool=self.tool_names.get(b.get("tool_use_id")),
-                          is_error=True if b.get("is_error") is True else None)
+                          tool=self.tool_names.get(call), is_error=True if b.get("is_error") is True else None)
 
     def assistant(self, blocks: list, ts) -> None:
         calls: list[tuple[str, dict]] = []

@@ -145,9 +145,12 @@ def _result(path: str, meta: dict, msgs: list[tuple[int, dict]], faults: Faults)
     project_dir = chat.project_dir_of(path)
     header_hash = meta.get("projectHash") if isinstance(meta.get("projectHash"), str) else ""
     cwd = chat.recorded_cwd(project_dir, header_hash, preamble) if project_dir else ""
-    turns = chat.Turns(cwd)
+    turns = chat.Turns(cwd, faults)
     for offset, m in msgs:
-        turns.record(m, started, offset)
+        try:
+            turns.record(m, started, offset)
+        except Exception as exc:  # one message of a shape not foreseen costs that message only
+            faults.note(offset, f"message could not be read ({type(exc).__name__})")
     part = SessionPart(harness=HARNESS, session_id=sid, cwd=cwd,
                        project="" if cwd else os.path.basename(project_dir), messages=turns.out)
     summary = meta.get("summary")
@@ -178,9 +181,12 @@ def _checkpoint(path: str, history: list, faults: Faults) -> ReadResult:
             if turns_in and turns_in[0].get("role") == "model":  # "Got it. Thanks for the context!"
                 turns_in = turns_in[1:]
     cwd = chat.recorded_cwd(project_dir, "", preamble) if project_dir else ""
-    turns = chat.Turns(cwd)
+    turns = chat.Turns(cwd, faults)
     for t in turns_in:
-        turns.content(t.get("role"), t.get("parts"), ts, 0)
+        try:
+            turns.content(t.get("role"), t.get("parts"), ts, 0)
+        except Exception as exc:  # one turn of a shape not foreseen costs that turn only
+            faults.note(0, f"a turn could not be read ({type(exc).__name__})")
     stem = os.path.splitext(os.path.basename(path))[0]
     part = SessionPart(harness=HARNESS, session_id=f"{stem}-{name[:12]}" if name else stem, cwd=cwd,
                        project="" if cwd else name, messages=turns.out)

@@ -31,6 +31,7 @@ from deja.stages import work_records as work
 from deja.stages.replies import answers_text, questions_text
 from deja.stages.sources.base import Message
 from deja.stages.sources.jsonl import clip, parse_ts
+from deja.stages.sources.values import Faults
 
 ASSISTANT_TYPES = frozenset(("gemini", "model", "qwen", "assistant"))
 # the tool dialect (harness-formats §1.2): Gemini says ``replace``, Qwen ``edit``
@@ -131,14 +132,15 @@ def response_text(resp) -> tuple[str, bool]:
 class Turns:
     """The messages of one session, built from either record shape."""
 
-    __slots__ = ("cwd", "flags", "out", "pending", "clipped")
+    __slots__ = ("cwd", "flags", "out", "pending", "clipped", "faults")
 
-    def __init__(self, cwd: str = ""):
+    def __init__(self, cwd: str = "", faults: Faults | None = None):
         self.cwd = cwd
         self.flags = {f: work.enabled(f) for f in ("PATHS", "COMMANDS", "EDITS", "TOOL_OUTPUT")}
         self.out: list[Message] = []
         self.pending: dict[str, tuple[str, Message]] = {}  # call id -> (command, its record): the exit code comes later
         self.clipped = 0
+        self.faults = faults if faults is not None else Faults()  # the reader's: values set to unknown
 
     def add(self, role: str, text: str, ts, offset: int, tool=None, exit_code=None, is_error=None) -> Message | None:
         if not isinstance(text, str) or not text.strip():
@@ -156,7 +158,7 @@ class Turns:
 
     def record(self, msg: dict, ts_default, offset: int) -> None:
         """One conversation-record message (Gemini ``.json[l]``, Qwen ``.json``)."""
-        kind = msg.get("type")
+        kind = self.faults.text(offset, "type", msg.get("type"))
         ts = ms(msg.get("timestamp"))
         ts = ts if ts is not None else ts_default
         if kind == "user":
@@ -194,6 +196,7 @@ class Turns:
         if not isinstance(parts, list):
             parts = [{"text": parts}] if isinstance(parts, str) else []
         text = content_text([p for p in parts if isinstance(p, dict) and "text" in p])
+        role = self.faults.text(offset, "role", role)
         if role == "user":
             self.user(text, ts, offset)
         elif role in ASSISTANT_TYPES:
@@ -251,6 +254,7 @@ class Turns:
                 self.add("edit", rec, ts, offset, name)
 
     def response(self, name, resp, call_id, ts, offset: int, failed: bool = False) -> None:
+        name = self.faults.text(offset, "tool name", name)
         text, is_error = response_text(resp)
         is_error = is_error or failed
         code = None
@@ -267,8 +271,7 @@ class Turns:
             self.add("user", answers_text(text), ts, offset, name)
             return
         if self.flags["TOOL_OUTPUT"]:
-            self.add("tool-output", text, ts, offset, name if isinstance(name, str) else None, None,
-                     True if is_error else None)
+            self.add("tool-output", text, ts, offset, name, None, True if is_error else None)
 
     def absolute(self, path: str) -> str:
         """A path the agent gave relative to the folder it ran in, joined to it when known."""

@@ -65,7 +65,7 @@ def _read(path: str, start: int) -> ReadResult:
         update = params.get("update") if isinstance(params, dict) else None
         if not isinstance(update, dict):
             continue
-        role = _KINDS.get(update.get("sessionUpdate"))
+        role = _KINDS.get(lines.faults.text(offset, "sessionUpdate", update.get("sessionUpdate")))
         if role is None or (role == "tool-output" and not tool_output):
             continue
         text = _text(update)

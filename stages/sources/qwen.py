@@ -61,7 +61,7 @@ def _read_jsonl(path: str, start: int) -> ReadResult:
     lines = Lines(path, start)
     sid = os.path.splitext(os.path.basename(path))[0]
     cwd = branch = ""
-    turns = chat.Turns()
+    turns = chat.Turns(faults=lines.faults)
     bad = 0
     for offset, obj in lines:
         try:

@@ -104,3 +104,20 @@ class Faults:
             return ""
         self.note(offset, f"{field} {show(value)} is not text")
         return ""
+
+    def text(self, offset: int, field: str, value) -> str | None:
+        """``value`` when it is a string or null, else None and noted: a kind, role
+        or id a reader compares with a set or looks up, where a dict or list raises."""
+        if value is None or isinstance(value, str):
+            return value
+        self.note(offset, f"{field} {show(value)} is not text")
+        return None
+
+    def items(self, offset: int, field: str, value) -> list:
+        """``value`` when it is a list, else [] (noted unless null): a reader that
+        walks a number or a string where a list belongs raises or reads characters."""
+        if isinstance(value, list):
+            return value
+        if value is not None:
+            self.note(offset, f"{field} is {show(value)}, not a list")
+        return []

@@ -77,7 +77,11 @@ def index(*, rebuild: bool = False, env: Mapping[str, str] | None = None,
             state = pending(env, con, problems=skipped)
         except OSError:  # an index path that is a file, a folder we may not read: the run says which
             state = None
-        if state is not None and not state[0] and state[2] and not Store(config.index_dir(env)).writer_running():
+        from deja.stages.store.catalog import suspects
+
+        root = config.index_dir(env)
+        if (state is not None and not state[0] and state[2] and not Store(root).writer_running()
+                and not suspects(root)):  # (a part a query could not read: the run decodes it whole)
             return {"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": skipped}
     return run_index(rebuild=rebuild, env=env, progress=progress, notice=notice, con=con,
                      prune_gone=prune_gone).as_json()

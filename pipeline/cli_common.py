@@ -20,18 +20,31 @@ HELP_PROJECT = ("Only this project: its name, the end of its path, or a path "
 HELP_SINCE = "Only sessions active within this long: days, hours or minutes (e.g. --since 7d, 12h, 90m)."
 
 
-def error_line(exc: BaseException) -> str:
+# What DuckDB says of Parquet bytes it cannot decode, when it names no file
+_UNDECODABLE = (r"don't know what type|TProtocolException|[Dd]ecompression failure|[Cc]orrupt|"
+                r"Invalid Input Error: (?:File|Failed to read)|not a parquet file|magic bytes")
+
+
+def error_line(exc: BaseException, root=None) -> str:
     """The one line an unforeseen error gets: a damaged store part says what
     repairs it, anything else its type and first line (DuckDB's messages go on
-    with the query they came from)."""
+    with the query they came from). A part that could not be read is noted for
+    the next `deja index`, which decodes it whole: bytes damaged in place keep
+    a part's size, which is all a run checks of every part."""
     import re
 
+    from deja.stages.store.catalog import ANY, note_suspects
+
     msg = str(exc)
-    root = str(config.index_dir())
+    root = str(root or config.index_dir())
     m = re.search(re.escape(root) + r"/([^'\"\s]+\.parquet)", msg)
     if m:
+        note_suspects(root, [m.group(1)])
         return f"part {m.group(1)} of the index is damaged; run `deja index` to repair it"
     first = (msg.strip().splitlines() or [""])[0]
+    if type(exc).__module__.startswith(("duckdb", "_duckdb")) and re.search(_UNDECODABLE, msg):
+        note_suspects(root, [ANY])
+        return f"the index could not be read ({first[:120]}); run `deja index` to check and repair it"
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 

@@ -46,7 +46,11 @@ def report(env: Mapping[str, str]) -> dict:
             q = duck.connect()
             # every live part against the catalog: it exists, its footer reads, its rows are
             # the rows written (footers only: cheap on any store)
-            damaged, _ = store.damaged_parts(q, parts, footers=True)
+            from deja.stages.store.catalog import note_suspects, suspects
+
+            damaged, _ = store.damaged_parts(q, parts, footers=True, suspects=suspects(store.root))
+            if damaged:  # (what doctor found, the next `deja index` checks too, whatever the parts' sizes)
+                note_suspects(store.root, sorted(damaged))
             sess = [f for f in sess if f[len(str(store.root)) + 1:] not in damaged]
             if sess:
                 cols = {d[0] for d in q.execute("SELECT * FROM read_parquet(?) LIMIT 0", [sess]).description}

@@ -28,7 +28,7 @@ MAX_FRAME = 10 << 20
 RECALL_CAP = 4096
 CONTEXT_CAP = 8192
 BLAME_CAP = 8192
-PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
 
 INSTRUCTIONS = (
     "deja is the memory of every coding agent on this machine (Claude Code, Codex, Gemini CLI, Cursor, "
@@ -372,6 +372,11 @@ def _server(env: Mapping[str, str]):
             return await anyio.to_thread.run_sync(fn, *a, limiter=limiter)
         except ToolError as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc))
+        except Exception as exc:  # one line, JSON-RPC's internal error (a damaged part says what repairs it)
+            from deja.pipeline.cli_common import error_line
+            from deja.stages.store import config
+
+            raise MCPError(code=INTERNAL_ERROR, message=error_line(exc, config.index_dir(env)))
 
     limiter = anyio.CapacityLimiter(1)
 

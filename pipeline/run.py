@@ -129,8 +129,15 @@ class Run:
         self.live = self.store.live_parts(self.parts.values())
 
     def find_damage(self) -> None:
-        """The cheap check of every run: a stat per live part (pipeline/heal.py)."""
-        damaged, self.sizes = self.store.damaged_parts(self.con, [r[:4] for r in self.parts.values()])
+        """The cheap check of every run: a stat per live part (pipeline/heal.py),
+        and the parts a query could not read decoded whole."""
+        from deja.stages.store.catalog import clear_suspects, suspects
+
+        suspect = suspects(self.store.root)
+        damaged, self.sizes = self.store.damaged_parts(self.con, [r[:4] for r in self.parts.values()],
+                                                       suspects=suspect)
+        if suspect:
+            clear_suspects(self.store.root)  # (checked: what is damaged is repaired below)
         if not damaged:
             return
         self.repair = Repair(damaged)

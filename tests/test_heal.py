@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -111,9 +112,42 @@ def damage(home, dataset: str, how: str) -> str:
     path = home.index / rel
     if how == "delete":
         path.unlink()
-    else:
+    elif how == "truncate":
         os.truncate(path, path.stat().st_size // 2)
     return rel
+
+
+def damage_in_place(home, dataset: str, how: str) -> str:
+    """Bytes of the part "connection pool" reads changed where they are, its size
+    kept: ``whole`` (random bytes throughout) or ``pages`` (a run of its data
+    pages, the footer intact)."""
+    rel = damage(home, dataset, "keep")  # (the part; "keep" leaves it as it is)
+    path = home.index / rel
+    data = bytearray(path.read_bytes())
+    rng = random.Random(7)
+    if how == "whole":
+        data = bytearray(rng.randrange(256) for _ in data)
+    else:
+        for i in range(8, len(data) // 2):
+            data[i] = rng.randrange(256)
+    path.write_bytes(bytes(data))
+    return rel
+
+
+@pytest.mark.parametrize("how", ["whole", "pages"])
+def test_a_part_damaged_in_place_is_repaired_by_the_next_index_once_a_query_met_it(home, how):
+    """A run checks every part's size, which damage in place keeps: the query
+    that could not read the part notes it, and the next `deja index` decodes it
+    whole and repairs it (it said "up to date" while every answer pointed at it)."""
+    env = build(home, {})
+    rel = damage_in_place(home, "records", how)
+    met = []
+    for words in (["connection", "pool"], ["pytest"], ["flaky", "test"]):
+        proc = home.run("search", *words, check=False, extra_env=env)
+        assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr
+        met += [line for line in proc.stderr.splitlines() if "deja index" in line]
+    assert met  # the searches said what repairs it
+    assert_healed(home, env)
 
 
 def assert_reported(home, env: dict, rel: str, dataset: str) -> None:

@@ -323,14 +323,22 @@ class Store:
         )
 
     # ---- damage -------------------------------------------------------
-    def damaged_parts(self, con: duck.DuckDBPyConnection, rows, footers: bool = False) -> tuple[dict, dict]:
+    def damaged_parts(self, con: duck.DuckDBPyConnection, rows, footers: bool = False,
+                      suspects: set[str] = frozenset()) -> tuple[dict, dict]:
         """Which live parts are damaged: ``rows`` are generation's (dataset, file,
         rows, bytes). Every part gets a stat; its footer is read when its size
         is not the one recorded (or none was), or always with ``footers``
-        (doctor). Returns ({file: (dataset, what is wrong)}, {file: size} of
-        sound parts whose size was not recorded yet)."""
+        (doctor); a part a query could not read (``suspects``, ``ANY`` for every
+        part: see ``note_suspects``) is decoded whole, since bytes damaged in
+        place keep its size and can keep its footer. Returns ({file: (dataset,
+        what is wrong)}, {file: size} of sound parts whose size was not recorded yet)."""
         damaged, sizes = {}, {}
         for dataset, rel, n, size in rows:
+            if rel in suspects or ANY in suspects:
+                problem = self.check_footer(con, rel, n) or self.check_pages(con, rel)
+                if problem:
+                    damaged[rel] = (dataset, problem)
+                    continue
             try:
                 actual = os.stat(self.root / rel).st_size
             except FileNotFoundError:
@@ -347,6 +355,15 @@ class Store:
             elif actual != size:
                 sizes[rel] = actual  # sound: a catalog from before sizes were kept
         return damaged, sizes
+
+    def check_pages(self, con: duck.DuckDBPyConnection, rel: str) -> str | None:
+        """What is wrong with one part's data pages, or None: every value is decoded."""
+        try:
+            con.execute("SELECT max(hash(COLUMNS(*))) FROM read_parquet(?)", [str(self.root / rel)])  # (every column, every row)
+        except duck.Error as exc:
+            why = first_line(exc).split(": ", 1)[-1].replace(f'"{self.root / rel}"', "").replace(f"'{self.root / rel}'", "")
+            return f"unreadable ({why.strip()})"
+        return None
 
     def check_footer(self, con: duck.DuckDBPyConnection, rel: str, rows: int | None) -> str | None:
         """What is wrong with one part's footer, or None: only the footer is read."""
@@ -400,6 +417,35 @@ class Store:
             except OSError:
                 pass
         return total
+
+
+# Parts a query could not read, for the next index run to decode whole
+# (Store.damaged_parts): a line per part, ANY when the error named none.
+SUSPECTS = ".suspect"
+ANY = "*"
+
+
+def note_suspects(root: Path | str, rels: list[str]) -> None:
+    """Best effort: a reader may not write, and saying so is the query's job."""
+    try:
+        with open(Path(root) / SUSPECTS, "a", encoding="utf-8") as f:
+            f.write("".join(r + "\n" for r in rels))
+    except OSError:
+        pass
+
+
+def suspects(root: Path | str) -> set[str]:
+    try:
+        return {line.strip() for line in (Path(root) / SUSPECTS).read_text(encoding="utf-8").splitlines() if line.strip()}
+    except (OSError, ValueError):
+        return set()
+
+
+def clear_suspects(root: Path | str) -> None:
+    try:
+        (Path(root) / SUSPECTS).unlink()
+    except OSError:
+        pass
 
 
 def warn(msg: str) -> None:

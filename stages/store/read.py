@@ -71,6 +71,9 @@ class LiveStore:
         return None
 
     def leave_out(self, part: str) -> None:
+        from .catalog import note_suspects
+
+        note_suspects(self.root, [part[len(str(self.root)) + 1:]])  # (the next index run decodes it whole)
         if part in self.files.get("sessions", []):
             # every answer names its sessions: there is no rest to answer from
             raise Damaged(f"part {part[len(str(self.root)) + 1:]} is damaged; run `deja index` to repair it")

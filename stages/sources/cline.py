@@ -69,8 +69,7 @@ def _read_session(path: str) -> ReadResult:
     part.title_rank = 1 if part.title else 0
     start = fam.base_time(manifest.get("created_at"), manifest.get("started_at"))
     conv = fam.Conversation(part, start, faults)
-    for i, msg in enumerate(doc["messages"]):
-        conv.turn(msg, i)
+    conv.read(doc["messages"])
     if part.cwd:
         part.project = project_from_cwd(part.cwd)
     sessions = [part] if part.messages or part.title else []

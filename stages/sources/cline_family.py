@@ -285,6 +285,13 @@ class Conversation:
             self.faults.note(offset, f"ts {show(raw)} is not a time in 1970-2200")
         return self.base + i * 1000 if self.base is not None else None
 
+    def read(self, msgs: list, ui: bool = False) -> None:
+        for i, msg in enumerate(msgs):
+            try:
+                (self.ui_message if ui else self.turn)(msg, i)
+            except Exception as exc:  # a message of a shape not foreseen costs that message only
+                self.faults.note(0, f"message {i} could not be read ({type(exc).__name__})")
+
     def turn(self, msg, i: int) -> None:
         if not isinstance(msg, dict):
             self.faults.note(0, f"message {i} is {show(msg)}, not an object")
@@ -461,9 +468,7 @@ def read_task(path: str, harness: str, prefix: str) -> ReadResult:
         pass
     # Cline's task ids are the start in ms; Roo's and Kilo's are UUIDs
     conv = Conversation(part, base_time(item.get("ts"), task_id if task_id.isdigit() else None, mtime), faults)
-    ui = os.path.basename(path) == "ui_messages.json"
-    for i, msg in enumerate(doc):
-        (conv.ui_message if ui else conv.turn)(msg, i)
+    conv.read(doc, ui=os.path.basename(path) == "ui_messages.json")
     if part.cwd:
         part.project = project_from_cwd(part.cwd)
     sessions = [part] if part.messages or part.title else []

@@ -40,6 +40,7 @@ from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, clip, is_regular_file, json_cell, parse_ts
 from deja.stages.sources.locate import cursor_cli_home, cursor_files, cursor_user_dir
+from deja.stages.sources.values import Faults
 
 HARNESS = "cursor"
 
@@ -324,19 +325,22 @@ def _read_txt(path: str) -> ReadResult:
 def _read_store(path: str) -> ReadResult:
     folder = _workspace_folder(path)
     res = ReadResult()
+    faults = Faults()
     try:
         with sqlite_store.snapshot(path) as snap:
             tables = snap.tables()
             parts: dict[str, SessionPart] = {}
             if "cursorDiskKV" in tables:
-                _composers(snap, parts, folder, res)
+                _composers(snap, parts, folder, res, faults)
             if "ItemTable" in tables:
-                _item_table(snap, parts, folder, res)
+                _item_table(snap, parts, folder, res, faults)
     except sqlite_store.Empty:
         return ReadResult()
     except sqlite_store.Unreadable as exc:
         return ReadResult(error=str(exc))
     res.sessions = [p for p in parts.values() if p.messages]
+    res.malformed += faults.count
+    res.faults = faults.first
     return res
 
 
@@ -360,7 +364,7 @@ def _json(value, res: ReadResult):
     return None if value is None else json_cell(value, res)
 
 
-def _composers(snap, parts: dict, folder: str, res: ReadResult) -> None:
+def _composers(snap, parts: dict, folder: str, res: ReadResult, faults: Faults) -> None:
     rows = snap.rows("SELECT key, value FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;'")
     for n, (key, value) in enumerate(rows):
         if n % 64 == 0:
@@ -377,13 +381,13 @@ def _composers(snap, parts: dict, folder: str, res: ReadResult) -> None:
         if isinstance(inline, list) and inline:
             bubbles = [b for b in inline if isinstance(b, dict)]
         else:
-            bubbles = _bubbles(snap, cid, data.get("fullConversationHeadersOnly"), res)
+            bubbles = _bubbles(snap, cid, data.get("fullConversationHeadersOnly"), res, faults, n)
         _add_bubbles(part, bubbles, start, n)
         if part.messages:
             parts[cid] = part
 
 
-def _bubbles(snap, cid: str, headers, res: ReadResult) -> list[dict]:
+def _bubbles(snap, cid: str, headers, res: ReadResult, faults: Faults, at: int) -> list[dict]:
     prefix = f"bubbleId:{cid}:"
     found: dict[str, dict] = {}
     for key, value in snap.rows("SELECT key, value FROM cursorDiskKV WHERE key >= ? AND key < ?",
@@ -392,7 +396,7 @@ def _bubbles(snap, cid: str, headers, res: ReadResult) -> list[dict]:
         if isinstance(b, dict):
             found[key[len(prefix):]] = b
     if isinstance(headers, list) and headers:
-        order = [h.get("bubbleId") for h in headers if isinstance(h, dict)]
+        order = [faults.text(at, "header bubbleId", h.get("bubbleId")) for h in headers if isinstance(h, dict)]
         ordered = [found.pop(b) for b in order if b in found]
         return ordered + sorted(found.values(), key=_bubble_ms)  # bubbles the headers do not list yet
     return sorted(found.values(), key=_bubble_ms)
@@ -442,7 +446,7 @@ def _add_bubbles(part: SessionPart, bubbles: list[dict], start: int | None, offs
                                              byte_offset=offset))
 
 
-def _item_table(snap, parts: dict, folder: str, res: ReadResult) -> None:
+def _item_table(snap, parts: dict, folder: str, res: ReadResult, faults: Faults) -> None:
     for (value,) in snap.rows("SELECT value FROM ItemTable WHERE key = ?", (_LEGACY_CHAT,)):
         data = _json(value, res)
         tabs = data.get("tabs") if isinstance(data, dict) else None
@@ -463,7 +467,7 @@ def _item_table(snap, parts: dict, folder: str, res: ReadResult) -> None:
             if isinstance(title, str) and title.strip() and not part.title:
                 part.title, part.title_rank = title.strip(), 1
             start = parse_ts(tab.get("lastSendTime")) or parse_ts(tab.get("createdAt"))
-            bubbles = [b for b in tab.get("bubbles") or [] if isinstance(b, dict)]
+            bubbles = [b for b in faults.items(0, "tab bubbles", tab.get("bubbles")) if isinstance(b, dict)]
             _add_bubbles(part, bubbles, start, 0)
             if part.messages:
                 parts[tid] = part

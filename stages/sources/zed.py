@@ -36,6 +36,7 @@ from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import clip, speech, parse_ts
 from deja.stages.sources.locate import include_subagents, zed_db, zed_files
+from deja.stages.sources.values import Faults
 
 HARNESS = "zed"
 _FILE_TOOLS = frozenset(("edit_file", "read_file", "create_directory", "delete_path", "move_path", "copy_path",
@@ -66,6 +67,7 @@ def _read(snap) -> ReadResult:
     want = ("id", "summary", "updated_at", "data_type", "data", "parent_id", "folder_paths", "created_at")
     pick = ", ".join(c if c in cols else f"NULL AS {c}" for c in want)
     with_sub = include_subagents(os.environ)
+    faults = Faults()
     for n, (tid, summary, updated, dtype, data, parent, folders, created) in enumerate(
             snap.rows(f"SELECT {pick} FROM threads ORDER BY id")):
         snap.check()
@@ -76,9 +78,7 @@ def _read(snap) -> ReadResult:
             continue
         doc = _body(dtype, data)
         if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-            res.malformed += 1
-            if len(res.faults) < 5:
-                res.faults.append((n, f"thread {tid}: body does not decode ({dtype})"))
+            faults.note(n, f"thread {tid}: body does not decode ({dtype})")
             continue
         ts = parse_ts(created) or parse_ts(updated) or parse_ts(doc.get("updated_at"))
         part = SessionPart(harness=HARNESS, session_id=tid, cwd=_cwd(folders, doc))
@@ -88,9 +88,11 @@ def _read(snap) -> ReadResult:
         if isinstance(parent, str) and parent:
             part.kind, part.parent, part.spawned = "subagent", parent, True
         for i, msg in enumerate(doc["messages"]):
-            part.messages.extend(_message(msg, ts, i, res))
+            part.messages.extend(_message(msg, ts, i, res, faults))
         if part.messages:
             res.sessions.append(part)
+    res.malformed += faults.count
+    res.faults = faults.first
     return res
 
 
@@ -135,7 +137,7 @@ def _cwd(folders, doc: dict) -> str:
     return ""
 
 
-def _message(msg, ts, at: int, res: ReadResult) -> list[Message]:
+def _message(msg, ts, at: int, res: ReadResult, faults: Faults) -> list[Message]:
     if not isinstance(msg, dict):
         return []  # "Resume", or a shape this reader does not know
     if "role" in msg:  # the older document
@@ -148,7 +150,7 @@ def _message(msg, ts, at: int, res: ReadResult) -> list[Message]:
         return speech(role, texts, ts, at, res)
     if isinstance(msg.get("User"), dict):
         texts = []
-        for c in msg["User"].get("content") or []:
+        for c in faults.items(at, f"message {at} content", msg["User"].get("content")):
             if isinstance(c, dict) and isinstance(c.get("Text"), str):
                 texts.append(c["Text"])
             elif isinstance(c, dict) and isinstance(c.get("Mention"), dict):
@@ -160,7 +162,7 @@ def _message(msg, ts, at: int, res: ReadResult) -> list[Message]:
         agent = msg["Agent"]
         texts, paths, work_msgs = [], [], []
         flags = {f: work.enabled(f) for f in ("PATHS", "COMMANDS", "TOOL_OUTPUT")}
-        for c in agent.get("content") or []:
+        for c in faults.items(at, f"message {at} content", agent.get("content")):
             if isinstance(c, dict) and isinstance(c.get("Text"), str):
                 texts.append(c["Text"])
             elif isinstance(c, dict) and isinstance(c.get("ToolUse"), dict):

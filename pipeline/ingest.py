@@ -63,7 +63,11 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
     except OSError:
         return _changed(action, "vanished before it was read")
     try:
-        res = reader(action.harness).read(action.path, action.start)
+        mod = reader(action.harness)
+        if getattr(mod, "HOLDS_PENDING", False):  # (the index reads live transcripts: jsonl.held_back)
+            res = mod.read(action.path, action.start, live=True)
+        else:
+            res = mod.read(action.path, action.start)
     except Exception as exc:  # a reader bug costs one file, never the run
         return FileOutput(action, None, {}, action.start, "", 0, 0, {}, f"{type(exc).__name__}: {exc}")
     if res.error:

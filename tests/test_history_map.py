@@ -24,6 +24,7 @@ def _session(home: Home, n: int, command: str, edit: str, day: int = 2) -> None:
                                {"type": "tool_use", "id": f"e{n}", "name": "Edit",
                                 "input": {"file_path": edit, "old_string": "a", "new_string": "b"}}],
                          ts, f"a{n}", msg_id=f"m{n}"),
+        claude_user(sid, [{"type": "tool_result", "tool_use_id": f"t{n}", "content": "done"}], ts, f"r{n}"),
     ])
 
 

@@ -113,8 +113,8 @@ def session_file(tmp_path, lines, project="-home-dev-src-shop", sid=SID) -> str:
     return write(tmp_path / "projects" / project / f"{sid}.jsonl", lines)
 
 
-def read_one(path, start=0):
-    r = claude.read(path, start)
+def read_one(path, start=0, live=False):
+    r = claude.read(path, start, live=live)
     assert r.error == ""
     assert len(r.sessions) == 1, [s.session_id for s in r.sessions]
     return r, r.sessions[0]
@@ -132,8 +132,6 @@ def by_role(part, role):
 def _clean_env(monkeypatch):
     for k in ("DEJA_INDEX_PATHS", "DEJA_INDEX_COMMANDS", "DEJA_INDEX_EDITS", "DEJA_INDEX_TOOL_OUTPUT"):
         monkeypatch.delenv(k, raising=False)
-    # a transcript a test wrote is a finished session unless the test says it is live
-    monkeypatch.setattr("deja.stages.sources.jsonl.LIVE_SECONDS", 0)
 
 
 # -------------------------------------------------------------------- discover
@@ -296,31 +294,31 @@ def test_bash_command_with_exit_code_from_result(tmp_path):
     assert by_role(s, "tool-output")[0].is_error is True
 
 
-def test_a_command_still_running_is_read_with_its_exit_code_once_its_result_is_written(tmp_path, monkeypatch):
-    """A run between a Bash call and its result (a hook's refresh during the
-    very call) leaves the call's lines for the next read, which has the exit code."""
-    monkeypatch.setattr("deja.stages.sources.jsonl.LIVE_SECONDS", 600)
+def test_a_command_still_running_is_read_with_its_exit_code_once_its_result_is_written(tmp_path):
+    """The index reads live: a run between a Bash call and its result (a hook's
+    refresh during the very call) leaves the call's lines for the next read,
+    which has the exit code."""
     t = T()
     said = [t.user("run the tests")]
     first = said + [t.assistant(tool_use("Bash", {"command": "make test"}, "toolu_M"))]
     path = session_file(tmp_path, first)
-    r1, s1 = read_one(path)
+    r1, s1 = read_one(path, live=True)
     assert roles(s1) == ["user"]  # what came before the call is read now
     assert r1.safe_offset == len(dump(said))
+    assert [m.text for m in read_one(path)[1].messages][-1] == "$ make test"  # (recovery reads it all)
     with open(path, "ab") as fh:
         fh.write(dump([t.result("toolu_M", "Exit code 2\nmake: *** [test] Error 1", is_error=True)]))
-    _, s2 = read_one(path, r1.safe_offset)
+    _, s2 = read_one(path, r1.safe_offset, live=True)
     assert [(m.role, m.exit_code) for m in s2.messages] == [("command", 2), ("tool-output", None)]
     assert s2.messages[0].text == "$ make test  → exit 2"
 
 
-def test_a_session_nobody_writes_to_any_more_is_read_to_its_end_without_the_result(tmp_path, monkeypatch):
-    monkeypatch.setattr("deja.stages.sources.jsonl.LIVE_SECONDS", 600)
+def test_a_session_nobody_writes_to_any_more_is_read_to_its_end_without_the_result(tmp_path):
     t = T()
     path = session_file(tmp_path, [t.user("run the tests"), t.assistant(tool_use("Bash", {"command": "make test"}, "toolu_M"))])
     old = os.path.getmtime(path) - 3600
     os.utime(path, (old, old))  # killed mid-command an hour ago
-    r, s = read_one(path)
+    r, s = read_one(path, live=True)
     assert [(m.text, m.exit_code) for m in s.messages][-1] == ("$ make test", None)
     assert r.safe_offset == os.path.getsize(path)
 

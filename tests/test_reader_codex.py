@@ -28,12 +28,6 @@ CHILD = "019cadd4-f71b-7c3e-86a4-d9f2b5e8a3ca"
 CWD = "/home/dev/src/ledger-service"
 
 
-@pytest.fixture(autouse=True)
-def _finished(monkeypatch):
-    # a rollout a test wrote is a finished session unless the test says it is live
-    monkeypatch.setattr("deja.stages.sources.jsonl.LIVE_SECONDS", 0)
-
-
 # --------------------------------------------------------------------------- helpers
 
 
@@ -416,22 +410,22 @@ def test_exit_code_from_exec_end_when_output_has_none(tmp_path):
     assert roles(part)[1:] == [("command", "$ make build  → exit 2"), ("tool-output", "make: *** [build] Error 2")]
 
 
-def test_a_call_still_running_is_read_with_its_exit_code_and_tool_once_its_output_is_written(tmp_path, monkeypatch):
-    """A run between a call and its output (a hook's refresh during the very
-    call) leaves the call's lines for the next read: the command gets its exit
-    code and the output its tool."""
-    monkeypatch.setattr("deja.stages.sources.jsonl.LIVE_SECONDS", 600)
+def test_a_call_still_running_is_read_with_its_exit_code_and_tool_once_its_output_is_written(tmp_path):
+    """The index reads live: a run between a call and its output (a hook's
+    refresh during the very call) leaves the call's lines for the next read:
+    the command gets its exit code and the output its tool."""
     first = [
         line(ts(0), "session_meta", meta()),
         line(ts(1), "response_item", fcall("exec_command", {"cmd": "go test ./..."}, "c1")),
     ]
     p = write(tmp_path, first)
-    res = codex.read(p)
+    res = codex.read(p, live=True)
     assert roles(one(res)) == []
     assert res.safe_offset == len(first[0]) + 1  # the meta line, not the call's
+    assert roles(one(codex.read(p))) == [("command", "$ go test ./...")]  # (recovery reads it all)
     with open(p, "a") as fh:
         fh.write(line(ts(5), "response_item", fout("c1", "Exit code: 1\nWall time: 4 seconds\nOutput:\nFAIL\n")) + "\n")
-    later = one(codex.read(p, res.safe_offset))
+    later = one(codex.read(p, res.safe_offset, live=True))
     assert [(m.role, m.exit_code, m.tool) for m in later.messages] == [
         ("command", 1, "exec_command"), ("tool-output", None, "exec_command")]
     assert later.messages[1].is_error is True
@@ -439,7 +433,7 @@ def test_a_call_still_running_is_read_with_its_exit_code_and_tool_once_its_outpu
     with open(p, "a") as fh:  # another call the session was killed during
         fh.write(line(ts(6), "response_item", fcall("exec_command", {"cmd": "make"}, "c2")) + "\n")
     os.utime(p, (old, old))
-    assert roles(one(codex.read(p)))[-1] == ("command", "$ make")
+    assert roles(one(codex.read(p, live=True)))[-1] == ("command", "$ make")
 
 
 def test_index_switches(tmp_path, monkeypatch):

@@ -676,10 +676,18 @@ def _human(origin) -> bool:
     return kind is None or kind == "human"
 
 
-def read(path: str, start: int = 0) -> ReadResult:
+# The index reads with ``live``: a command still running in a live transcript
+# waits for its result (jsonl.held_back). Recovery and packets read without it:
+# the command running when a session died is what they are for.
+HOLDS_PENDING = True
+
+
+def read(path: str, start: int = 0, live: bool = False) -> ReadResult:
     try:
         reader = _Reader(path, start)
         res = reader.run()
+        if not live:
+            return res
         stop = held_back(path, reader.calls, reader.results)
         if stop is None or stop >= res.safe_offset:
             return res

@@ -38,6 +38,10 @@ from deja.stages.sources.locate import codex_rollouts as _rollout_paths
 
 HARNESS = "codex"
 
+# Calls that wait on the person, not on a program: the question is what a
+# recovery packet needs while it waits (held_back never waits for them).
+_ASKS = frozenset({"request_user_input"})
+
 _HEAD = 64 << 10
 _HEAD_MAX = 16 << 20  # larger head passes for huge first lines or a long fork replay
 _REPLAY_GUARD_MS = 5000
@@ -94,13 +98,18 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 # --------------------------------------------------------------------------- read
 
 
-def read(path: str, start: int = 0) -> ReadResult:
+# The index reads with ``live``: a call still running in a live rollout waits
+# for its output (jsonl.held_back). Recovery and packets read without it.
+HOLDS_PENDING = True
+
+
+def read(path: str, start: int = 0, live: bool = False) -> ReadResult:
     if not is_regular_file(path):
         return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
     try:
         if os.path.basename(path) == "history.jsonl":
             return _read_history(path, start)
-        return _read_rollout(path, start)
+        return _read_rollout(path, start, live=live)
     except OSError as exc:
         return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # one bad file costs that file, never the run
@@ -125,14 +134,14 @@ def project_of(cwd: str) -> str:
     return re.split(r"[/\\]", s)[-1] if s else ""
 
 
-def _read_rollout(path: str, start: int, stop: int | None = None) -> ReadResult:
+def _read_rollout(path: str, start: int, stop: int | None = None, live: bool = False) -> ReadResult:
     flags = {f: work.enabled(f) for f in ("PATHS", "COMMANDS", "EDITS", "TOOL_OUTPUT")}
     r = _Rollout(path, flags)
     if start > 0:
         r = _primed(path, start, flags)
     lines = Lines(path, start, stop=stop)
     r.bad += lines.each(lambda offset, obj: r.step(offset, obj, True))
-    if stop is None:
+    if live and stop is None:
         cut = held_back(path, r.calls, r.results)
         if cut is not None and cut < lines.end:
             # a call still running: its exit code and its output's tool come in a later line
@@ -338,7 +347,8 @@ class _Rollout:
             call_id = p.get("call_id")
             if isinstance(call_id, str) and isinstance(name, str):
                 self.names[call_id] = name
-                self.calls.setdefault(call_id, offset)
+                if name not in _ASKS:
+                    self.calls.setdefault(call_id, offset)
             patch = p.get("input")
             if isinstance(patch, str) and (name in _PATCH_TOOLS or _PATCH_BEGIN in patch):
                 self._patch(patch, name if isinstance(name, str) else "apply_patch", offset)
@@ -385,7 +395,8 @@ class _Rollout:
         call_id = p.get("call_id")
         if isinstance(call_id, str) and isinstance(name, str):
             self.names[call_id] = name
-            self.calls.setdefault(call_id, offset)
+            if name not in _ASKS:
+                self.calls.setdefault(call_id, offset)
         args = p.get("arguments")
         if name == "request_user_input":  # the agent's question with options: its turn
             q = questions_text(json_object(args))

@@ -70,6 +70,7 @@ class Searcher:
         self.q = q
         self.roles = role_codes(q.role)
         self.notes: list[str] = []  # said on stderr: dropped words, variants
+        self.variants: dict[str, list[str]] = {}  # a word → the close spellings searched for it
         self.text = q.text  # the query without its time words
         self.windows: list[tuple[float, float]] = []  # the times it names
         self.vocab = Vocabulary(store)
@@ -150,6 +151,7 @@ class Searcher:
             variants = self.vocab.fuzzy_variants(t, terms, vocab)
             if variants:
                 self.notes.append(f"{t}: also matching {', '.join(variants)}")
+                self.variants[t] = list(variants)
             fuzzy.append(sorted(set(grp) | set(variants)))
         if fuzzy != stemmed:
             yield "close", fuzzy
@@ -321,6 +323,8 @@ class Searcher:
             }
             if r.ord in only_vector:
                 hit["tier_detail"] = f"cosine {self._cosine.get(r.ord, 0.0):.3f}"
+            elif hit["tier"] == "close" and self.variants:  # (the contract's: the spelling it was found by)
+                hit["tier_detail"] = "; ".join(f"{t} → {', '.join(v)}" for t, v in self.variants.items())
             if worn.get(r.ord):
                 hit["reused"] = worn[r.ord]  # recent agent recalls that served it (cli-contract §3.2)
             hits.append(hit)
@@ -330,8 +334,9 @@ class Searcher:
         if total > len(hits):
             env["capped"] = True
         env["hits"] = hits
-        if tier == "close" and any("also matching" in n for n in self.notes):
+        if tier == "close" and self.variants:
             env["fuzzy"] = True
+            env["variants"] = sorted({v for vs in self.variants.values() for v in vs})
         return env
 
     def fuse(self, ranked: list[Ranked], keep_order: bool, n_groups: int) -> tuple[list[Ranked], set[int]] | None:

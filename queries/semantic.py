@@ -358,8 +358,8 @@ def pasted_error(text: str) -> bool:
 def trace(path: str, con, text: str, lexical: list[tuple[int, float]], cos: dict[int, float], found: list[int],
           coverage: float, calib: Calibration) -> None:
     """One line of JSON per fused search, appended to ``path`` (DEJA_FUSE_TRACE,
-    set by bench/quality/score.py --trace): the pool as the fusion saw it, by
-    session id, so bench/quality/replay.py can rank it again another way
+    set by the quality bench's ``score.py --trace``): the pool as the fusion saw
+    it, by session id, so its ``replay.py`` can rank it again another way
     without searching again. Every session's likeness and its lifts and
     damps, not only the pool's."""
     import json

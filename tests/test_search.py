@@ -137,6 +137,9 @@ def test_stemmed_tier_finds_other_word_forms(corpus):
 def test_close_tier_for_a_misspelling(corpus):
     res = corpus.search("exhuasted")
     assert res["tier"] == "close" and ids(res) == [sid(1)]
+    # the spelling it was found by, as the JSON contract gives it
+    assert res["fuzzy"] is True and res["variants"] == ["exhausted"]
+    assert res["hits"][0]["tier_detail"] == "exhuasted → exhausted"
 
 
 def test_close_tier_for_a_substring(corpus):

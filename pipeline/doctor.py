@@ -106,7 +106,8 @@ def report(env: Mapping[str, str]) -> dict:
         stores.append(entry)
     if index["state"] in ("ok", "damaged"):
         index["stale_stores"] = stale
-    rep = {"schema_version": 2, "stores": stores, "index": index}
+    rep = {"schema_version": 2, "stores": stores, "index": index,
+           "sqlite3": sqlite_report(), "version": version_report()}
     add_skipped(rep, env)
     add_background_failure(rep, env)
     add_exposed(rep, env)
@@ -193,6 +194,25 @@ def vectors_report(env: Mapping[str, str], store: Store) -> dict:
     if source_name and source_name != meta["model"]:
         out["mismatch"] = True  # the configured source makes other vectors: `deja embed` starts anew
     return out
+
+
+def sqlite_report() -> dict:
+    """cli-contract §3.7's ``sqlite3``: the agents' SQLite stores are read
+    with Python's own sqlite3 (no command-line tool needed)."""
+    try:
+        import sqlite3
+
+        return {"state": "ok", "library": sqlite3.sqlite_version}
+    except ImportError as exc:  # (a Python built without it: those stores cannot be read)
+        return {"state": "missing", "error": str(exc)}
+
+
+def version_report() -> dict:
+    """cli-contract §3.7's ``version``: deja asks no server whether a newer one
+    exists (nothing leaves the machine), so the state is ``offline``."""
+    from deja.pipeline.usage import version
+
+    return {"state": "offline", "current": version()}
 
 
 def server_report(env: Mapping[str, str]) -> dict:

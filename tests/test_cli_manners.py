@@ -253,3 +253,12 @@ def test_the_shared_connection_is_opened_again_once_a_caller_closed_it():
     again = duck.shared()
     assert again is not con and again.execute("SELECT 41 + 1").fetchone() == (42,)
     assert duck.shared() is again
+
+
+def test_doctor_json_says_how_sqlite_stores_are_read_and_which_deja_this_is(home):
+    """cli-contract §3.7's sqlite3 and version keys: Python's own sqlite3 reads
+    the agents' databases, and no server is asked about newer versions."""
+    doctor = json.loads(home.run("doctor", "--json").stdout)
+    assert doctor["sqlite3"]["state"] == "ok" and doctor["sqlite3"]["library"]
+    assert doctor["version"]["state"] == "offline"
+    assert doctor["version"]["current"] == home.run("--version").stdout.split()[-1]

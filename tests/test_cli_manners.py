@@ -258,6 +258,8 @@ def test_the_shared_connection_is_opened_again_once_a_caller_closed_it():
 def test_doctor_json_says_how_sqlite_stores_are_read_and_which_deja_this_is(home):
     """cli-contract §3.7's sqlite3 and version keys: Python's own sqlite3 reads
     the agents' databases, and no server is asked about newer versions."""
+    import json
+
     doctor = json.loads(home.run("doctor", "--json").stdout)
     assert doctor["sqlite3"]["state"] == "ok" and doctor["sqlite3"]["library"]
     assert doctor["version"]["state"] == "offline"

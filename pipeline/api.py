@@ -82,7 +82,8 @@ def index(*, rebuild: bool = False, env: Mapping[str, str] | None = None,
         root = config.index_dir(env)
         if (state is not None and not state[0] and state[2] and not Store(root).writer_running()
                 and not suspects(root)):  # (a part a query could not read: the run decodes it whole)
-            return {"up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [], "errors": skipped}
+            return {"schema_version": 2, "up_to_date": True, "sessions": state[1], "seconds": 0.0, "harnesses": [],
+                    "errors": skipped}
     return run_index(rebuild=rebuild, env=env, progress=progress, notice=notice, con=con,
                      prune_gone=prune_gone).as_json()
 

@@ -183,7 +183,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                     meta["unread"] = unread
             vectors.commit(root, meta)  # (stamped with the generation they were checked against)
         total = int(len(live_ids))
-        return {"model": emb.name, "dim": meta["dim"], "records": total, "embedded": embedded,
+        return {"schema_version": 2, "model": emb.name, "dim": meta["dim"], "records": total, "embedded": embedded,
                 "passages": passages_done, "reused": reused, "removed": removed, "rebuilt": why,
                 "unread": meta.get("unread"),
                 "coverage": 1.0 if not total else round((total - len(todo) + embedded) / total, 4),

@@ -72,6 +72,7 @@ class Summary:
 
     def as_json(self) -> dict:
         return {
+            "schema_version": 2,
             "up_to_date": self.up_to_date,
             "sessions": self.sessions,
             "seconds": round(self.seconds, 3),

@@ -264,3 +264,10 @@ def test_doctor_json_says_how_sqlite_stores_are_read_and_which_deja_this_is(home
     assert doctor["sqlite3"]["state"] == "ok" and doctor["sqlite3"]["library"]
     assert doctor["version"]["state"] == "offline"
     assert doctor["version"]["current"] == home.run("--version").stdout.split()[-1]
+
+
+def test_index_json_carries_the_schema_version_whether_it_ran_or_had_nothing_to_do(home):
+    import json
+
+    for _ in range(2):  # (a run, then the shortcut that answers "up to date")
+        assert json.loads(home.run("index", "--json").stdout)["schema_version"] == 2

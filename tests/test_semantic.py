@@ -116,7 +116,7 @@ def test_embed_is_incremental_and_keeps_step_with_the_store(home, server):
     home.run("index")
     first = embed(home, env)
     assert (first["records"], first["embedded"], first["coverage"], first["model"]) == (6, 6, 1.0, "http:concepts")
-    assert first["dim"] == 16 and first["passages"] == 6
+    assert first["dim"] == 16 and first["passages"] == 6 and first["schema_version"] == 2
     sent = sum(r["n"] for r in requests(log))
     assert sent == 6
 

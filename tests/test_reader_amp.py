@@ -72,3 +72,18 @@ def test_a_thread_caught_mid_rewrite_keeps_what_the_index_held(home):
     path.write_bytes(whole)
     summary = json.loads(home.run("index", "--json").stdout)
     assert summary["errors"] == [] and home.search("partner API")["total"]
+
+
+def test_a_value_of_the_wrong_type_costs_that_value_and_the_thread_is_still_indexed(home):
+    path = store(home)
+    doc = json.loads(path.read_text())
+    doc["messages"][4]["content"][0]["run"]["status"] = {"state": "done"}
+    path.write_text(json.dumps(doc))
+    res = amp.read(str(path))
+    assert res.error == "" and res.malformed == 1 and res.faults == [(4, "status a dict is not text")]
+    (s,) = res.sessions
+    assert len(s.messages) == 10
+    assert s.messages[8].text.startswith("ok  \twebhooks/worker") and s.messages[8].is_error is None
+    summary = json.loads(home.run("index", "--json").stdout)
+    assert {h["harness"]: h for h in summary["harnesses"]}["amp"]["sessions"] == 1 and not summary["errors"]
+    assert home.search("jitter", "backoff")["total"] == 1

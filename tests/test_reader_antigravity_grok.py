@@ -69,3 +69,40 @@ def test_grok_a_subagent_names_its_parent_and_is_kept_only_when_asked(home):
     assert (s.kind, s.parent, s.agent, s.spawned) == ("subagent", "0197-parent", "explorer", True)
     rows = {h["harness"]: h for h in json.loads(home.run("index", "--json").stdout)["harnesses"]}
     assert rows["grok"]["sessions"] == 0
+
+
+def _rewrite(path, n: int, change) -> None:
+    rows = [json.loads(x) for x in Path(path).read_text().splitlines()]
+    change(rows[n])
+    Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_antigravity_a_type_of_the_wrong_type_costs_that_value_not_the_file(home):
+    _at_home(home, "antigravity", ".gemini/antigravity")
+    (path,) = antigravity.antigravity_files(home.env)
+    _rewrite(path, 2, lambda r: r.update(type=["RUN_COMMAND"]))
+    res = antigravity.read(path)
+    assert res.error == "" and res.malformed == 1 and res.faults[0][1] == "type a list is not text"
+    (s,) = res.sessions
+    # a step of no known kind: its words kept, as the agent's (a row without a type)
+    assert [m.role for m in s.messages] == ["user", "files", "tool-output", "assistant", "assistant"]
+    assert "expected zoom in cache key" in s.messages[3].text
+    assert s.cwd == "/home/dev/src/geo-tiles"
+    rows = {h["harness"]: h for h in json.loads(home.run("index", "--json").stdout)["harnesses"]}
+    assert rows["antigravity"]["sessions"] == 1 and rows["antigravity"]["failed"] == 0
+    assert home.search("zoom", "cache", "key")["total"] == 1
+
+
+def test_grok_an_update_kind_of_the_wrong_type_costs_that_update_only(home):
+    _at_home(home, "grok", ".grok")
+    (path,) = grok.grok_files(home.env)
+    _rewrite(path, 2, lambda r: r["params"]["update"].update(sessionUpdate={"kind": "tool_call"}))
+    res = grok.read(path)
+    assert res.error == "" and res.malformed == 1 and res.faults[0][1] == "sessionUpdate a dict is not text"
+    assert [(m.role, m.text) for m in res.sessions[0].messages] == [
+        ("user", "monthly totals drift by a cent when summing float amounts"),
+        ("assistant", "Summing floats accumulates rounding error; use Decimal and quantize once at the end."),
+    ]
+    rows = {h["harness"]: h for h in json.loads(home.run("index", "--json").stdout)["harnesses"]}
+    assert rows["grok"]["sessions"] == 1 and rows["grok"]["failed"] == 0
+    assert home.search("Decimal", "quantize")["total"] == 1

@@ -240,3 +240,48 @@ def test_demo_shows_the_cline_family(tmp_path):
     assert proc.returncode == 0, proc.stderr
     for h in ("cline:", "roo:", "kilo:"):
         assert h in proc.stdout
+
+
+def test_an_id_of_the_wrong_type_costs_that_value_and_the_task_is_still_indexed(home):
+    stores = lay_out(home)
+    session = home.home / ".cline" / "data" / "sessions" / CLINE_SESSION / f"{CLINE_SESSION}.messages.json"
+    doc = json.loads(session.read_text())
+    doc["messages"][2]["content"][0]["tool_use_id"] = ["tu2"]
+    session.write_text(json.dumps(doc))
+    task = stores["roo"] / "tasks" / ROO_PARENT / "api_conversation_history.json"
+    doc = json.loads(task.read_text())
+    doc[2]["content"][0]["tool_use_id"] = {"id": "call_1"}
+    task.write_text(json.dumps(doc))
+    res = read("cline", session)
+    assert res.malformed == 1 and res.faults == [(0, "message 2 tool_use_id a list is not text")]
+    (out,) = [m for m in res.sessions[0].messages if m.role == "tool-output"]
+    assert out.text.startswith("FAILED tests/test_monthly.py") and out.tool is None and out.is_error is True
+    assert len(res.sessions[0].messages) == 8
+    res = read("roo", task)
+    assert res.malformed == 1 and [m.role for m in res.sessions[0].messages] == [
+        "user", "assistant", "tool-output", "assistant"]
+    summary = run_index(dict(home.env))
+    assert (summary.harnesses["cline"].sessions, summary.harnesses["cline"].failed) == (2, 0)
+    assert (summary.harnesses["roo"].sessions, summary.harnesses["roo"].failed) == (1, 0)
+    assert sessions_of(home, "refunds", "twice") == {CLINE_SESSION}
+    assert sessions_of(home, "subtask", "completed") == {f"roo-task-{ROO_PARENT}"}
+
+
+def test_a_message_of_a_shape_not_foreseen_costs_that_message_only(home):
+    stores = lay_out(home)
+    p = stores["kilo"] / "tasks" / KILO_TASK / "api_conversation_history.json"
+    doc = json.loads(p.read_text())
+    doc += [  # Roo's multi-file arguments written as objects, not the XML the parse knows
+        {"role": "assistant", "ts": 1768831300000, "content": [
+            {"type": "text", "text": "Quoting the header row as well."},
+            {"type": "tool_use", "id": "t9", "name": "write_to_file",
+             "input": {"path": "export/csv_writer.py", "file_blocks": [{"path": "export/csv_writer.py"}]}}]},
+        {"role": "user", "ts": 1768831320000, "content": [{"type": "text", "text": "<feedback>now the semicolons</feedback>"}]},
+    ]
+    p.write_text(json.dumps(doc))
+    res = read("kilo", p)
+    assert res.malformed == 1 and res.faults == [(0, "message 5 could not be read (TypeError)")]
+    msgs = res.sessions[0].messages
+    assert [(m.role, m.text) for m in msgs[-2:]] == [("assistant", "Quoting the header row as well."),
+                                                     ("user", "now the semicolons")]
+    assert not [m for m in msgs if m.ts == 1768831300000 and m.role in ("files", "edit")]

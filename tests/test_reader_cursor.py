@@ -120,3 +120,36 @@ def test_a_rewritten_ide_store_replaces_its_sessions_and_keeps_the_unchanged_one
 def test_a_cursor_text_transcript_that_vanishes_is_an_error_for_that_file_only(tmp_path):
     res = cursor.read(str(tmp_path / "gone.txt"))
     assert res.error and res.sessions == []
+
+
+def test_a_value_of_the_wrong_type_costs_that_value_not_the_other_composers(home):
+    db = ide_store(home)
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", ("composerData:c-odd", json.dumps(
+        {"_v": 10, "composerId": "c-odd", "name": "Cart badge count", "createdAt": 1772600000000,
+         "fullConversationHeadersOnly": [{"bubbleId": "o1", "type": 1}, {"bubbleId": ["o2"], "type": 2}]})))
+    for bid, typ, text, at in (("o1", 1, "the cart badge shows a stale count", "2026-03-04T09:00:00.000Z"),
+                               ("o2", 2, "The badge reads the count before the cart store hydrates.",
+                                "2026-03-04T09:00:20.000Z")):
+        con.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:c-odd:{bid}", json.dumps(
+            {"_v": 3, "type": typ, "bubbleId": bid, "text": text, "createdAt": at})))
+    con.execute("INSERT INTO ItemTable VALUES (?, ?)", ("workbench.panel.aichat.view.aichat.chatdata", json.dumps(
+        {"tabs": [{"tabId": "tab-odd", "chatTitle": "Odd tab", "bubbles": 5},
+                  {"tabId": "tab-1", "chatTitle": "Why is the build slow", "lastSendTime": 1709000000000,
+                   "bubbles": [{"type": "user", "text": "why is webpack so slow"}]}]})))
+    con.commit()
+    con.close()
+    res = cursor.read(str(db))
+    assert res.error == "" and res.malformed == 2
+    assert {what for _, what in res.faults} == {"header bubbleId a list is not text", "tab bubbles is 5, not a list"}
+    by_id = {s.session_id: s for s in res.sessions}
+    assert set(by_id) == {CID, "c-odd", "tab-1"}
+    assert roles(by_id[CID]) == ["user", "edit", "files", "assistant"]
+    # the bubble its header misnames is still read, after the ones the headers order
+    assert [m.text for m in by_id["c-odd"].messages] == [
+        "the cart badge shows a stale count", "The badge reads the count before the cart store hydrates."]
+    summary = json.loads(home.run("index", "--json").stdout)
+    hs = {h["harness"]: h for h in summary["harnesses"]}["cursor"]
+    assert (hs["sessions"], hs["failed"]) == (3, 0) and not summary["errors"]
+    assert home.search("debounce", "--role", "user")["total"] == 1
+    assert home.search("hydrates")["total"] == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -253,3 +254,50 @@ def _deleted(home) -> list:
     if not parts:
         return []
     return [r[0] for r in duckdb.connect().execute("SELECT record_id FROM read_parquet(?)", [parts]).fetchall()]
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data_samples" / "gemini"
+
+
+def test_a_value_of_the_wrong_type_costs_that_value_and_the_chat_is_still_indexed(tmp_path):
+    home = Home(tmp_path)
+    shutil.copytree(SAMPLE, home.home / ".gemini")
+    (p,) = (home.home / ".gemini").rglob("session-*.jsonl")
+    rows = [json.loads(x) for x in p.read_text().splitlines()]
+    rows[6]["type"] = {"future": "kind"}  # a message of a type this build does not know
+    rows[4]["toolCalls"][1]["result"][0]["functionResponse"]["name"] = ["read_file"]
+    write(p, rows)
+    res = gemini.read(str(p))
+    assert res.error == "" and res.malformed == 2
+    assert {what for _, what in res.faults} == {"type a dict is not text", "tool name a list is not text"}
+    [s] = res.sessions
+    assert [m.role for m in s.messages] == ["user", "assistant", "command", "files", "edit", "tool-output",
+                                            "tool-output", "tool-output", "assistant", "command", "tool-output"]
+    out = s.messages[6]  # the read's output, without the name its response lost
+    assert out.text == "const magnusB = 243.12\nconst magnusA = 17.26" and out.tool is None
+    assert s.messages[2].exit_code == 1 and s.title == "Fix the dew point Magnus coefficient"
+    summary = json.loads(home.run("index", "--json").stdout)
+    assert {h["harness"]: h for h in summary["harnesses"]}["gemini"]["sessions"] == 1 and not summary["errors"]
+    assert {h["session"]["harness"] for h in home.search("transposed", "Magnus")["hits"]} == {"gemini"}
+    assert "type a dict is not text" in home.run("doctor").stdout
+
+
+def test_a_stray_turn_in_a_checkpoint_costs_that_turn_only(tmp_path):
+    d = tmp_path / ".gemini" / "tmp" / HASH
+    d.mkdir(parents=True)
+    p = d / "checkpoint-rain.json"
+    p.write_text(json.dumps([
+        {"role": "user", "parts": [{"text": "where do the gauges get read?"}]},
+        "a turn that is not an object",
+        {"role": {"name": "model"}, "parts": [{"text": "a turn whose role is an object"}]},
+        {"role": "model", "parts": [{"text": "In gauge.go."},
+                                    {"functionCall": {"name": "read_file", "args": {"file_path": f"{CWD}/gauge.go"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": {"tool": "read_file"},
+                                                         "response": {"output": "package gauge"}}}]},
+    ]))
+    res = gemini.read(str(p))
+    assert res.error == "" and res.malformed == 3
+    [s] = res.sessions
+    assert [(m.role, m.text, m.tool) for m in s.messages] == [
+        ("user", "where do the gauges get read?", None), ("assistant", "In gauge.go.", None),
+        ("files", f"{CWD}/gauge.go", "read_file"), ("tool-output", "package gauge", None)]

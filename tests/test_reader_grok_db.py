@@ -86,3 +86,28 @@ def test_deja_index_reads_it_and_a_new_message_rewrites_only_its_session(home):
     assert (rows["grok"]["sessions"], rows["grok"]["records_added"]) == (2, 2)
     hits = home.search("harmonic", "constants")["hits"]
     assert [h["session"]["harness"] for h in hits] == ["grok"]
+
+
+def test_a_value_of_the_wrong_type_costs_that_value_not_the_message(home):
+    db = grok_store(home)
+    con = sqlite3.connect(db)
+    (raw,) = con.execute("SELECT message_json FROM messages WHERE seq = 3").fetchone()
+    msg = json.loads(raw)
+    msg["content"][2]["toolName"] = ["bash"]  # the command's record goes; the turn's words stay
+    con.execute("UPDATE messages SET message_json = ? WHERE seq = 3", (json.dumps(msg),))
+    (raw,) = con.execute("SELECT message_json FROM messages WHERE seq = 4").fetchone()
+    msg = json.loads(raw)
+    msg["content"][0]["toolName"] = {"name": "read_file"}
+    con.execute("UPDATE messages SET message_json = ? WHERE seq = 4", (json.dumps(msg),))
+    con.commit()
+    con.close()
+    res = grok.read(str(db))
+    assert res.error == "" and res.malformed == 2
+    assert [what for _, what in res.faults] == ["toolName a list is not text", "toolName a dict is not text"]
+    (s,) = res.sessions
+    assert [m.role for m in s.messages] == ["user", "assistant", "files", "tool-output", "tool-output",
+                                            "assistant", "edit", "files", "tool-output", "assistant"]
+    assert s.messages[3].tool is None and s.messages[3].text == "1: ROWS = CONSTANTS[:-1]"
+    rows = {h["harness"]: h for h in json.loads(home.run("index", "--json").stdout)["harnesses"]}
+    assert (rows["grok"]["sessions"], rows["grok"]["failed"]) == (1, 0)
+    assert home.search("harmonic", "constants")["total"] == 1

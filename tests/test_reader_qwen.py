@@ -150,3 +150,41 @@ def test_bad_lines_and_a_vanished_file_are_counted(tmp_path):
     assert res.sessions[0].messages[1].ts is None
     gone = qwen.read(str(tmp_path / "gone.jsonl"))
     assert gone.error and gone.sessions == []
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data_samples" / "qwen"
+
+
+def test_a_value_of_the_wrong_type_costs_that_value_not_the_line(tmp_path):
+    (src,) = SAMPLE.rglob("*.jsonl")
+    p = chat(tmp_path)
+    rs = [json.loads(x) for x in src.read_text().splitlines()]
+    rs[3]["message"]["parts"][0]["functionResponse"]["name"] = {"tool": "read_file"}
+    write(p, rs)
+    res = qwen.read(str(p))
+    assert res.error == "" and res.malformed == 1 and res.faults[0][1] == "tool name a dict is not text"
+    msgs = res.sessions[0].messages
+    assert [m.role for m in msgs] == ["user", "assistant", "files", "tool-output", "files", "edit", "tool-output",
+                                      "command", "tool-output", "assistant"]
+    assert msgs[3].text.startswith("usable = page_height - margin_top") and msgs[3].tool is None
+    assert msgs[7].exit_code == 0
+
+
+def test_an_older_json_chat_with_a_message_of_an_odd_type_keeps_the_others(tmp_path):
+    d = tmp_path / ".qwen" / "tmp" / ("ab" * 32) / "chats"
+    d.mkdir(parents=True)
+    p = d / "session-2025-11-08T21-51-dd649aa7.json"
+    p.write_text(json.dumps({
+        "sessionId": "dd649aa7-6de3-4945-b57b-71ca9cb0a8a5", "projectHash": "ab" * 32,
+        "startTime": "2025-11-08T21:52:00.742Z", "lastUpdated": "2025-11-08T22:31:33.719Z",
+        "messages": [
+            {"id": "m1", "timestamp": "2025-11-08T21:52:00.742Z", "type": "user", "content": "the cart shows no products"},
+            {"id": "m2", "timestamp": "2025-11-08T21:52:10.000Z", "type": ["qwen"], "content": "an odd copy"},
+            {"id": "m3", "timestamp": "2025-11-08T21:52:19.453Z", "type": "qwen",
+             "content": "The cart reads the wrong store key.", "thoughts": [], "tokens": {"input": 10}},
+        ]}, indent=2))
+    res = qwen.read(str(p))
+    assert res.error == "" and res.malformed == 1
+    [s] = res.sessions
+    assert [(m.role, m.text) for m in s.messages] == [("user", "the cart shows no products"),
+                                                      ("assistant", "The cart reads the wrong store key.")]

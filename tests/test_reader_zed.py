@@ -114,3 +114,24 @@ def test_the_store_path_follows_xdg_flatpak_and_the_deja_overrides():
     assert zed_db({"HOME": "/h"}).startswith(("/h/.local/share/zed/", "/h/Library/"))
     assert zed_db({"HOME": "/h", "DEJA_ZED_ROOT": "/z"}) == "/z/threads/threads.db"
     assert zed_db({"HOME": "/h", "DEJA_ZED_DB": "/t.db"}) == "/t.db"
+
+
+def test_a_content_of_the_wrong_type_costs_that_message_and_the_store_is_still_indexed(home):
+    db = zed_store(home)
+    add_zstd_thread(db, "z1", "port the renderer to wgpu")
+    con = sqlite3.connect(db)
+    (raw,) = con.execute("SELECT data FROM threads WHERE id = '3f1c2a9e-7b42-4d1e-9a0b-5c6d7e8f9012'").fetchone()
+    doc = json.loads(raw)
+    doc["messages"][0]["User"]["content"] = 3.7
+    con.execute("UPDATE threads SET data = ? WHERE id = '3f1c2a9e-7b42-4d1e-9a0b-5c6d7e8f9012'", (json.dumps(doc),))
+    con.commit()
+    con.close()
+    res = zed.read(str(db))
+    assert res.error == "" and res.malformed == 1 and res.faults == [(0, "message 0 content is 3.7, not a list")]
+    by_id = {s.session_id: s for s in res.sessions}
+    assert [m.role for m in by_id["3f1c2a9e-7b42-4d1e-9a0b-5c6d7e8f9012"].messages] == [
+        "assistant", "command", "tool-output", "files"]
+    assert [m.role for m in by_id["z1"].messages] == ["user", "assistant", "files"]
+    rows = {h["harness"]: h for h in json.loads(home.run("index", "--json").stdout)["harnesses"]}
+    assert (rows["zed"]["sessions"], rows["zed"]["failed"]) == (2, 0)
+    assert home.search("immutable", "borrow")["total"] == 1 and home.search("wgpu")["total"] == 1

@@ -28,7 +28,7 @@ from deja.stages.sources import gemini_chat as chat
 from deja.stages.sources.base import ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, is_regular_file
 from deja.stages.sources.locate import gemini_files, gemini_home
-from deja.stages.sources.values import Faults
+from deja.stages.sources.values import Faults, show
 
 HARNESS = "gemini"
 
@@ -128,7 +128,8 @@ def _read_document(path: str) -> ReadResult:
         s.line(0, doc)
         return _result(path, s.meta, list(s.messages.values()), faults)
     history = doc.get("history") if isinstance(doc, dict) else doc
-    if isinstance(history, list) and all(isinstance(t, dict) and "parts" in t for t in history):
+    # a turn of another shape costs that turn, not the saved conversation (``_checkpoint``)
+    if isinstance(history, list) and (not history or any(isinstance(t, dict) and "parts" in t for t in history)):
         return _checkpoint(path, history, faults)
     # a JSON file of a shape Gemini does not write for a chat: counted, never a crash
     return ReadResult(safe_offset=0, malformed=1, faults=[(0, "not a Gemini chat or checkpoint document")])
@@ -171,7 +172,12 @@ def _checkpoint(path: str, history: list, faults: Faults) -> ReadResult:
     project_dir = chat.project_dir_of(path)
     name = os.path.basename(project_dir)
     ts = chat.ms(os.stat(path).st_mtime)
-    turns_in = [t for t in history if isinstance(t, dict)]
+    turns_in = []
+    for i, t in enumerate(history):
+        if isinstance(t, dict) and "parts" in t:
+            turns_in.append(t)
+        else:
+            faults.note(0, f"turn {i} has no parts" if isinstance(t, dict) else f"turn {i} is {show(t)}, not an object")
     preamble = ""
     if turns_in and turns_in[0].get("role") == "user":
         text = chat.content_text(turns_in[0].get("parts"))

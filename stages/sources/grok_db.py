@@ -32,6 +32,7 @@ from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart
 from deja.stages.sources.dialect import Dialect, Turn, flags as work_flags
 from deja.stages.sources.jsonl import clip, speech, json_cell, parse_ts
+from deja.stages.sources.values import Faults
 
 HARNESS = "grok"
 DIALECT = Dialect(file_tools=frozenset(("read_file", "write_file", "edit_file")), shell_tools=frozenset(("bash",)),
@@ -63,6 +64,7 @@ def _read(snap) -> ReadResult:
     created = "created_at" if "created_at" in mcols else "NULL"
     seq = "seq" if "seq" in mcols else "rowid"
     flags = work_flags()
+    faults = Faults()
     sql = f"SELECT session_id, message_json, {created} FROM messages ORDER BY session_id, {seq}, rowid"
     for n, (sid, raw, ts) in enumerate(snap.rows(sql)):
         if n % 256 == 0:
@@ -76,13 +78,15 @@ def _read(snap) -> ReadResult:
         msg = json_cell(raw, res, dict)
         if msg is None:
             continue
-        part.messages.extend(_message(msg, parse_ts(ts), n, part.cwd, flags, res))
+        part.messages.extend(_message(msg, parse_ts(ts), n, part.cwd, flags, res, faults))
     res.sessions = [p for p in parts.values() if p.messages]
+    res.malformed += faults.count
+    res.faults = faults.first
     return res
 
 
-def _message(msg: dict, ts, at: int, cwd: str, flags: dict, res: ReadResult) -> list[Message]:
-    role, content = msg.get("role"), msg.get("content")
+def _message(msg: dict, ts, at: int, cwd: str, flags: dict, res: ReadResult, faults: Faults) -> list[Message]:
+    role, content = faults.text(at, "role", msg.get("role")), msg.get("content")
     items = [{"type": "text", "text": content}] if isinstance(content, str) else content
     if not isinstance(items, list):
         return []
@@ -100,13 +104,13 @@ def _message(msg: dict, ts, at: int, cwd: str, flags: dict, res: ReadResult) -> 
             path = args.get("path")
             if cwd and isinstance(path, str) and path.strip() and not work.is_absolute(path):
                 args = dict(args, path=os.path.join(cwd, path))  # (the CLI resolves them against its cwd)
-            turn.call(item.get("toolName"), args)
+            turn.call(faults.text(at, "toolName", item.get("toolName")), args)
         elif kind == "tool-result" and role == "tool" and flags["TOOL_OUTPUT"]:
             text, failed = _result(item.get("output"))
             if text.strip():
                 text, cut = clip(text)
                 res.clipped += cut
-                tool = item.get("toolName") if isinstance(item.get("toolName"), str) else None
+                tool = faults.text(at, "toolName", item.get("toolName"))
                 out.append(Message("tool-output", text, ts, tool=tool, is_error=failed, byte_offset=at))
     said = speech(role, texts, ts, at, res) if role in ("user", "assistant") else []
     return said + turn.messages(ts, at) + out

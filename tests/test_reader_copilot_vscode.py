@@ -69,6 +69,15 @@ def test_the_older_whole_document_is_read_with_its_inline_references(home):
     assert s.messages[2].text == "/home/dev/src/webshop/src/cart.ts"
 
 
+def test_edited_file_events_of_the_wrong_type_cost_that_value_not_the_chat(home):
+    path = doc_file(vscode_user(home))
+    doc = json.loads(path.read_text())
+    doc["requests"][0]["editedFileEvents"] = 7
+    path.write_text(json.dumps(doc))
+    res = copilot_vscode.read(str(path))
+    assert not res.error and [m.role for m in res.sessions[0].messages] == ["user", "assistant", "files"]
+
+
 def test_every_vscode_build_and_the_empty_window_store_are_found(home):
     for build in ("Code", "Code - Insiders", "VSCodium"):
         vscode_user(home, build)

@@ -258,7 +258,8 @@ def _request(part: SessionPart, req: dict, i: int, created, cwd: str, fl: dict) 
                 turn.paths.append(uri_path(item.get("uri")))
     end = done if done is not None and (now[0] is None or done >= now[0]) else now[0]
     speak(end)
-    for ev in req.get("editedFileEvents") or ():
+    events = req.get("editedFileEvents")
+    for ev in events if isinstance(events, list) else ():  # (a number there raised: the whole file lost)
         if isinstance(ev, dict):
             turn.paths.append(uri_path(ev.get("uri")))
     turn.paths = [p for p in turn.paths if p]

@@ -1534,8 +1534,8 @@ _PROSE_CONNECTORS_RS = r"is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|
 # within the four words a "for" clause may hold, "for <words>:", and Russian's
 # "от"/"для" with no verb; and the CJK particles.
 _PROSE_PREFILTER = (
-    rf"{_PROSE_WORDS_RS}(?:[\s\S]{{0,200}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S"
-    r"|\s+(?:for|of|für|pour|de|para|do|dla|voor|för|til|untuk)\s[^:\n]{0,200}:\s|\s+(?:для|от)\s)",
+    rf"{_PROSE_WORDS_RS}(?:[\s\S]{{0,120}}?\s(?:{_PROSE_CONNECTORS_RS}):?\s+\S"
+    r"|\s+(?:for|of|für|pour|de|para|do|dla|voor|för|til|untuk)\s[^:\n]{0,120}:\s|\s+(?:для|от)\s)",
     _PROSE_CJK_RS,
 )
 _RULES: tuple[tuple[_Rule, _Prefilter], ...] = (

@@ -104,20 +104,28 @@ def test_a_torn_last_line_waits_for_the_next_run(tmp_path):
     assert [m.role for m in res.sessions[0].messages] == ["user", "assistant"]
 
 
-def test_the_older_json_chat_maps_qwen_turns_to_the_assistant(tmp_path):
+def older_chat(tmp_path, *messages: dict):
+    """An older Qwen chat: one JSON document of the session and its messages."""
     d = tmp_path / ".qwen" / "tmp" / ("ab" * 32) / "chats"
     d.mkdir(parents=True)
     p = d / "session-2025-11-08T21-51-dd649aa7.json"
     p.write_text(json.dumps({
         "sessionId": "dd649aa7-6de3-4945-b57b-71ca9cb0a8a5", "projectHash": "ab" * 32,
         "startTime": "2025-11-08T21:52:00.742Z", "lastUpdated": "2025-11-08T22:31:33.719Z",
-        "messages": [
-            {"id": "m1", "timestamp": "2025-11-08T21:52:00.742Z", "type": "user",
-             "content": "<system-reminder>You have powerful specialized agents at your disposal.</system-reminder>"
-                        "the cart shows no products"},
-            {"id": "m2", "timestamp": "2025-11-08T21:52:19.453Z", "type": "qwen",
-             "content": "The cart reads the wrong store key.", "thoughts": [], "tokens": {"input": 10}},
-        ]}, indent=2))
+        "messages": list(messages)}, indent=2))
+    return p
+
+
+ANSWER = {"id": "m3", "timestamp": "2025-11-08T21:52:19.453Z", "type": "qwen",
+          "content": "The cart reads the wrong store key.", "thoughts": [], "tokens": {"input": 10}}
+
+
+def test_the_older_json_chat_maps_qwen_turns_to_the_assistant(tmp_path):
+    p = older_chat(tmp_path,
+                   {"id": "m1", "timestamp": "2025-11-08T21:52:00.742Z", "type": "user",
+                    "content": "<system-reminder>You have powerful specialized agents at your disposal.</system-reminder>"
+                               "the cart shows no products"},
+                   ANSWER)
     env = {"HOME": str(tmp_path)}
     assert qwen_files(env) == [str(p)]
     res = qwen.read(str(p))
@@ -171,18 +179,11 @@ def test_a_value_of_the_wrong_type_costs_that_value_not_the_line(tmp_path):
 
 
 def test_an_older_json_chat_with_a_message_of_an_odd_type_keeps_the_others(tmp_path):
-    d = tmp_path / ".qwen" / "tmp" / ("ab" * 32) / "chats"
-    d.mkdir(parents=True)
-    p = d / "session-2025-11-08T21-51-dd649aa7.json"
-    p.write_text(json.dumps({
-        "sessionId": "dd649aa7-6de3-4945-b57b-71ca9cb0a8a5", "projectHash": "ab" * 32,
-        "startTime": "2025-11-08T21:52:00.742Z", "lastUpdated": "2025-11-08T22:31:33.719Z",
-        "messages": [
-            {"id": "m1", "timestamp": "2025-11-08T21:52:00.742Z", "type": "user", "content": "the cart shows no products"},
-            {"id": "m2", "timestamp": "2025-11-08T21:52:10.000Z", "type": ["qwen"], "content": "an odd copy"},
-            {"id": "m3", "timestamp": "2025-11-08T21:52:19.453Z", "type": "qwen",
-             "content": "The cart reads the wrong store key.", "thoughts": [], "tokens": {"input": 10}},
-        ]}, indent=2))
+    p = older_chat(tmp_path,
+                   {"id": "m1", "timestamp": "2025-11-08T21:52:00.742Z", "type": "user",
+                    "content": "the cart shows no products"},
+                   {"id": "m2", "timestamp": "2025-11-08T21:52:10.000Z", "type": ["qwen"], "content": "an odd copy"},
+                   ANSWER)
     res = qwen.read(str(p))
     assert res.error == "" and res.malformed == 1
     [s] = res.sessions

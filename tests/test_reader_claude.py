@@ -313,6 +313,16 @@ def test_a_command_still_running_is_read_with_its_exit_code_once_its_result_is_w
     assert s2.messages[0].text == "$ make test  → exit 2"
 
 
+def test_a_call_the_conversation_went_on_after_is_not_waited_for(tmp_path):
+    """An interrupted call never gets its result: a live transcript whose
+    person or agent spoke after it is read to its end."""
+    t = T()
+    path = session_file(tmp_path, [t.user("run the tests"), t.assistant(tool_use("Bash", {"command": "make test"}, "toolu_M")),
+                                   t.user("stop, run only the cart tests")])
+    r, s = read_one(path, live=True)
+    assert roles(s) == ["user", "command", "user"] and r.safe_offset == os.path.getsize(path)
+
+
 def test_a_session_nobody_writes_to_any_more_is_read_to_its_end_without_the_result(tmp_path):
     t = T()
     path = session_file(tmp_path, [t.user("run the tests"), t.assistant(tool_use("Bash", {"command": "make test"}, "toolu_M"))])

@@ -436,6 +436,17 @@ def test_a_call_still_running_is_read_with_its_exit_code_and_tool_once_its_outpu
     assert roles(one(codex.read(p, live=True)))[-1] == ("command", "$ make")
 
 
+def test_a_call_the_conversation_went_on_after_is_not_waited_for(tmp_path):
+    p = write(tmp_path, [
+        line(ts(0), "session_meta", meta()),
+        line(ts(1), "response_item", fcall("exec_command", {"cmd": "go test ./..."}, "c1")),
+        line(ts(2), "response_item", {"type": "message", "role": "user",
+                                      "content": [{"type": "input_text", "text": "stop, only the api package"}]}),
+    ])
+    res = codex.read(p, live=True)
+    assert [r for r, _ in roles(one(res))] == ["command", "user"] and res.safe_offset == os.path.getsize(p)
+
+
 def test_index_switches(tmp_path, monkeypatch):
     p = write(tmp_path, [
         line(ts(0), "session_meta", meta()),

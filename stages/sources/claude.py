@@ -206,6 +206,7 @@ class _Reader:
         self.calls: dict[str, int] = {}  # Bash tool_use id -> its line's offset
         self.results: dict[str, int] = {}  # tool_use id -> the offset of its tool_result's line
         self.at = start  # the line being read
+        self.said = -1  # the last line of speech read
         self.result = ReadResult(safe_offset=start)
         self.sessions: dict[str, SessionPart] = {}
         # per part: (rank, offset, title); summary-line candidates wait for the uuid check
@@ -296,6 +297,8 @@ class _Reader:
     def emit(self, part: SessionPart, role: str, text: str, ts, offset: int, **kw) -> Message | None:
         if not text:
             return None
+        if role in ("user", "assistant"):
+            self.said = offset  # (a call before this was interrupted: jsonl.held_back)
         text, cut = clip(text)
         if cut:
             self.result.clipped += 1
@@ -688,7 +691,7 @@ def read(path: str, start: int = 0, live: bool = False) -> ReadResult:
         res = reader.run()
         if not live:
             return res
-        stop = held_back(path, reader.calls, reader.results)
+        stop = held_back(path, reader.calls, reader.results, reader.said)
         if stop is None or stop >= res.safe_offset:
             return res
         # a command still running: its exit code comes in a later line

@@ -142,7 +142,7 @@ def _read_rollout(path: str, start: int, stop: int | None = None, live: bool = F
     lines = Lines(path, start, stop=stop)
     r.bad += lines.each(lambda offset, obj: r.step(offset, obj, True))
     if live and stop is None:
-        cut = held_back(path, r.calls, r.results)
+        cut = held_back(path, r.calls, r.results, r.said)
         if cut is not None and cut < lines.end:
             # a call still running: its exit code and its output's tool come in a later line
             return _read_rollout(path, start, cut) if cut > start else ReadResult(safe_offset=start)
@@ -174,7 +174,7 @@ class _Rollout:
     __slots__ = (
         "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "spawned", "meta", "first_id",
         "started", "replay", "replay_seen", "replay_ts", "replay_tasks", "fork_ms", "has_ri",
-        "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad", "calls", "results",
+        "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad", "calls", "results", "said",
     )
 
     def __init__(self, path: str, flags: dict):
@@ -204,6 +204,7 @@ class _Rollout:
         self.bad = 0
         self.calls: dict[str, int] = {}  # call_id -> its line's offset (read: jsonl.held_back)
         self.results: dict[str, int] = {}  # call_id -> the offset of its output's line
+        self.said = -1  # the last line of speech read
 
     # ---- dispatch
 
@@ -324,6 +325,8 @@ class _Rollout:
     # ---- records
 
     def _add(self, role: str, text: str, offset: int, tool=None, exit_code=None, is_error=None) -> Message:
+        if role in ("user", "assistant"):
+            self.said = offset  # (a call before this was interrupted: jsonl.held_back)
         m = Message(role, text, self.ts, tool, exit_code, is_error, offset)
         self.out.append(m)
         return m

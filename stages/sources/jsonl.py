@@ -189,7 +189,7 @@ def speech(role: str, texts: list[str], ts, at: int, res) -> list:
 LIVE_SECONDS = 600
 
 
-def held_back(path: str, calls: dict[str, int], results: dict[str, int]) -> int | None:
+def held_back(path: str, calls: dict[str, int], results: dict[str, int], said: int = -1) -> int | None:
     """Where a read of a live transcript stops: the first line of a call whose
     result is not on disk yet, or earlier, so that every call before the stop
     has its result before it too. None: read to the end.
@@ -197,10 +197,13 @@ def held_back(path: str, calls: dict[str, int], results: dict[str, int]) -> int 
     A command's exit code (and a tool output's tool) come from a later line
     than the call; a run between the two (a hook's refresh, during the very
     call) wrote the call's record without them for good. Its lines are read
-    again, whole, once the result is written. A transcript nobody writes to
-    any more (a session killed mid-command) is read to its end.
-    ``calls``: call id → its line's offset; ``results``: call id → its result's."""
-    waiting = [at for cid, at in calls.items() if cid not in results]
+    again, whole, once the result is written. Only the calls of the turn the
+    agent is in wait: a call with a person's or the agent's words after it
+    was interrupted and will never get its result, and a transcript nobody
+    writes to any more (a session killed mid-command) is read to its end.
+    ``calls``: call id → its line's offset; ``results``: call id → its
+    result's; ``said``: the offset of the last line of speech read."""
+    waiting = [at for cid, at in calls.items() if cid not in results and at > said]
     if not waiting:
         return None
     try:

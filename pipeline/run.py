@@ -108,6 +108,7 @@ class Run:
         self.repair: Repair | None = None
         self.sizes: dict[str, int] = {}  # sound live parts whose size the catalog learns now
         self.purged: list[str] = []  # live records parts the purge rewrote
+        self.cleared = lambda: None  # forgets the suspect parts this run checked (find_damage)
         self.committed = False  # the catalog holds this run (a failure after it costs only cleanup)
         self.parts: dict[str, tuple] | None = None  # the live generation the run started from (load_state)
 
@@ -137,8 +138,8 @@ class Run:
         suspect = suspects(self.store.root)
         damaged, self.sizes = self.store.damaged_parts(self.con, [r[:4] for r in self.parts.values()],
                                                        suspects=suspect)
-        if suspect:
-            clear_suspects(self.store.root)  # (checked: what is damaged is repaired below)
+        if suspect:  # (checked: forgotten once this run commits its repair, or finds nothing to do)
+            self.cleared = lambda: clear_suspects(self.store.root)
         if not damaged:
             return
         self.repair = Repair(damaged)
@@ -171,6 +172,7 @@ class Run:
                 index_state.record_sizes(con, self.sizes)
                 self.store.collect_garbage(con)
             self.summary.up_to_date = True
+            self.cleared()
             self.summary.sessions = len(self.ords_live())
             self.summary.seconds = time.monotonic() - t0
             return self.summary
@@ -204,6 +206,7 @@ class Run:
                     self.touched_sessions.update(self.file_sessions.get(a.path, {}))
         self.commit(purge, [a for a in work if a.kind == mf.REMOVE], [a.path for a in work if a.kind == mf.GONE],
                     pairs)
+        self.cleared()
         if self.compact_due:
             compact(self.store, self.gen, checked=True, con=self.con, vocab_parts=self.vocab_parts(),
                     chunk=self.merge_chunk)

@@ -361,17 +361,23 @@ class Store:
         try:
             con.execute("SELECT max(hash(COLUMNS(*))) FROM read_parquet(?)", [str(self.root / rel)])  # (every column, every row)
         except duck.Error as exc:
-            why = first_line(exc).split(": ", 1)[-1].replace(f'"{self.root / rel}"', "").replace(f"'{self.root / rel}'", "")
-            return f"unreadable ({why.strip()})"
+            return self.unreadable(exc, rel)
         return None
+
+    def unreadable(self, exc: BaseException, rel: str) -> str:
+        """What DuckDB said of a part it could not read, without the part's path
+        (the report names the file already)."""
+        why = first_line(exc).split(": ", 1)[-1]
+        for quoted in (f"'{self.root / rel}'", f'"{self.root / rel}"'):
+            why = why.replace(quoted, "")
+        return f"unreadable ({' '.join(why.split())})"
 
     def check_footer(self, con: duck.DuckDBPyConnection, rel: str, rows: int | None) -> str | None:
         """What is wrong with one part's footer, or None: only the footer is read."""
         try:
             n = con.execute("SELECT num_rows FROM parquet_file_metadata(?)", [str(self.root / rel)]).fetchone()[0]
-        except duck.Error as exc:  # (its text names the file, which the report names already)
-            why = first_line(exc).split(": ", 1)[-1].replace(f" '{self.root / rel}'", "").replace(f' "{self.root / rel}"', "")
-            return f"unreadable ({why})"
+        except duck.Error as exc:
+            return self.unreadable(exc, rel)
         if rows is not None and n != rows:
             return f"holds {n} rows where the catalog says {rows}"
         return None

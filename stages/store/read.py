@@ -73,10 +73,11 @@ class LiveStore:
     def leave_out(self, part: str) -> None:
         from .catalog import note_suspects
 
-        note_suspects(self.root, [part[len(str(self.root)) + 1:]])  # (the next index run decodes it whole)
+        rel = part[len(str(self.root)) + 1:]
+        note_suspects(self.root, [rel])  # (the next index run decodes it whole)
         if part in self.files.get("sessions", []):
             # every answer names its sessions: there is no rest to answer from
-            raise Damaged(f"part {part[len(str(self.root)) + 1:]} is damaged; run `deja index` to repair it")
+            raise Damaged(f"part {rel} is damaged; run `deja index` to repair it")
         for paths in self.files.values():
             if part in paths:
                 paths.remove(part)

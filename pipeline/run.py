@@ -267,39 +267,42 @@ class Run:
             out.append(a)
         return out
 
-    def carry_gone(self, actions: list[mf.Action], only: str | None = None):
+    def carry_gone(self, actions: list[mf.Action]):
         """FileOutputs of the transcripts a rebuild does not read again: gone from
         disk (marked before, or found gone now), or in a store this environment
-        cannot see (``only``: that one file, whatever the run). Their records
-        come from the live parts, so a rebuild keeps what the agent deleted."""
-        from deja.stages.store import derive
-
+        cannot see. Their records come from the live parts, so a rebuild keeps
+        what the agent deleted."""
         acted = {a.path: a.kind for a in actions}
         for path, row in sorted(self.manifest.items()):
-            if (only is not None and path != only) or acted.get(path) not in (None, mf.GONE):
-                continue
-            cols = derive.kept_records(self.con, self.live["records"], self.live["deletes"], path,
-                                       normalize.RECORD_COLUMNS)
-            meta = {k: {c: v for c, v in r.items() if c != "path"} for k, r in self.file_sessions.get(path, {}).items()}
-            out = FileOutput(mf.Action(mf.CARRY, path, row.get("harness", ""), 0, row.get("size") or 0,
-                                       row.get("mtime_ns") or 0), cols, meta, row.get("safe_offset") or 0,
-                             row.get("prefix_hash") or "", 0, 0, {}, "")
-            out.rows = len(cols["text"])
-            yield out
+            if acted.get(path) in (None, mf.GONE):
+                yield self.carried(path, row)
+
+    def carried(self, path: str, row: dict) -> FileOutput:
+        """One file's records and sessions as the live parts hold them, to be written again as they are."""
+        from deja.stages.store import derive
+
+        cols = derive.kept_records(self.con, self.live["records"], self.live["deletes"], path, normalize.RECORD_COLUMNS)
+        meta = {k: {c: v for c, v in r.items() if c != "path"} for k, r in self.file_sessions.get(path, {}).items()}
+        out = FileOutput(mf.Action(mf.CARRY, path, row.get("harness", ""), 0, row.get("size") or 0,
+                                   row.get("mtime_ns") or 0), cols, meta, row.get("safe_offset") or 0,
+                         row.get("prefix_hash") or "", 0, 0, {}, "")
+        out.rows = len(cols["text"])
+        return out
 
     def carry_failed(self, out: FileOutput) -> FileOutput:
         """A file read before that cannot be read this run (a database over its
         time budget or damaged, a document caught mid-rewrite, a reader's bug)
-        keeps what the index holds of it: history outlives a bad read. Its
-        records are carried as a gone transcript's are, its manifest row keeps
-        the error, and the next run reads it again."""
+        keeps what the index holds of it: history outlives a bad read. Outside a
+        rebuild its records stay where they are; a rebuild carries them as a
+        gone transcript's. Its manifest row keeps the error, and the next run
+        reads it again."""
         row = self.manifest.get(out.action.path)
         if not row or not row.get("records"):
             return out
-        if not self.rebuild:  # its records stay where they are
+        if not self.rebuild:
             out.held = True
             return out
-        carried = next(self.carry_gone([mf.Action(mf.GONE, out.action.path, out.action.harness)], only=out.action.path))
+        carried = self.carried(out.action.path, row)
         carried.error = out.error
         return carried
 
@@ -357,17 +360,16 @@ class Run:
     # -- accumulate and flush --------------------------------------------
     def accept(self, out: FileOutput) -> None:
         hs = self._hs(out.action.harness)
-        hs.read += out.action.kind != mf.CARRY
-        hs.malformed += out.malformed
-        if out.changed:
-            hs.changed_while_read += 1
-        elif out.error:
-            hs.failed += 1
         if (not out.error and not out.changed and out.action.kind == mf.REPLACE and not out.meta and out.malformed
                 and (self.manifest.get(out.action.path) or {}).get("records")):
             # a file that held sessions and now reads as nothing but damage (a
             # document caught mid-rewrite): a failed read, not an empty file
             out.error = f"nothing in it could be read ({out.malformed} malformed); kept what it held"
+        hs.read += out.action.kind != mf.CARRY
+        hs.malformed += out.malformed
+        if out.changed:
+            hs.changed_while_read += 1
+        elif out.error:
             hs.failed += 1
         if out.error:
             self.summary.errors.append(f"{out.action.path}: {out.error}")

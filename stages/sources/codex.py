@@ -324,6 +324,13 @@ class _Rollout:
 
     # ---- records
 
+    def _called(self, call_id, name, offset: int) -> None:
+        """A call's tool (for its output) and its line (a call with no output yet waits: jsonl.held_back)."""
+        if isinstance(call_id, str) and isinstance(name, str):
+            self.names[call_id] = name
+            if name not in _ASKS:
+                self.calls.setdefault(call_id, offset)
+
     def _add(self, role: str, text: str, offset: int, tool=None, exit_code=None, is_error=None) -> Message:
         if role in ("user", "assistant"):
             self.said = offset  # (a call before this was interrupted: jsonl.held_back)
@@ -348,10 +355,7 @@ class _Rollout:
         elif pt == "custom_tool_call":
             name = p.get("name")
             call_id = p.get("call_id")
-            if isinstance(call_id, str) and isinstance(name, str):
-                self.names[call_id] = name
-                if name not in _ASKS:
-                    self.calls.setdefault(call_id, offset)
+            self._called(call_id, name, offset)
             patch = p.get("input")
             if isinstance(patch, str) and (name in _PATCH_TOOLS or _PATCH_BEGIN in patch):
                 self._patch(patch, name if isinstance(name, str) else "apply_patch", offset)
@@ -396,10 +400,7 @@ class _Rollout:
     def _call(self, p: dict, offset: int) -> None:
         name = p.get("name")
         call_id = p.get("call_id")
-        if isinstance(call_id, str) and isinstance(name, str):
-            self.names[call_id] = name
-            if name not in _ASKS:
-                self.calls.setdefault(call_id, offset)
+        self._called(call_id, name, offset)
         args = p.get("arguments")
         if name == "request_user_input":  # the agent's question with options: its turn
             q = questions_text(json_object(args))

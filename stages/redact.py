@@ -1183,15 +1183,19 @@ for _h in _PROVIDER_HINTS:
     _PROVIDER_BY_LOWER[_h.lower()] = _PROVIDER_BY_LOWER.get(_h.lower(), ()) + (_h,)
 
 
+# A webhook URL's kinds: the group of its token (the part before it is the route)
+_ROUTE_TOKENS = {"slack_webhook": "hook", "discord_webhook": "dhook"}
+
+
 def _build_provider(m: re.Match[str]) -> tuple[str, str]:
     group = m.lastgroup
     if group == "sk":
         kind = "anthropic-key" if m[0].startswith("sk-ant-") else "openai-key"
     else:
         kind = _PROVIDER_KINDS[group]  # type: ignore[index]
-    hook = m.start("hook") if group == "slack_webhook" else m.start("dhook") if group == "discord_webhook" else -1
-    if hook >= 0:  # the route stays: "hooks.slack.com/services/[redacted:slack-webhook]"
-        return m[0][: hook - m.start()] + _marker(kind), kind
+    token = _ROUTE_TOKENS.get(group)
+    if token:  # the route stays: "hooks.slack.com/services/[redacted:slack-webhook]"
+        return m[0][: m.start(token) - m.start()] + _marker(kind), kind
     return _marker(kind), kind
 
 

@@ -307,6 +307,8 @@ class Searcher:
                          None if phrases or regex or any(r.best is None for r in wanted) else best_records(wanted))
         hits = []
         worn = self.ranker.worn()
+        # (the contract's tier_detail of a close hit: the spellings it was found by)
+        spelled = "; ".join(f"{t} → {', '.join(v)}" for t, v in self.variants.items())
         for r in served:
             row = rows.get(r.ord)
             if row is None:
@@ -323,8 +325,8 @@ class Searcher:
             }
             if r.ord in only_vector:
                 hit["tier_detail"] = f"cosine {self._cosine.get(r.ord, 0.0):.3f}"
-            elif hit["tier"] == "close" and self.variants:  # (the contract's: the spelling it was found by)
-                hit["tier_detail"] = "; ".join(f"{t} → {', '.join(v)}" for t, v in self.variants.items())
+            elif hit["tier"] == "close" and spelled:
+                hit["tier_detail"] = spelled
             if worn.get(r.ord):
                 hit["reused"] = worn[r.ord]  # recent agent recalls that served it (cli-contract §3.2)
             hits.append(hit)

@@ -10,16 +10,17 @@ import re
 _INVISIBLE = (
     "\u00ad\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff\U000e0000-\U000e007f"
 )
-# C0 controls except tab and newline, DEL, C1.
-_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f"
-_DISPLAY_NEEDED = re.compile(f"[{_CONTROLS}{_INVISIBLE}]")
+# C0 controls except tab and newline, DEL, C1, as a character class's body
+# (normalize drops these, and tab and newline, from a session's id and folder)
+CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f"
+_DISPLAY_NEEDED = re.compile(f"[{CONTROLS}{_INVISIBLE}]")
 # One left-to-right pass, in upstream's precedence: an escape sequence (CSI to
 # its final byte, OSC to BEL or ST, else ESC plus one character; unterminated
 # ones run to the end), then CR LF, then any single unsafe character.
 _DISPLAY_RE = re.compile(
     "\x1b(?:\\[[^@-~]*[@-~]?|\\][\\s\\S]*?(?:\x07|\x1b\\\\|\\Z)|[\\s\\S])?"
     "|\r\n"
-    f"|[{_CONTROLS}{_INVISIBLE}]"
+    f"|[{CONTROLS}{_INVISIBLE}]"
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .display import one_line
+from .display import CONTROLS, one_line
 from .outcome import outcome
 from .sources import values as v
 from .sources.base import WORK_ROLES
@@ -297,7 +297,7 @@ def _check_message(msg, faults: v.Faults) -> None:
 _PART_NAMES = ("project", "cwd", "branch", "kind", "parent", "agent", "from_machine", "orig_id")
 
 
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROLS = re.compile(f"[\t\n{CONTROLS}]")  # (the ones display sanitises, and tab and newline)
 
 
 def _check_part(part, faults: v.Faults) -> None:

@@ -51,6 +51,11 @@ class Spill:
 
         if table.num_rows == 0:
             return
+        if table.column(0).num_chunks > 1:
+            # a flush of many small transcripts is one chunk per file: written
+            # as they are, a partition read back was ten thousand tiny batches,
+            # each decompressed and filtered once per role (10,000 files: 60 s)
+            table = table.combine_chunks()
         w = self.open.get(key)
         if w is None:
             if len(self.open) >= MAX_OPEN:

@@ -166,6 +166,7 @@ FLUSH_BYTES = 4 << 20  # (8 held 10-15 MB more at a text-heavy run's peak, for n
 # in memory; a bigger one is written a role at a time.
 RECORDS_AT_ONCE = 12 << 20
 TOKENIZE_SLICE = 2 << 20
+PENDING_ROWS, PENDING_CHARS = 512, 256 << 10  # what waits to become one table (ArrowBatch.add)
 # Slices tokenised at a time. A second thread took the text profile from 16.2
 # to 15.5 s but its peak from 355 to 374 MB (bench/README.md).
 TOKENIZERS = 1
@@ -192,6 +193,9 @@ class ArrowBatch:
         self.store, self.root, self.gen = store, store.root, gen
         self.ordinals = ordinals
         self.tables: list[tuple[str, object]] = []  # (harness, records table)
+        self.pending: dict[str, list] | None = None  # columns of files not yet made a table (add)
+        self.pending_harness, self.pending_ids = "", [0, 0]  # their harness, their record ids [lo, hi)
+        self.pending_chars = 0
         self.bytes = 0
         self.postings = Spill(self.root, gen, "postings")  # by bucket
         self.records = Spill(self.root, gen, "records")  # by (harness, month)
@@ -214,17 +218,39 @@ class ArrowBatch:
         pa.set_memory_pool(pa.system_memory_pool())
 
     def add(self, out: FileOutput, first_id: int) -> None:
+        for key in dict.fromkeys(out.cols["session_key"]):
+            # numbered here, in the order files come, not by whichever tokenizer thread gets there first
+            self.ordinals.of(key)
+        # Small files wait as plain columns and become one table together:
+        # making a table costs ~0.1 ms whatever its size, which for 50,000
+        # tiny transcripts was the run's main thread's largest cost (and a
+        # table per file was a chunk per file through the spills).
+        if self.pending and (self.pending_harness != out.action.harness
+                             or self.pending_ids[1] != first_id):
+            self._take_pending()
+        if not self.pending:
+            self.pending = {c: [] for c in out.cols}
+            self.pending_harness, self.pending_ids = out.action.harness, [first_id, first_id]
+        for c, values in out.cols.items():
+            self.pending[c].extend(values)
+        self.pending_ids[1] += out.rows
+        self.pending_chars += sum(map(len, out.cols["text"]))
+        out.cols = None
+        if self.pending_ids[1] - self.pending_ids[0] >= PENDING_ROWS or self.pending_chars >= PENDING_CHARS:
+            self._take_pending()
+
+    def _take_pending(self) -> None:
+        """The waiting files' columns as one records table, queued for the tokenizer and the flush."""
         import pyarrow as pa
 
         from deja.stages import normalize
 
-        ids = pa.array(range(first_id, first_id + out.rows), pa.int64())
-        table = normalize.to_table(out.cols).add_column(0, "record_id", ids)
-        for key in dict.fromkeys(out.cols["session_key"]):
-            # numbered here, in the order files come, not by whichever tokenizer thread gets there first
-            self.ordinals.of(key)
-        out.cols = None
-        self.tables.append((out.action.harness, table))
+        if not self.pending:
+            return
+        lo, hi = self.pending_ids
+        table = normalize.to_table(self.pending).add_column(0, "record_id", pa.array(range(lo, hi), pa.int64()))
+        self.pending, self.pending_chars = None, 0
+        self.tables.append((self.pending_harness, table))
         n = table.column("text").nbytes
         self.to_tokenize.append(table)
         self.to_tokenize_bytes += n
@@ -236,6 +262,7 @@ class ArrowBatch:
         return self.bytes >= self.flush_bytes
 
     def tokenize_pending(self) -> None:
+        self._take_pending()
         if self.to_tokenize:
             while len(self.tokenizing) >= TOKENIZERS:
                 self.tokenizing.pop(0).result()
@@ -271,6 +298,7 @@ class ArrowBatch:
         """Records wait on disk by partition for the run's end (finish), like postings."""
         import pyarrow as pa
 
+        self._take_pending()
         if not self.tables:
             return []
         self.tokenize_pending()

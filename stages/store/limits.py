@@ -3,6 +3,7 @@ and the C heap's (glibc) arenas and trims."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Mapping
@@ -60,8 +61,15 @@ def trim_heap() -> None:
 
 def _libc(name: str, *args: int) -> None:
     try:
-        import ctypes
-
-        getattr(ctypes.CDLL("libc.so.6"), name)(*args)
+        getattr(_glibc(), name)(*args)
     except (OSError, AttributeError):  # not glibc: nothing to tune
         pass
+
+
+@functools.cache
+def _glibc():
+    # loaded once: trim_heap runs after every file a reader process reads,
+    # and opening the library each time cost a second in 50,000 tiny files
+    import ctypes
+
+    return ctypes.CDLL("libc.so.6")

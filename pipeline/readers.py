@@ -32,13 +32,23 @@ class ReaderDied(RuntimeError):
     """A reader process ended without answering (killed, out of memory)."""
 
 
-def read_in_processes(jobs: Sequence[tuple], workers: int, window: int, preload: list[str]) -> Iterator:
+CHUNK_BYTES, CHUNK_JOBS = 256 << 10, 64
+
+
+def read_in_processes(jobs: Sequence[tuple], workers: int, window: int, preload: list[str],
+                      weight=lambda job: 0) -> Iterator:
     """``ingest.process_file(*job, True)`` for each job, in order, in ``workers``
-    processes; at most ``window`` jobs are read ahead of the one the caller
-    takes, so memory stays per-file, not per-corpus."""
+    processes; at most ``window`` chunks are read ahead of the one the caller
+    takes, so memory stays per-file, not per-corpus.
+
+    Consecutive small jobs (``weight``: the bytes a job reads) go to a worker
+    together, up to ``CHUNK_BYTES``: a round trip per file (a pickle each way,
+    two thread hand-offs) cost more than reading a transcript of a few lines,
+    and 50,000 of them left both workers idle two thirds of the time."""
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
+    chunks = _chunks(jobs, weight)
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload([__name__, *preload])
     _start_forkserver()
@@ -52,9 +62,9 @@ def read_in_processes(jobs: Sequence[tuple], workers: int, window: int, preload:
 
     def dispatch(conn) -> None:  # (holding cond)
         j = st["next"]
-        if j < len(jobs) and j < st["taken"] + window:
+        if j < len(chunks) and j < st["taken"] + window:
             try:
-                conn.send(jobs[j])
+                conn.send([jobs[i] for i in chunks[j]])
             except OSError:  # (a BrokenPipeError must not pass for a closed stdout)
                 died(conn)
                 return
@@ -92,7 +102,7 @@ def read_in_processes(jobs: Sequence[tuple], workers: int, window: int, preload:
                         return
                     done[running.pop(conn)] = got
                     dispatch(conn)
-                    if st["next"] >= len(jobs) and conn in idle and not running:
+                    if st["next"] >= len(chunks) and conn in idle and not running:
                         live = []
                     cond.notify_all()
 
@@ -110,20 +120,22 @@ def read_in_processes(jobs: Sequence[tuple], workers: int, window: int, preload:
             for conn in conns:
                 dispatch(conn)
         collector.start()
-        for j in range(len(jobs)):
+        for j in range(len(chunks)):
             with cond:
                 while j not in done and st["died"] is None:
                     cond.wait()
                 if st["died"] is not None:
                     raise ReaderDied(st["died"])
-                ok, out = done.pop(j)
+                outs = done.pop(j)
                 st["taken"] = j + 1
                 for conn in idle[:]:
                     idle.remove(conn)
                     dispatch(conn)
-            if not ok:
-                raise out
-            yield out
+            for ok, out in outs:
+                if not ok:
+                    raise out
+                yield out
+            del outs
     finally:
         with cond:
             st["closing"] = True
@@ -137,6 +149,20 @@ def read_in_processes(jobs: Sequence[tuple], workers: int, window: int, preload:
             collector.join(5)
         for conn in conns:
             conn.close()
+
+
+def _chunks(jobs: Sequence[tuple], weight) -> list[list[int]]:
+    """Job numbers in order, grouped: a job of ``CHUNK_BYTES`` or more alone."""
+    chunks: list[list[int]] = []
+    size = CHUNK_BYTES
+    for i, job in enumerate(jobs):
+        w = max(weight(job), 0)
+        if size + w > CHUNK_BYTES or len(chunks[-1]) >= CHUNK_JOBS:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(i)
+        size += w
+    return chunks
 
 
 def _start_forkserver() -> None:
@@ -178,13 +204,16 @@ def _serve(conn, alive) -> None:
 
     while True:
         try:
-            job = conn.recv()
+            chunk = conn.recv()
         except (EOFError, OSError):
             return
-        try:
-            got = (True, process_file(*job, True))
-        except Exception as exc:  # the run raises it, as a pool's future would
-            got = (False, exc if _picklable(exc) else RuntimeError(f"{type(exc).__name__}: {exc}"))
+        got = []
+        for job in chunk:
+            try:
+                got.append((True, process_file(*job, True)))
+            except Exception as exc:  # the run raises it, as a pool's future would
+                got.append((False, exc if _picklable(exc) else RuntimeError(f"{type(exc).__name__}: {exc}")))
+                break
         try:
             conn.send(got)
         except (BrokenPipeError, OSError):

@@ -241,7 +241,8 @@ class Run:
         from deja.pipeline.readers import read_in_processes
 
         yield from read_in_processes([(a, prior) for a, prior in zip(reads, priors)], workers, workers * 2,
-                                     ["deja.pipeline.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())])
+                                     ["deja.pipeline.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())],
+                                     weight=_read_weight)
 
     def by_session(self, a: mf.Action) -> bool:
         """A database read again whose unchanged sessions can stay as written:
@@ -552,6 +553,14 @@ class Run:
                 continue
             normalize.merge_meta(o, m)
         return merged
+
+def _read_weight(job: tuple) -> int:
+    """The bytes a reader process reads for ``job`` (readers.read_in_processes
+    sends small ones together); a source of no known size (a remote store's)
+    is read alone."""
+    a = job[0]
+    return a.size - a.start if a.size > 0 else 1 << 40
+
 
 def _utf8(path: str) -> bool:
     try:

@@ -113,3 +113,61 @@ def test_index_killed_while_reading_leaves_no_process_and_the_next_run_completes
     done = json.loads(big.run("index", "--json").stdout)
     assert not done["up_to_date"] and not done["errors"] and done["sessions"] > 40
     assert big.run("index").stderr.startswith("up to date")
+
+
+def test_many_small_transcripts_read_in_processes_make_the_store_one_process_makes(tmp_path):
+    """Small transcripts go to the reader processes a chunk at a time and their
+    records wait as columns before they are one table (pipeline/readers.py,
+    pipeline/batch.py); what the run writes is what reading them one by one in
+    the run's own process writes, a big transcript among them included."""
+    from test_pipeline import datasets
+
+    root = tmp_path / "corpus"
+    projects = root / "claude" / "projects"
+    for i in range(300):
+        sid = f"7f1c0000-0000-4000-8000-{i:012d}"
+        p = projects / f"-home-dev-src-p{i % 7}" / f"{sid}.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        write_jsonl(p, [
+            claude_user(sid, f"why does job {i} time out behind the proxy? Почему {i}", f"2026-03-{1 + i % 28:02d}T10:00:00Z",
+                        f"u{i}"),
+            claude_assistant(sid, [{"type": "text", "text": f"client_max_body_size was 1m for upload {i}"}],
+                             f"2026-03-{1 + i % 28:02d}T10:00:05Z", f"a{i}", parent=f"u{i}"),
+        ])
+        if i == 150:  # a transcript bigger than a chunk, among them: more than POOL_MIN_BYTES in all
+            big = projects / "-home-dev-src-big" / f"{S1}.jsonl"
+            big.parent.mkdir(parents=True, exist_ok=True)
+            write_jsonl(big, [claude_user(S1, f"paste {k}: " + "lorem ipsum dolor " * 4000, "2026-04-02T10:00:00Z",
+                                          f"b{k}") for k in range(130)])
+    codex = root / "codex" / "sessions" / "2026" / "03" / "02"
+    codex.mkdir(parents=True)
+    for i in range(60):
+        tid = f"019b0000-0000-7000-8000-{i:012d}"
+        codex.joinpath(f"rollout-2026-03-02T09-00-00-{tid}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in [
+            {"timestamp": "2026-03-02T09:00:00.000Z", "type": "session_meta", "payload": {"id": tid, "cwd": "/home/dev/api"}},
+            {"timestamp": "2026-03-02T09:00:01.000Z", "type": "response_item", "payload": {
+                "type": "message", "role": "user", "content": [{"type": "input_text", "text": f"codex question {i}"}]}},
+        ]))
+    stores = {}
+    for workers in ("1", "2"):
+        (tmp_path / f"w{workers}").mkdir()
+        home = Home(tmp_path / f"w{workers}")
+        home.env.update(DEJA_CLAUDE_ROOT=str(projects), DEJA_CODEX_ROOT=str(root / "codex"), DEJA_WORKERS=workers,
+                        DEJA_FLUSH_BYTES="200000")  # several flushes, some between the files of one table
+        done = json.loads(home.run("index", "--json").stdout)
+        assert not done["errors"] and done["sessions"] == 361
+        stores[workers] = datasets(home.index)
+        assert home.search("client_max_body_size", "upload", "299")["hits"][0]["session"]["id"] == (
+            "7f1c0000-0000-4000-8000-000000000299")
+    assert stores["1"] == stores["2"]
+
+
+def test_reader_chunks_hold_small_jobs_together_and_a_big_or_unknown_one_alone():
+    from deja.pipeline import readers
+
+    sizes = [10, 20, readers.CHUNK_BYTES, 5, 1 << 40, 7] + [1] * (readers.CHUNK_JOBS + 3)
+    chunks = readers._chunks(sizes, weight=lambda job: job)
+    assert chunks[:4] == [[0, 1], [2], [3], [4]]
+    full = 5 + readers.CHUNK_JOBS
+    assert chunks[4:] == [list(range(5, full)), list(range(full, len(sizes)))]
+    assert readers._chunks([], weight=lambda job: job) == []

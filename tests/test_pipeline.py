@@ -1007,3 +1007,24 @@ def test_control_characters_in_a_sessions_id_folder_or_branch_never_reach_a_term
         assert "\x1b" not in out and "\x07" not in out and "\\u001b" not in out, out
     hit = home.search("terminal", "escape")["hits"][0]["session"]
     assert hit["id"] == "esc]0;PWNED[2J" and hit["project"] == "tmp/esc[2J"
+
+
+def test_session_rows_load_a_slice_at_a_time_into_one_table(monkeypatch):
+    """write.load_lists binds its columns LOAD_ROWS rows at a time (a statement
+    binding every session at once held them all as DuckDB values): the table
+    is the same whole, and an empty load still makes the typed table."""
+    from deja.stages.store import write
+
+    monkeypatch.setattr(write, "LOAD_ROWS", 2)
+    types = (("k", "VARCHAR"), ("t0", "TIMESTAMPTZ"), ("tags", "VARCHAR[]"), ("n", "BIGINT"))
+    cols = {"k": ["a", "b", "c", "d", "e"], "t0": [0, 1_000, None, 3_000, 4_000],
+            "tags": [["x"], [], None, ["y", "z"], ["w"]], "n": [1, 2, 3, None, 5]}
+    con = duckdb.connect()
+    write.load_lists(con, "t", types, cols)
+    rows = con.execute("SELECT k, epoch_ms(t0), tags, n FROM t ORDER BY k").fetchall()
+    assert rows == [("a", 0, ["x"], 1), ("b", 1000, [], 2), ("c", None, None, 3), ("d", 3000, ["y", "z"], None),
+                    ("e", 4000, ["w"], 5)]
+    write.load_lists(con, "t", types, {name: [] for name, _ in types})
+    assert con.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    assert [r[1] for r in con.execute("DESCRIBE t").fetchall()] == ["VARCHAR", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]",
+                                                                    "BIGINT"]

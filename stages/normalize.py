@@ -420,7 +420,7 @@ def merge_meta(o: dict, m: dict) -> None:
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:50]
     o["touched"] = [p for p, _ in ranked]
     o["touched_counts"] = [c for _, c in ranked]
-    o["max_seq"] = max(o.get("max_seq") or -1, m.get("max_seq") or -1)
+    o["max_seq"] = max(-1 if o.get("max_seq") is None else o["max_seq"], -1 if m.get("max_seq") is None else m["max_seq"])
     if m.get("decision"):
         o["decision"], o["decision_ts"] = m["decision"], m.get("decision_ts")
     o["gave_up"] = bool(o.get("gave_up") or m.get("gave_up"))

@@ -1028,3 +1028,24 @@ def test_session_rows_load_a_slice_at_a_time_into_one_table(monkeypatch):
     assert con.execute("SELECT count(*) FROM t").fetchone() == (0,)
     assert [r[1] for r in con.execute("DESCRIBE t").fetchall()] == ["VARCHAR", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]",
                                                                     "BIGINT"]
+
+
+def test_a_session_read_first_with_no_records_numbers_its_appended_turns_on(home):
+    """A Codex rollout read when it held only its session line, then appended
+    one turn at a time: each turn's records take the next numbers (a kept
+    highest number of 0 once read as none, and the next turn took 0 again)."""
+    tid = "019b0000-0000-7000-8000-0000000000c1"
+    p = home.codex_file(tid)
+    line = lambda d: json.dumps(d) + "\n"  # noqa: E731
+    p.write_text(line({"timestamp": "2026-03-02T09:00:00.000Z", "type": "session_meta",
+                       "payload": {"id": tid, "cwd": "/home/dev/src/api"}}))
+    home.run("index")
+    for i, word in enumerate(["wombat", "numbat", "quokka"]):
+        with open(p, "a") as fh:
+            fh.write(line({"timestamp": f"2026-03-02T09:0{i + 1}:00.000Z", "type": "response_item", "payload": {
+                "type": "message", "role": "user", "content": [{"type": "input_text", "text": f"the {word} cache"}]}}))
+        home.run("index")
+    files = [str(home.index / r[0]) for r in catalog(home, "SELECT file FROM generation WHERE dataset='records'")]
+    con = duckdb.connect()
+    seqs = con.execute("SELECT seq, text FROM read_parquet(?) ORDER BY seq", [files]).fetchall()
+    assert seqs == [(0, "the wombat cache"), (1, "the numbat cache"), (2, "the quokka cache")]

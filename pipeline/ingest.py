@@ -47,15 +47,21 @@ class FileOutput:
     # stays as written (pipeline/run.py, carry_failed), its row keeps the error.
     held: bool = False
     present: set[str] | None = None
+    # A later slice of a file too big to read at once: its records and sessions
+    # fold into the first slice's output (pipeline/run.py, read_sliced, accept).
+    continues: FileOutput | None = None
 
 
-def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False) -> FileOutput:
+def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False,
+                 limit: int | None = None) -> FileOutput:
     """Read one file from its start offset and run the per-record stages on it.
 
     ``prior`` holds this file's file_sessions rows from earlier runs (for an
     append: seq numbering and the project found by the first read; for a
     database read again: the fingerprints of its sessions, see ``fingerprints``).
     ``light`` (worker processes) keeps polars out: see redact.redact_many.
+    ``limit``: read up to this offset only (a slice: see run.read_sliced; only
+    readers that hold back a call waiting for its result take it).
     """
     remote = action.path.startswith(REMOTE_PREFIX)  # a database server: nothing to stat
     try:
@@ -64,7 +70,9 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False)
         return _changed(action, "vanished before it was read")
     try:
         mod = reader(action.harness)
-        if getattr(mod, "HOLDS_PENDING", False):  # (the index reads live transcripts: jsonl.held_back)
+        if limit is not None:
+            res = mod.read(action.path, action.start, live=True, limit=limit)
+        elif getattr(mod, "HOLDS_PENDING", False):  # (the index reads live transcripts: jsonl.held_back)
             res = mod.read(action.path, action.start, live=True)
         else:
             res = mod.read(action.path, action.start)

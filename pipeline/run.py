@@ -28,7 +28,7 @@ from deja.pipeline.ingest import FileOutput, process_file
 from deja.pipeline.sessions import build_sessions, project_names
 from deja.stages import normalize
 from deja.stages.policy import drop_filter
-from deja.stages.sources import harnesses, locate, projects
+from deja.stages.sources import harnesses, locate, projects, reader
 from deja.stages.store import config, duck, history_map, index_state, write
 from deja.stages.store.catalog import Store
 from deja.stages.store.compact import MAX_PARTS, compact, needs_compaction
@@ -39,6 +39,9 @@ from deja.stages.store.purge import purge_records
 # Reads bigger than this go to worker processes (both cores); smaller ones,
 # like an appended turn, stay in-process where a pool would cost more than it saves.
 POOL_MIN_BYTES = 8 << 20
+# A transcript with more than this to read is read a slice at a time (read_sliced):
+# whole, a 300 MB transcript took 1.46 GB. DEJA_SLICE_BYTES overrides it (tests).
+SLICE_BYTES = 32 << 20
 # Runs reading at most this much take the small path (ListBatch): the
 # pure-Python tokenizer costs less than importing pyarrow and polars below
 # it (bench/README.md, measured figures). DEJA_SMALL_RUN_BYTES overrides it (tests
@@ -179,10 +182,12 @@ class Run:
         reads = [a for a in work if a.kind in (mf.NEW, mf.APPEND, mf.REPLACE)]
         volume = sum(max(0, a.size - a.start) for a in reads)
         self.batch = self.new_batch(volume)
-        for i, out in enumerate(self.read_all(reads, volume)):
+        done = 0
+        for out in self.read_all(reads, volume):
+            done += out.continues is None  # (a file read in slices is one file)
             self.accept(out)
             if self.progress:
-                self.progress(i + 1, len(reads), out.action.path)
+                self.progress(done, len(reads), out.action.path)
         if self.rebuild:
             for out in self.carry_gone(actions):
                 self.accept(out)
@@ -232,17 +237,58 @@ class Run:
             workers = min(int(self.env.get("DEJA_WORKERS") or WORKERS), 2 * WORKERS)
         except ValueError:
             workers = WORKERS
-        if workers < 2 or len(reads) < 2 or volume < POOL_MIN_BYTES:
+        self.slice_bytes = int(self.env.get("DEJA_SLICE_BYTES") or SLICE_BYTES)
+        sliced = {i for i, a in enumerate(reads) if a.size - a.start > self.slice_bytes
+                  and getattr(reader(a.harness), "HOLDS_PENDING", False)}
+        pooled = [i for i in range(len(reads)) if i not in sliced]
+        if workers < 2 or len(pooled) < 2 or volume < POOL_MIN_BYTES:
             # small reads (an appended turn) redact text by text: cheaper than loading polars
             light = volume < POOL_MIN_BYTES
-            for a, prior in zip(reads, priors):
-                yield process_file(a, prior, light)
+            for i, (a, prior) in enumerate(zip(reads, priors)):
+                yield from self.read_sliced(a, prior) if i in sliced else [
+                    process_file(a, prior, light)]
             return
         from deja.pipeline.readers import read_in_processes
 
-        yield from read_in_processes([(a, prior) for a, prior in zip(reads, priors)], workers, workers * 2,
-                                     ["deja.pipeline.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())],
-                                     weight=_read_weight)
+        outs = read_in_processes([(reads[i], priors[i]) for i in pooled], workers, workers * 2,
+                                 ["deja.pipeline.ingest", *(f"deja.stages.sources.{h}" for h in harnesses())],
+                                 weight=_read_weight)
+        for i, (a, prior) in enumerate(zip(reads, priors)):
+            if i in sliced:  # (here, while the reader processes read ahead of it)
+                yield from self.read_sliced(a, prior)
+            else:
+                yield next(outs)
+
+    def read_sliced(self, a: mf.Action, prior: dict[str, dict]):
+        """A transcript too big to read at once, a slice of about SLICE_BYTES at
+        a time, in this process: each slice ends at a line's end, held back (as a
+        live transcript is, jsonl.held_back) at a call whose result lies past it,
+        and the next is read as an append of it. Reading a file costs about five
+        times its size in memory (the bytes, the parsed lines, the columns, the
+        redacted text, the Arrow table); so a slice's records go to the batch
+        (and, as it fills, to disk) before the next is read. Only readers that
+        hold back a pending call take a limit (Claude Code's, Codex's); the
+        others' files are read whole."""
+        first, start, rows = None, a.start, prior
+        while True:
+            limit = _line_end_after(a.path, start + self.slice_bytes)
+            act = a if first is None else mf.Action(mf.APPEND, a.path, a.harness, start, a.size, a.mtime_ns)
+            out = process_file(act, rows, False, limit)
+            if first is not None and out.safe_offset <= start and limit is not None and not out.error:
+                out = process_file(act, rows, False)  # a slice all of one unfinished call: the rest whole
+                limit = None
+            out.continues = first
+            yield out  # (accepted before this goes on: a continuation folds into first)
+            if out.error or out.changed or limit is None or out.safe_offset <= start:
+                return
+            first = first or out
+            start = out.safe_offset
+            rows = {k: dict(r) for k, r in prior.items()}
+            for k, m in first.meta.items():
+                if k in rows:
+                    normalize.merge_meta(rows[k], dict(m))
+                else:
+                    rows[k] = dict(m)
 
     def by_session(self, a: mf.Action) -> bool:
         """A database read again whose unchanged sessions can stay as written:
@@ -361,6 +407,9 @@ class Run:
     # -- accumulate and flush --------------------------------------------
     def accept(self, out: FileOutput) -> None:
         hs = self._hs(out.action.harness)
+        if out.continues is not None:
+            self.accept_slice(out, hs)
+            return
         if (not out.error and not out.changed and out.action.kind == mf.REPLACE and not out.meta and out.malformed
                 and (self.manifest.get(out.action.path) or {}).get("records")):
             # a file that held sessions and now reads as nothing but damage (a
@@ -386,6 +435,41 @@ class Run:
         hs.records_added += out.rows
         hs.redactions += sum(out.redactions.values())
         self.done.append(out)
+        if self.batch.full():
+            self.flush()
+
+    def accept_slice(self, out: FileOutput, hs: HarnessSummary) -> None:
+        """A later slice of a file read in slices (read_sliced): its records are
+        added, and its sessions, counts and resume point fold into the first
+        slice's output, so the file has one manifest row. A slice that fails
+        leaves the file's row where the last good slice ended: the next run
+        reads on from there."""
+        first = out.continues
+        out.continues = None
+        if out.error or out.changed:
+            self.summary.errors.append(f"{out.action.path}: {out.error}")
+            hs.failed += not out.changed
+            hs.changed_while_read += out.changed
+            return
+        if out.rows and self.drop:
+            out.rows = self.drop.apply(out.cols, out.meta)
+        if out.rows:
+            self.batch.add(out, self.next_record_id)
+            self.next_record_id += out.rows
+        for key, m in out.meta.items():
+            if key in first.meta:
+                normalize.merge_meta(first.meta[key], m)
+            else:
+                first.meta[key] = m
+        first.safe_offset, first.prefix_hash, first.edge_hash = out.safe_offset, out.prefix_hash, out.edge_hash
+        first.rows += out.rows
+        first.malformed += out.malformed
+        first.clipped += out.clipped
+        _add(first.redactions, out.redactions)
+        first.faults = (first.faults or []) + (out.faults or [])
+        hs.malformed += out.malformed
+        hs.records_added += out.rows
+        hs.redactions += sum(out.redactions.values())
         if self.batch.full():
             self.flush()
 
@@ -553,6 +637,25 @@ class Run:
                 continue
             normalize.merge_meta(o, m)
         return merged
+
+def _line_end_after(path: str, offset: int) -> int | None:
+    """The offset just past the first newline at or after ``offset``; None when
+    the file has none there (the rest is read whole)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            pos = offset
+            while True:
+                chunk = fh.read(1 << 16)
+                if not chunk:
+                    return None
+                nl = chunk.find(b"\n")
+                if nl >= 0:
+                    return pos + nl + 1
+                pos += len(chunk)
+    except OSError:
+        return None
+
 
 def _read_weight(job: tuple) -> int:
     """The bytes a reader process reads for ``job`` (readers.read_in_processes

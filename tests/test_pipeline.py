@@ -1030,6 +1030,32 @@ def test_session_rows_load_a_slice_at_a_time_into_one_table(monkeypatch):
                                                                     "BIGINT"]
 
 
+@pytest.mark.parametrize("slice_bytes", ["1500", "9000"])
+def test_a_transcript_read_in_slices_makes_the_store_a_whole_read_makes(home, slice_bytes):
+    """A transcript too big to read at once is read a slice at a time
+    (pipeline/run.py, read_sliced): each slice ends at a line's end, held back at
+    a call whose result lies past it, and the next is read as an append. The
+    records, their sequence, commands' exit codes, sessions and postings are
+    those of one whole read (but how often a file was touched, which counts
+    the reads that touched it, as appended reads do); the file is then up to
+    date, and a turn appended later is read on from where the slices ended."""
+    whole, sliced = home.root / "whole.db", home.root / "sliced.db"
+    home.run("index", extra_env=dict(samples_env(home, whole), **BIG))
+    home.run("index", extra_env=dict(samples_env(home, sliced), **BIG, DEJA_SLICE_BYTES=slice_bytes))
+    a, b = datasets(whole), datasets(sliced)
+    touched = [n for n, _, *_ in a["sessions types"]].index("touched")
+    for rows in (a["sessions"], b["sessions"]):
+        rows[:] = [r[:touched] + (sorted(r[touched] or []),) + r[touched + 1:] for r in rows]
+    for name in a:
+        assert a[name] == b[name], name
+    env = dict(samples_env(home, sliced), DEJA_SLICE_BYTES=slice_bytes)
+    assert home.run("index", extra_env=env).stderr.startswith("up to date")
+    p = next((home.root / "samples" / "claude" / "projects").glob("*/*.jsonl"))
+    write_jsonl(p, [claude_user(S1, "one more question about the quokka cache", "2026-03-09T10:00:00Z", "q1")], "a")
+    home.run("index", extra_env=env)
+    assert home.search("quokka", extra_env=env)["hits"]
+
+
 def test_a_session_read_first_with_no_records_numbers_its_appended_turns_on(home):
     """A Codex rollout read when it held only its session line, then appended
     one turn at a time: each turn's records take the next numbers (a kept

@@ -119,7 +119,8 @@ def test_many_small_transcripts_read_in_processes_make_the_store_one_process_mak
     """Small transcripts go to the reader processes a chunk at a time and their
     records wait as columns before they are one table (pipeline/readers.py,
     pipeline/batch.py); what the run writes is what reading them one by one in
-    the run's own process writes, a big transcript among them included."""
+    the run's own process writes, a big transcript among them included (read
+    in slices by the run meanwhile)."""
     from test_pipeline import datasets
 
     root = tmp_path / "corpus"
@@ -154,6 +155,8 @@ def test_many_small_transcripts_read_in_processes_make_the_store_one_process_mak
         home = Home(tmp_path / f"w{workers}")
         home.env.update(DEJA_CLAUDE_ROOT=str(projects), DEJA_CODEX_ROOT=str(root / "codex"), DEJA_WORKERS=workers,
                         DEJA_FLUSH_BYTES="200000")  # several flushes, some between the files of one table
+        if workers == "2":  # and the big one read in slices by the run while the processes read the rest
+            home.env["DEJA_SLICE_BYTES"] = "1000000"
         done = json.loads(home.run("index", "--json").stdout)
         assert not done["errors"] and done["sessions"] == 361
         stores[workers] = datasets(home.index)

@@ -685,13 +685,16 @@ def _human(origin) -> bool:
 HOLDS_PENDING = True
 
 
-def read(path: str, start: int = 0, live: bool = False) -> ReadResult:
+def read(path: str, start: int = 0, live: bool = False, limit: int | None = None) -> ReadResult:
+    """``limit``: read only the lines before this offset (a slice of a file too
+    big to read at once), held back, as a live file's end is, at a call whose
+    result lies past it."""
     try:
-        reader = _Reader(path, start)
+        reader = _Reader(path, start, limit)
         res = reader.run()
-        if not live:
+        if not live and limit is None:
             return res
-        stop = held_back(path, reader.calls, reader.results, reader.said)
+        stop = held_back(path, reader.calls, reader.results, reader.said, always=limit is not None)
         if stop is None or stop >= res.safe_offset:
             return res
         # a command still running: its exit code comes in a later line

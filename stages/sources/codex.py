@@ -103,13 +103,14 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
 HOLDS_PENDING = True
 
 
-def read(path: str, start: int = 0, live: bool = False) -> ReadResult:
+def read(path: str, start: int = 0, live: bool = False, limit: int | None = None) -> ReadResult:
+    """``limit``: as the Claude reader's (a slice of a file too big to read at once)."""
     if not is_regular_file(path):
         return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
     try:
         if os.path.basename(path) == "history.jsonl":
             return _read_history(path, start)
-        return _read_rollout(path, start, live=live)
+        return _read_rollout(path, start, live=live, limit=limit)
     except OSError as exc:
         return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # one bad file costs that file, never the run
@@ -134,15 +135,16 @@ def project_of(cwd: str) -> str:
     return re.split(r"[/\\]", s)[-1] if s else ""
 
 
-def _read_rollout(path: str, start: int, stop: int | None = None, live: bool = False) -> ReadResult:
+def _read_rollout(path: str, start: int, stop: int | None = None, live: bool = False,
+                  limit: int | None = None) -> ReadResult:
     flags = {f: work.enabled(f) for f in ("PATHS", "COMMANDS", "EDITS", "TOOL_OUTPUT")}
     r = _Rollout(path, flags)
     if start > 0:
         r = _primed(path, start, flags)
-    lines = Lines(path, start, stop=stop)
+    lines = Lines(path, start, stop=stop if stop is not None else limit)
     r.bad += lines.each(lambda offset, obj: r.step(offset, obj, True))
-    if live and stop is None:
-        cut = held_back(path, r.calls, r.results, r.said)
+    if (live or limit is not None) and stop is None:
+        cut = held_back(path, r.calls, r.results, r.said, always=limit is not None)
         if cut is not None and cut < lines.end:
             # a call still running: its exit code and its output's tool come in a later line
             return _read_rollout(path, start, cut) if cut > start else ReadResult(safe_offset=start)

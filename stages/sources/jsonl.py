@@ -189,7 +189,8 @@ def speech(role: str, texts: list[str], ts, at: int, res) -> list:
 LIVE_SECONDS = 600
 
 
-def held_back(path: str, calls: dict[str, int], results: dict[str, int], said: int = -1) -> int | None:
+def held_back(path: str, calls: dict[str, int], results: dict[str, int], said: int = -1,
+              always: bool = False) -> int | None:
     """Where a read of a live transcript stops: the first line of a call whose
     result is not on disk yet, or earlier, so that every call before the stop
     has its result before it too. None: read to the end.
@@ -202,14 +203,16 @@ def held_back(path: str, calls: dict[str, int], results: dict[str, int], said: i
     was interrupted and will never get its result, and a transcript nobody
     writes to any more (a session killed mid-command) is read to its end.
     ``calls``: call id → its line's offset; ``results``: call id → its
-    result's; ``said``: the offset of the last line of speech read."""
+    result's; ``said``: the offset of the last line of speech read.
+    ``always``: a slice of a file too big to read at once (pipeline/run.py,
+    read_sliced) stops so whatever the file's age: its next slice follows."""
     waiting = [at for cid, at in calls.items() if cid not in results and at > said]
     if not waiting:
         return None
     try:
         import time
 
-        if time.time() - os.stat(path).st_mtime >= LIVE_SECONDS:
+        if not always and time.time() - os.stat(path).st_mtime >= LIVE_SECONDS:
             return None
     except OSError:
         return None

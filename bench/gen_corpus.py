@@ -1854,7 +1854,8 @@ def append_turn(path: str, harness: str, *, seed: int | None = None, marker: str
 # --------------------------------------------------------------------------- profiles
 
 # Each other profile is a module with generate(out, mb, seed, sessions, progress) -> stats.
-PROFILES = {"default": None, "text": "bench.corpus_text", "tool": "bench.corpus_tool", "real": "bench.corpus_real"}
+PROFILES = {"default": None, "text": "bench.corpus_text", "tool": "bench.corpus_tool", "real": "bench.corpus_real",
+            "many": "bench.corpus_many"}
 
 
 def generate_profile(profile: str, out: str, mb: float, seed: int = 1, sessions: int | None = None,

@@ -334,7 +334,11 @@ int main(int argc, char **argv) {
 #ifdef DEJA_MAIN
     if (hook) return 0; /* a hook never fails the agent, whatever its status */
     if (strncmp(line, "exit ", 5) == 0) return (int)strtol(line + 5, NULL, 10);
-    return 1; /* the command died unheard */
+    /* the command died unheard; not run again here: it may have written part of its answer */
+    static const char died[] = "deja: the warm server's process ended before its answer was complete; "
+                               "run it again (DEJA_SERVE=off answers here)\n";
+    if (write(2, died, sizeof died - 1) < 0) return 1;
+    return 1;
 #else
     return 0; /* a hook never fails the agent, whatever its status */
 #endif

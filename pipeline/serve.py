@@ -312,11 +312,12 @@ class Server:
             if last:
                 self.retire(w)  # it leaves to give its memory back: nothing more for it
             return
-        # gone: it crashed (or was killed); its client hears "exit 1" (a
-        # hook's client still exits 0) and the next request has a fresh one
+        # gone: it crashed (or was killed); its client hears "died" and says
+        # so in one line, exiting 1 (a hook's client still exits 0 in silence),
+        # and the next request has a fresh one
         if w.conn is not None:
             self.failed += 1
-            self.answer(w.conn, "exit 1\n")
+            self.answer(w.conn, "died\n")
         self.retire(w)  # (answered first: a process forked now must not hold that connection)
 
     def retire(self, w: Warm) -> None:
@@ -528,7 +529,7 @@ def warm_main(sock: socket.socket) -> None:
         leaving = served >= WARM_REQUESTS or rss > limit_mb
         # leaving says so with its last status: between a bare status and its
         # end, the main process could hand it the next request, which nobody
-        # would read (that client heard "exit 1")
+        # would read (that client heard "died")
         try:
             sock.send(f"exit {code}{' last' if leaving else ''}".encode())
         except OSError:

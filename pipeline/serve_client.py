@@ -36,6 +36,8 @@ SERVED = frozenset({"search", "last", "show", "ctx", "blame", "how", "fix",
 
 
 IN_SERVER = False  # set in the server's processes: they answer, never ask
+# what a person sees when the process answering them was killed mid-answer (hooks/client.c says it too)
+DIED = b"deja: the warm server's process ended before its answer was complete; run it again (DEJA_SERVE=off answers here)\n"
 
 
 # Commands that may page their output on a terminal (`less` reads keys from the
@@ -230,7 +232,11 @@ def request(argv: list[str], hook: bool) -> int | None:
                 return int(last[5:])
             except ValueError:
                 pass
-        return 0 if hook else 1  # the command died unheard: a hook still never fails the agent
+        if hook:
+            return 0  # the command died unheard: a hook still never fails the agent
+        # (not run again here: it may have written part of its answer already)
+        os.write(2, DIED)
+        return 1
     finally:
         s.close()
 

@@ -648,3 +648,29 @@ def test_doctor_and_uninstall_know_the_hook_client(wired):
     assert "hook client built" in _run(home, "doctor").stdout
     home.run("uninstall", "claude")
     assert not launcher.exists() and not launcher.with_name("deja-client").exists()
+
+
+def test_a_warm_process_killed_mid_answer_says_so_in_one_line(served):
+    """The process answering a served search is killed while it works: the
+    command is not run again (part of its answer may be out), the client says
+    what happened in one line and exits 1; a hook stays silent and exits 0."""
+    _run(served, "search", "pool")
+    _started(served)
+    for argv, code in ((["search", "pool"], 1), (["hook-prompt"], 0)):
+        warm = [w["pid"] for w in _status(served)["warm"]]
+        assert warm
+        stdin = served.root / "hook-input.json"
+        stdin.write_text(json.dumps({"prompt": "why is the pool exhausted", "cwd": str(served.root)}))
+        with open(stdin, "rb") as fh:
+            proc = subprocess.Popen(deja_cmd() + argv, stdin=fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=dict(served.env, DEJA_FAULT_SLOW="60"))
+        assert _wait(lambda: _status(served)["running"] == 1, 10)
+        for pid in warm:
+            os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == code and out == b""
+        if code:
+            assert err.decode().count("\n") == 1 and "ended before its answer was complete" in err.decode()
+        else:
+            assert err == b""
+        assert _wait(lambda: bool(_status(served)["warm"]), 10)

@@ -77,15 +77,14 @@ class Lines:
         self.faults.keep(offset, f"line could not be read ({type(exc).__name__})")
 
     def __iter__(self) -> Iterator[tuple[int, dict]]:
+        want = None if self.stop is None else max(0, self.stop - self.start)
         if self.data is not None:
-            data = self.data[self.start:]
+            data = self.data[self.start:] if want is None else self.data[self.start:self.start + want]
         else:
             with open(self.path, "rb") as fh:
                 if self.start:
                     fh.seek(self.start)
-                data = fh.read()
-        if self.stop is not None:
-            data = data[: max(0, self.stop - self.start)]
+                data = fh.read() if want is None else fh.read(want)  # (a slice reads its own bytes, not the rest)
         pos = 0
         n = len(data)
         base = self.start

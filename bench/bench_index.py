@@ -4,6 +4,7 @@
     python bench/bench_index.py --mb 200 --runs 3
     python bench/bench_index.py --mb 1000 --runs 1 --only cold     # peak RSS at 1 GB
     python bench/bench_index.py --profile text --mb 200            # another corpus shape
+    python bench/bench_index.py --profile text --mb 300 --sessions 1 --only cold   # one huge transcript
 
 Generates (once, cached under bench/out/corpus-<profile>-<mb>mb-s<seed>/) a Claude Code +
 Codex store with bench/gen_corpus.py --profile (default, text, tool, real; see
@@ -53,13 +54,14 @@ def deja() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "deja"]
 
 
-def corpus(profile: str, mb: int, seed: int) -> Path:
-    out = HERE / "out" / f"corpus-{profile}-{mb}mb-s{seed}"
+def corpus(profile: str, mb: int, seed: int, sessions: int | None = None) -> Path:
+    out = HERE / "out" / f"corpus-{profile}-{mb}mb-s{seed}{f'-n{sessions}' if sessions else ''}"
     if not (out / ".done").exists():
         if out.exists():
             shutil.rmtree(out)
         subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), "--profile", profile, "--out", str(out),
-                        "--mb", str(mb), "--seed", str(seed)], check=True)
+                        "--mb", str(mb), "--seed", str(seed), *(["--sessions", str(sessions)] if sessions else [])],
+                       check=True)
         (out / ".done").write_text("ok")
     # the real path: a store indexed through bench/out from one clone is the
     # same store to another clone's bench (its manifest keys are paths)
@@ -178,12 +180,13 @@ def main() -> None:
     ap.add_argument("--profile", choices=list(PROFILES), default="default", help="corpus shape (bench/README.md)")
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sessions", type=int, help="this many sessions (--sessions 1: one huge transcript)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", choices=["cold", "unchanged", "append", "search"], action="append")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     only = set(args.only or ["cold", "unchanged", "append", "search"])
-    src = corpus(args.profile, args.mb, args.seed)
+    src = corpus(args.profile, args.mb, args.seed, args.sessions)
     corpus_bytes = size_of(src / "claude") + size_of(src / "codex")
     work = HERE / "out" / "work"
     report: dict = {"profile": args.profile, "corpus_mb": round(corpus_bytes / 1e6, 1), "runs": args.runs}

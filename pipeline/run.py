@@ -182,12 +182,12 @@ class Run:
         reads = [a for a in work if a.kind in (mf.NEW, mf.APPEND, mf.REPLACE)]
         volume = sum(max(0, a.size - a.start) for a in reads)
         self.batch = self.new_batch(volume)
-        done = 0
+        files = 0
         for out in self.read_all(reads, volume):
-            done += out.continues is None  # (a file read in slices is one file)
+            files += out.continues is None  # (a file read in slices is one file)
             self.accept(out)
             if self.progress:
-                self.progress(done, len(reads), out.action.path)
+                self.progress(files, len(reads), out.action.path)
         if self.rebuild:
             for out in self.carry_gone(actions):
                 self.accept(out)
@@ -637,6 +637,7 @@ class Run:
                 continue
             normalize.merge_meta(o, m)
         return merged
+
 
 def _line_end_after(path: str, offset: int) -> int | None:
     """The offset just past the first newline at or after ``offset``; None when

@@ -83,7 +83,8 @@ class ListBatch:
         records = []
         for harness, outs in sorted(by_harness.items()):
             cols = _concat([out.cols for out, _ in outs])
-            cols["record_id"] = [i for out, first in outs for i in range(first, first + out.rows)]
+            # (its own columns' length: a file read in slices counts every slice's rows in its first output's)
+            cols["record_id"] = [i for out, first in outs for i in range(first, first + len(out.cols["text"]))]
             parts += self.write_records(harness, cols, name)
             records.append(cols)
         postings, docs = self.postings(_concat(records))

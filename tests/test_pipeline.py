@@ -1030,18 +1030,18 @@ def test_session_rows_load_a_slice_at_a_time_into_one_table(monkeypatch):
                                                                     "BIGINT"]
 
 
-@pytest.mark.parametrize("slice_bytes", ["1500", "9000"])
-def test_a_transcript_read_in_slices_makes_the_store_a_whole_read_makes(home, slice_bytes):
+@pytest.mark.parametrize("slice_bytes,batch", [("1500", BIG), ("9000", BIG), ("1500", {})])
+def test_a_transcript_read_in_slices_makes_the_store_a_whole_read_makes(home, slice_bytes, batch):
     """A transcript too big to read at once is read a slice at a time
     (pipeline/run.py, read_sliced): each slice ends at a line's end, held back at
     a call whose result lies past it, and the next is read as an append. The
     records, their sequence, commands' exit codes, sessions and postings are
-    those of one whole read (but how often a file was touched, which counts
+    those of one whole read, by either batch (but how often a file was touched, which counts
     the reads that touched it, as appended reads do); the file is then up to
     date, and a turn appended later is read on from where the slices ended."""
     whole, sliced = home.root / "whole.db", home.root / "sliced.db"
-    home.run("index", extra_env=dict(samples_env(home, whole), **BIG))
-    home.run("index", extra_env=dict(samples_env(home, sliced), **BIG, DEJA_SLICE_BYTES=slice_bytes))
+    home.run("index", extra_env=dict(samples_env(home, whole), **batch))
+    home.run("index", extra_env=dict(samples_env(home, sliced), **batch, DEJA_SLICE_BYTES=slice_bytes))
     a, b = datasets(whole), datasets(sliced)
     touched = [n for n, _, *_ in a["sessions types"]].index("touched")
     for rows in (a["sessions"], b["sessions"]):

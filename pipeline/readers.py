@@ -36,19 +36,19 @@ CHUNK_BYTES, CHUNK_JOBS = 256 << 10, 64
 
 
 def read_in_processes(jobs: Sequence[tuple], workers: int, window: int, preload: list[str],
-                      weight=lambda job: 0) -> Iterator:
+                      weight=None) -> Iterator:
     """``ingest.process_file(*job, True)`` for each job, in order, in ``workers``
     processes; at most ``window`` chunks are read ahead of the one the caller
     takes, so memory stays per-file, not per-corpus.
 
-    Consecutive small jobs (``weight``: the bytes a job reads) go to a worker
-    together, up to ``CHUNK_BYTES``: a round trip per file (a pickle each way,
+    Consecutive small jobs (``weight``: the bytes a job reads; without it, each
+    job goes alone) go to a worker together, up to ``CHUNK_BYTES``: a round trip per file (a pickle each way,
     two thread hand-offs) cost more than reading a transcript of a few lines,
     and 50,000 of them left both workers idle two thirds of the time."""
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
-    chunks = _chunks(jobs, weight)
+    chunks = _chunks(jobs, weight) if weight else [[i] for i in range(len(jobs))]
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload([__name__, *preload])
     _start_forkserver()

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from deja.stages.sources import locate
+from deja.stages.sources import locate, watch
 
 from deja.stages.store import config
 from deja.pipeline import manifest as mf
@@ -103,7 +103,18 @@ def _pending_warm(store: Store, con, sources) -> tuple[list[mf.Action], int, boo
         known = per_catalog(store, "manifest", manifest)
     except (Busy, Damaged, duck.Error):
         return None
-    return [a for a in mf.plan(sources, known, verify=False) if a.kind != mf.SKIP], 0, True
+    w = watch.current()
+    if w is not None and not any(p.startswith(mf.REMOTE_PREFIX) for p, _ in sources):
+        # nothing changed since a check found the store fresh: no stat of every file (stages/sources/watch.py)
+        folders, count = frozenset(p.rpartition(os.sep)[0] for p, _ in sources), len(sources)
+        if w.quiet(folders, count, known):
+            return [], 0, True
+    else:
+        w = None
+    actions = [a for a in mf.plan(sources, known, verify=False) if a.kind != mf.SKIP]
+    if w is not None and not actions:
+        w.mark_clean(folders, count, known)
+    return actions, 0, True
 
 
 def _manifest(con, cols: list[str]) -> dict[str, dict]:
@@ -134,11 +145,13 @@ def keep_warm() -> None:
     """This process answers request after request (deja serve's warm
     processes, deja mcp): the live store stays open between them and is
     reopened when the catalog changes (read.keep_open), and a store's folder
-    is listed again only when it changed (locate.keep_listings)."""
+    is listed again only when it changed (locate.keep_listings), and its
+    transcripts are stat'ed only when a watched folder saw a change (watch)."""
     from deja.stages.store import read
 
     read.keep_open(True)
     locate.keep_listings()
+    watch.enable()
 
 
 def ensure_fresh(env: Mapping[str, str] | None = None, con=None, keep_attached: bool = False) -> str:

@@ -674,3 +674,28 @@ def test_a_warm_process_killed_mid_answer_says_so_in_one_line(served):
         else:
             assert err == b""
         assert _wait(lambda: bool(_status(served)["warm"]), 10)
+
+
+def test_a_turn_appended_to_a_quiet_store_is_in_the_next_served_answer(served):
+    """A warm process that found the store fresh stats no transcript again
+    until a watched folder changes (stages/sources/watch.py): a turn appended
+    to an old transcript is still in the very next served answer, as in
+    process, and a new transcript is still seen (and read in the background)."""
+    served.env["DEJA_NO_REFRESH"] = "0"  # (the tests' default: each query checks nothing)
+    old = served.claude_file(S1, CWD)
+    os.utime(old, (1_600_000_000, 1_600_000_000))
+    served.run("index", extra_env={"DEJA_SERVE": "off"})
+    _run(served, "search", "pool")
+    _started(served)
+    for _ in range(3):  # the warm process's checks find the store fresh
+        assert json.loads(_run(served, "search", "--json", "zebra").stdout)["hits"]
+    write_jsonl(old, [claude_user(S1, "the wombat importer double counts refunds", "2026-03-07T10:00:00Z", "w1",
+                                  cwd=CWD)], "a")
+    assert [h["session"]["id"] for h in json.loads(_run(served, "search", "--json", "wombat").stdout)["hits"]] == [S1]
+    s3 = "b0b0b0b0-0000-4000-8000-000000000003"
+    write_jsonl(served.claude_file(s3, CWD), [claude_user(s3, "the numbat exporter skips archived rows",
+                                                          "2026-03-07T11:00:00Z", "n1", cwd=CWD)])
+    # (a new transcript is read by a background run, started by the check that sees it)
+    assert _wait(lambda: [h["session"]["id"] for h in json.loads(
+        _run(served, "search", "--json", "numbat").stdout)["hits"]] == [s3], 20)
+    assert _status(served)["warm"]

@@ -83,3 +83,25 @@ def test_a_forked_process_never_drains_its_parents_watch(tmp_path, w):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert watch.current() is w
+
+
+def test_a_folder_deleted_and_made_again_is_watched_again(tmp_path, w):
+    """A watch ends with its folder: one made again at the same path is
+    another folder, whose writes must still be seen."""
+    import shutil
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / "s.jsonl").write_text("{}\n")
+    folders, known = frozenset({str(folder)}), object()
+    assert not w.quiet(folders, 1, known)
+    w.mark_clean(folders, 1, known)
+    shutil.rmtree(folder)
+    folder.mkdir()
+    (folder / "s.jsonl").write_text("{}\n")
+    assert not w.quiet(folders, 1, known)  # (the deletion's events)
+    w.mark_clean(folders, 1, known)
+    assert w.quiet(folders, 1, known)
+    with open(folder / "s.jsonl", "a") as fh:  # a write in the folder made again
+        fh.write("{}\n")
+    assert not w.quiet(folders, 1, known)

@@ -23,11 +23,13 @@ A forked process never uses its parent's watch (they would share one queue).
 from __future__ import annotations
 
 import os
+import struct
 
 # IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE
 # | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
 _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
 _IN_NONBLOCK, _IN_CLOEXEC = 0o4000, 0o2000000
+_ENDED = 0x400 | 0x800 | 0x8000  # IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED: the watch is gone
 # statfs f_type of filesystems whose every write raises an inotify event here
 TRUSTED = frozenset({
     0xEF53,  # ext2/3/4
@@ -76,6 +78,7 @@ class Watch:
         if self.fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1")
         self.watched: set[str] = set()
+        self.folder_of: dict[int, str] = {}  # watch descriptor → its folder
         self.untrusted: set[str] = set()
         self.clean = None  # what a check found fresh: (folders, transcripts, the catalog's manifest)
 
@@ -112,6 +115,7 @@ class Watch:
             self.untrusted.add(folder)  # (gone, unreadable: the full check says what)
             return
         self.watched.add(folder)
+        self.folder_of[wd] = folder
 
     def _trusted(self, folder: str) -> bool:
         import ctypes
@@ -123,7 +127,9 @@ class Watch:
         return (kind & 0xFFFFFFFF) in TRUSTED
 
     def _drained(self) -> bool:
-        """Whether any event (or an overflow) was queued; the queue is emptied."""
+        """Whether any event (or an overflow) was queued; the queue is emptied.
+        A folder whose watch ended (deleted or moved: a folder made again at
+        its path is another, unwatched) is watched anew when next asked for."""
         if self.fd < 0:
             return True
         seen = False
@@ -138,6 +144,14 @@ class Watch:
             if not got:
                 return seen
             seen = True
+            at = 0
+            while at + 16 <= len(got):  # struct inotify_event: wd, mask, cookie, len, then the name
+                wd, mask, _, n = struct.unpack_from("iIII", got, at)
+                at += 16 + n
+                if mask & _ENDED:
+                    folder = self.folder_of.pop(wd, None)
+                    if folder is not None:
+                        self.watched.discard(folder)
 
     def close(self) -> None:
         if self.fd >= 0:

@@ -29,6 +29,7 @@ from deja.pipeline.sessions import build_sessions, project_names
 from deja.stages import normalize
 from deja.stages.policy import drop_filter
 from deja.stages.sources import harnesses, locate, projects, reader
+from deja.stages.sources.jsonl import line_end_after
 from deja.stages.store import config, duck, history_map, index_state, write
 from deja.stages.store.catalog import Store
 from deja.stages.store.compact import MAX_PARTS, compact, needs_compaction
@@ -245,8 +246,10 @@ class Run:
             # small reads (an appended turn) redact text by text: cheaper than loading polars
             light = volume < POOL_MIN_BYTES
             for i, (a, prior) in enumerate(zip(reads, priors)):
-                yield from self.read_sliced(a, prior) if i in sliced else [
-                    process_file(a, prior, light)]
+                if i in sliced:
+                    yield from self.read_sliced(a, prior)
+                else:
+                    yield process_file(a, prior, light)
             return
         from deja.pipeline.readers import read_in_processes
 
@@ -271,7 +274,7 @@ class Run:
         others' files are read whole."""
         first, start, rows = None, a.start, prior
         while True:
-            limit = _line_end_after(a.path, start + self.slice_bytes)
+            limit = line_end_after(a.path, start + self.slice_bytes)
             act = a if first is None else mf.Action(mf.APPEND, a.path, a.harness, start, a.size, a.mtime_ns)
             out = process_file(act, rows, False, limit)
             if first is not None and out.safe_offset <= start and limit is not None and not out.error:
@@ -284,11 +287,7 @@ class Run:
             first = first or out
             start = out.safe_offset
             rows = {k: dict(r) for k, r in prior.items()}
-            for k, m in first.meta.items():
-                if k in rows:
-                    normalize.merge_meta(rows[k], dict(m))
-                else:
-                    rows[k] = dict(m)
+            normalize.fold_meta(rows, first.meta)
 
     def by_session(self, a: mf.Action) -> bool:
         """A database read again whose unchanged sessions can stay as written:
@@ -427,6 +426,13 @@ class Run:
                 out = self.carry_failed(out)
         if self.rebuild and out.present is not None and not out.error and not self.prune_gone:
             self.carry_gone_sessions(out)
+        self.add_records(out, hs)
+        self.done.append(out)
+        if self.batch.full():
+            self.flush()
+
+    def add_records(self, out: FileOutput, hs: HarnessSummary) -> None:
+        """``out``'s records to the batch, numbered on, less tombstoned ones."""
         if out.rows and self.drop:  # tombstones and exclusions (see load_state)
             out.rows = self.drop.apply(out.cols, out.meta)
         if out.rows:
@@ -434,9 +440,6 @@ class Run:
             self.next_record_id += out.rows
         hs.records_added += out.rows
         hs.redactions += sum(out.redactions.values())
-        self.done.append(out)
-        if self.batch.full():
-            self.flush()
 
     def accept_slice(self, out: FileOutput, hs: HarnessSummary) -> None:
         """A later slice of a file read in slices (read_sliced): its records are
@@ -451,16 +454,8 @@ class Run:
             hs.failed += not out.changed
             hs.changed_while_read += out.changed
             return
-        if out.rows and self.drop:
-            out.rows = self.drop.apply(out.cols, out.meta)
-        if out.rows:
-            self.batch.add(out, self.next_record_id)
-            self.next_record_id += out.rows
-        for key, m in out.meta.items():
-            if key in first.meta:
-                normalize.merge_meta(first.meta[key], m)
-            else:
-                first.meta[key] = m
+        self.add_records(out, hs)
+        normalize.fold_meta(first.meta, out.meta)
         first.safe_offset, first.prefix_hash, first.edge_hash = out.safe_offset, out.prefix_hash, out.edge_hash
         first.rows += out.rows
         first.malformed += out.malformed
@@ -468,8 +463,6 @@ class Run:
         _add(first.redactions, out.redactions)
         first.faults = (first.faults or []) + (out.faults or [])
         hs.malformed += out.malformed
-        hs.records_added += out.rows
-        hs.redactions += sum(out.redactions.values())
         if self.batch.full():
             self.flush()
 
@@ -629,33 +622,8 @@ class Run:
                     merged[k] = dict(r, gone_at=None)
                 elif k not in out.present and not self.prune_gone:
                     merged[k] = dict(r, gone_at=r.get("gone_at") or now)
-        for key, m in meta.items():
-            m = dict(m, path=action.path)
-            o = merged.get(key)
-            if o is None:
-                merged[key] = m
-                continue
-            normalize.merge_meta(o, m)
+        normalize.fold_meta(merged, meta, path=action.path)
         return merged
-
-
-def _line_end_after(path: str, offset: int) -> int | None:
-    """The offset just past the first newline at or after ``offset``; None when
-    the file has none there (the rest is read whole)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            pos = offset
-            while True:
-                chunk = fh.read(1 << 16)
-                if not chunk:
-                    return None
-                nl = chunk.find(b"\n")
-                if nl >= 0:
-                    return pos + nl + 1
-                pos += len(chunk)
-    except OSError:
-        return None
 
 
 def _read_weight(job: tuple) -> int:

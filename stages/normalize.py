@@ -401,6 +401,18 @@ def _merge_part_fields(m: dict, part, project: str, root: str) -> None:
         m["_touch"][p] = m["_touch"].get(p, 0) + 1
 
 
+def fold_meta(into: dict[str, dict], meta: dict[str, dict], **also) -> None:
+    """Sessions' metadata of a later read (``meta``, by session key) folded
+    into ``into``: a session new to it is copied in (with ``also``), a known
+    one merged (merge_meta)."""
+    for key, m in meta.items():
+        o = into.get(key)
+        if o is None:
+            into[key] = dict(m, **also)
+        else:
+            merge_meta(o, dict(m, **also) if also else m)
+
+
 def merge_meta(o: dict, m: dict) -> None:
     """Fold a later read's metadata of one session (an append) into what this
     file said before, in place."""

@@ -127,6 +127,25 @@ def _decode(raw: bytes):
             return None
 
 
+def line_end_after(path: str, offset: int) -> int | None:
+    """The offset just past the first newline at or after ``offset`` (where a
+    slice of a file read in slices ends); None when there is none there."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            pos = offset
+            while True:
+                chunk = fh.read(1 << 16)
+                if not chunk:
+                    return None
+                nl = chunk.find(b"\n")
+                if nl >= 0:
+                    return pos + nl + 1
+                pos += len(chunk)
+    except OSError:
+        return None
+
+
 def read_head(path: str, limit: int = 64 << 10) -> Iterator[dict]:
     """Decoded objects of the complete lines within the first ``limit`` bytes."""
     with open(path, "rb") as fh:

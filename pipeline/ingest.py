@@ -70,10 +70,8 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False,
         return _changed(action, "vanished before it was read")
     try:
         mod = reader(action.harness)
-        if limit is not None:
+        if getattr(mod, "HOLDS_PENDING", False):  # (the index reads live transcripts: jsonl.held_back)
             res = mod.read(action.path, action.start, live=True, limit=limit)
-        elif getattr(mod, "HOLDS_PENDING", False):  # (the index reads live transcripts: jsonl.held_back)
-            res = mod.read(action.path, action.start, live=True)
         else:
             res = mod.read(action.path, action.start)
     except Exception as exc:  # a reader bug costs one file, never the run

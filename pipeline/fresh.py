@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from deja.stages.sources import locate, watch
+from deja.stages.sources import locate
 
 from deja.stages.store import config
 from deja.pipeline import manifest as mf
@@ -103,14 +103,16 @@ def _pending_warm(store: Store, con, sources) -> tuple[list[mf.Action], int, boo
         known = per_catalog(store, "manifest", manifest)
     except (Busy, Damaged, duck.Error):
         return None
+    from deja.stages.sources import watch
+
     w = watch.current()
-    if w is not None and not any(p.startswith(mf.REMOTE_PREFIX) for p, _ in sources):
+    if w is not None and any(p.startswith(mf.REMOTE_PREFIX) for p, _ in sources):
+        w = None  # (a database server's sessions: no folder to watch)
+    if w is not None:
         # nothing changed since a check found the store fresh: no stat of every file (stages/sources/watch.py)
         folders, count = frozenset(p.rpartition(os.sep)[0] for p, _ in sources), len(sources)
         if w.quiet(folders, count, known):
             return [], 0, True
-    else:
-        w = None
     actions = [a for a in mf.plan(sources, known, verify=False) if a.kind != mf.SKIP]
     if w is not None and not actions:
         w.mark_clean(folders, count, known)
@@ -147,6 +149,7 @@ def keep_warm() -> None:
     reopened when the catalog changes (read.keep_open), and a store's folder
     is listed again only when it changed (locate.keep_listings), and its
     transcripts are stat'ed only when a watched folder saw a change (watch)."""
+    from deja.stages.sources import watch
     from deja.stages.store import read
 
     read.keep_open(True)

@@ -120,11 +120,10 @@ class Watch:
     def _trusted(self, folder: str) -> bool:
         import ctypes
 
-        buf = ctypes.create_string_buffer(256)  # struct statfs: f_type is its first word
+        buf = ctypes.create_string_buffer(256)  # struct statfs: f_type is its first word, a C long
         if self.libc.statfs(os.fsencode(folder), buf) != 0:
             return False
-        kind = int.from_bytes(buf.raw[: ctypes.sizeof(ctypes.c_long)], "little" if _little() else "big", signed=True)
-        return (kind & 0xFFFFFFFF) in TRUSTED
+        return (struct.unpack_from("l", buf.raw)[0] & 0xFFFFFFFF) in TRUSTED
 
     def _drained(self) -> bool:
         """Whether any event (or an overflow) was queued; the queue is emptied.
@@ -161,9 +160,3 @@ class Watch:
                 pass
         self.fd = -1
         self.clean = None
-
-
-def _little() -> bool:
-    import sys
-
-    return sys.byteorder == "little"

@@ -106,17 +106,31 @@ def _pending_warm(store: Store, con, sources) -> tuple[list[mf.Action], int, boo
     from deja.stages.sources import watch
 
     w = watch.current()
-    if w is not None and any(p.startswith(mf.REMOTE_PREFIX) for p, _ in sources):
+    folders = _folders(sources) if w is not None else None
+    if folders is None:
         w = None  # (a database server's sessions: no folder to watch)
     if w is not None:
         # nothing changed since a check found the store fresh: no stat of every file (stages/sources/watch.py)
-        folders, count = frozenset(p.rpartition(os.sep)[0] for p, _ in sources), len(sources)
+        count = len(sources)
         if w.quiet(folders, count, known):
             return [], 0, True
     actions = [a for a in mf.plan(sources, known, verify=False) if a.kind != mf.SKIP]
     if w is not None and not actions:
         w.mark_clean(folders, count, known)
     return actions, 0, True
+
+
+_FOLDERS: list = [None, None]  # the sources list _folders last saw, and its answer
+
+
+def _folders(sources: list[tuple[str, str]]) -> frozenset | None:
+    """The folders holding ``sources``' transcripts, None when one is a
+    database server's. Worked out again only for another list: a warm
+    process's listing hands out the same one while nothing changed."""
+    if _FOLDERS[0] is not sources:
+        remote = any(p.startswith(mf.REMOTE_PREFIX) for p, _ in sources)
+        _FOLDERS[:] = [sources, None if remote else frozenset(p.rpartition(os.sep)[0] for p, _ in sources)]
+    return _FOLDERS[1]
 
 
 def _manifest(con, cols: list[str]) -> dict[str, dict]:

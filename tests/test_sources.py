@@ -38,6 +38,56 @@ def test_every_reader_has_a_locator_and_every_locator_a_reader():
         assert callable(mod.read) and callable(mod.discover) and mod.HARNESS == h, h
 
 
+def test_a_warm_process_answers_the_same_sources_until_a_folder_changes(tmp_path, monkeypatch):
+    """A warm process keeps what it made of kept listings (the paths of a
+    12,000-transcript store are not rebuilt before every answer): while nothing
+    changed the same list comes back, and a transcript or project folder added
+    or removed, in Claude Code's store or Codex's, is in the very next answer."""
+    import os
+    import shutil
+    import time
+
+    from deja.stages.sources import locate
+
+    home = Home(tmp_path)
+    env = dict(home.env)
+    for n in range(3):
+        home.claude_file(f"{SID[:-1]}{n}", cwd=f"/home/dev/src/p{n}").write_text("{}\n")
+    home.codex_file(SID).write_text("{}\n")
+    old = time.time() - 3600
+    for folder, dirs, _ in os.walk(home.home):
+        os.utime(folder, (old, old))
+    locate.keep_listings()
+    monkeypatch.setattr(locate, "_SETTLED_NS", -(1 << 62))
+
+    def names():
+        got = locate.sources(env)
+        return got, sorted(p.rsplit("/", 1)[1] for p, h in got if h in ("claude", "codex"))
+
+    try:
+        first, listed = names()
+        assert len(listed) == 4
+        again, _ = names()
+        assert again is first  # nothing changed: the same answer, not rebuilt
+        new = home.claude_file("new-session", cwd="/home/dev/src/p1")
+        new.write_text("{}\n")
+        got, listed = names()
+        assert got is not first and "new-session.jsonl" in listed and len(listed) == 5
+        project = home.claude_file("other", cwd="/home/dev/src/fresh-project")  # a new project folder
+        project.write_text("{}\n")
+        assert "other.jsonl" in names()[1]
+        shutil.rmtree(new.parent)  # a project folder gone, with its transcripts
+        assert "new-session.jsonl" not in names()[1]
+        rollout = home.codex_file("second", day="2026/03/03", stamp="2026-03-03T09-00-00")
+        rollout.write_text("{}\n")
+        assert rollout.name in names()[1]
+        rollout.unlink()
+        _, listed = names()
+        assert rollout.name not in listed and "other.jsonl" in listed
+    finally:
+        locate.keep_listings(False)
+
+
 def _claude(env: dict) -> list[str]:
     from deja.stages.sources import locate
 

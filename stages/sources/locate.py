@@ -50,9 +50,10 @@ def claude_root(env: Mapping[str, str]) -> str:
 
 
 # A warm process (deja serve, deja mcp) checks every store before each answer:
-# folder → (its identity and mtime, its entries) for listings it may reuse.
+# folder → (its identity and mtime, its entries, whether any is a symlink,
+# and what walks made of them: walk's ``memo``) for listings it may reuse.
 # None: not kept (a one-shot process lists each folder once anyway).
-_LISTINGS: dict[str, tuple[tuple[int, int, int, int], list[tuple[str, str, int]]]] | None = None
+_LISTINGS: dict[str, tuple[tuple[int, int, int, int], list[tuple[str, str, int]], bool, dict]] | None = None
 # A folder changed this recently may change again within its mtime's
 # granularity (a second on some file systems) unseen: listed again until then.
 _SETTLED_NS = 2_000_000_000
@@ -63,34 +64,41 @@ _DIR, _FILE, _DANGLING, _OTHER, _LINK = 1, 2, 3, 4, 8
 def keep_listings(on: bool = True) -> None:
     """Reuse a folder's listing while its mtime stands (a folder's entries
     change its mtime; a file appended to does not need it listed again)."""
-    global _LISTINGS
+    global _LISTINGS, _LAST_SOURCES
     _LISTINGS = {} if on else None
+    _LAST_SOURCES = None
+    _MADE.clear()
+    _PAIRS.clear()
 
 
-def _entries(folder: str, st: os.stat_result, problems: list[str] | None) -> list[tuple[str, str, int]]:
+def _entries(folder: str, st: os.stat_result, problems: list[str] | None) -> tuple[list[tuple[str, str, int]], dict | None]:
     """(name, path, kind) of a folder's entries, by name; a kept listing while
     the folder's mtime stands (a symlink's kind is looked at again: its target
-    may change without the folder's mtime)."""
+    may change without the folder's mtime). With a kept listing of no symlink,
+    the dict where walks keep what they made of it (else None)."""
     # (ctime too: a tool that sets a folder's mtime back, as rsync and tar do, moves its ctime)
     key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
     kept = _LISTINGS.get(folder) if _LISTINGS is not None else None
     if kept is not None and kept[0] == key:
-        return [(n, p, k if not k & _LINK else _kind_of_link(p)) for n, p, k in kept[1]]
+        if not kept[2]:
+            return kept[1], kept[3]
+        return [(n, p, k if not k & _LINK else _kind_of_link(p)) for n, p, k in kept[1]], None
     listed_at = time.time_ns()
-    out, whole = [], True
+    out, whole, links = [], True, False
     with os.scandir(folder) as it:
         for e in sorted(it, key=lambda e: e.name):
             try:
                 if e.is_symlink():
                     out.append((e.name, e.path, _LINK | _kind_of_link(e.path)))
+                    links = True
                 else:
                     out.append((e.name, e.path, _DIR if e.is_dir() else _FILE if e.is_file() else _OTHER))
             except OSError as exc:
                 _problem(problems, e.path, _why(exc))
                 whole = False  # (said on every walk, not kept)
     if _LISTINGS is not None and whole and listed_at - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS:
-        _LISTINGS[folder] = (key, out)
-    return out
+        _LISTINGS[folder] = (key, out, links, {})
+    return out, None
 
 
 def _kind_of_link(path: str) -> int:
@@ -101,13 +109,16 @@ def _kind_of_link(path: str) -> int:
     return _LINK | (_DIR if stat.S_ISDIR(mode) else _FILE if stat.S_ISREG(mode) else _OTHER)
 
 
-def walk(top: str, problems: list[str] | None, skip_dir=None, want=None):
+def walk(top: str, problems: list[str] | None, skip_dir=None, want=None, memo: str | None = None):
     """(folder, [file names]) of every folder under ``top``, symlinks followed.
 
     ``want(name)``: the file names worth a stat (the rest are never stat'ed);
     ``skip_dir(name)``: sub-folders not entered. A folder reached twice (a
     symlink loop, two links to one folder) is walked once; anything that
-    cannot be read is said in ``problems``.
+    cannot be read is said in ``problems``. ``memo``: a name for what
+    ``want`` and ``skip_dir`` choose, under which a warm process keeps the
+    choice with a folder's kept listing (a store of 12,000 transcripts is
+    walked before every answer). The names yielded are not to be changed.
     """
     seen: set[tuple[int, int]] = set()
     stack = [top]
@@ -120,22 +131,48 @@ def walk(top: str, problems: list[str] | None, skip_dir=None, want=None):
                 _problem(problems, folder, "symlink loop or second link to a folder already read: skipped")
                 continue
             seen.add(key)
-            entries = _entries(folder, st, problems)
+            entries, made = _entries(folder, st, problems)
         except OSError as exc:
             _problem(problems, folder, _why(exc))
             continue
-        files, subdirs = [], []
-        for name, path, kind in entries:
-            kind &= ~_LINK
-            if kind == _DIR:
-                if not (skip_dir and skip_dir(name)):
-                    subdirs.append(path)
-            elif kind == _DANGLING:
-                _problem(problems, path, "dangling or looping symlink: skipped")
-            elif kind == _FILE and (want is None or want(name)):  # never a FIFO: open() would block
-                files.append(name)
-        yield folder, files
-        stack.extend(reversed(subdirs))
+        chosen = made.get(memo) if made is not None and memo is not None else None
+        if chosen is None:
+            files, subdirs = [], []
+            for name, path, kind in entries:
+                kind &= ~_LINK
+                if kind == _DIR:
+                    if not (skip_dir and skip_dir(name)):
+                        subdirs.append(path)
+                elif kind == _DANGLING:
+                    _problem(problems, path, "dangling or looping symlink: skipped")
+                elif kind == _FILE and (want is None or want(name)):  # never a FIFO: open() would block
+                    files.append(name)
+            subdirs.reverse()
+            chosen = (files, subdirs)
+            if made is not None and memo is not None:  # (no symlink among them: nothing said above)
+                made[memo] = chosen
+        yield folder, chosen[0]
+        stack.extend(chosen[1])
+
+
+# A warm process's walks and the paths made of them, by locator and root.
+_MADE: dict[str, tuple[list, list[str]]] = {}
+
+
+def _made_of(name: str, walked: list[tuple[str, list[str]]], make) -> list[str]:
+    """``make(walked)``, or in a warm process the list it made last time when
+    every folder walked is the same with the same kept choice of names (walk's
+    ``memo``): the paths of 12,000 transcripts are not rebuilt before every
+    answer. The list returned is not to be changed."""
+    if _LISTINGS is None:
+        return make(walked)
+    last = _MADE.get(name)
+    if last is not None and len(last[0]) == len(walked) and all(
+            a[0] == b[0] and a[1] is b[1] for a, b in zip(last[0], walked)):
+        return last[1]
+    out = make(walked)
+    _MADE[name] = (walked, out)
+    return out
 
 
 def _folders(folder: str, problems: list[str] | None = None, want=None) -> list[str]:
@@ -173,18 +210,25 @@ def claude_files(env: Mapping[str, str], problems: list[str] | None = None) -> l
             _problem(problems, root, "dangling symlink: skipped")
         return []
     include_sub = include_subagents(env)
-    out: list[str] = []
     skip = lambda d: d == "tool-results" or (not include_sub and d == "subagents")  # noqa: E731
-    for folder, names in walk(root, problems, skip, lambda n: n.endswith(".jsonl")):
-        if folder == root:
-            continue  # transcripts live in project folders, not beside them
-        top = os.path.dirname(folder) == root
-        for name in names:
-            if top and name.startswith("agent-") and not include_sub:
-                continue  # 2.0.x subagent transcripts beside the sessions
-            out.append(os.path.join(folder, name))
-    out.sort()
-    return out
+    memo = f"claude:{include_sub}"
+    walked = list(walk(root, problems, skip, lambda n: n.endswith(".jsonl"), memo))
+
+    def paths(walked):
+        out: list[str] = []
+        for folder, names in walked:
+            if folder == root:
+                continue  # transcripts live in project folders, not beside them
+            top = os.path.dirname(folder) == root
+            at = os.path.join(folder, "")
+            for name in names:
+                if top and name.startswith("agent-") and not include_sub:
+                    continue  # 2.0.x subagent transcripts beside the sessions
+                out.append(at + name)
+        out.sort()
+        return out
+
+    return _made_of(f"{memo}:{root}", walked, paths)
 
 
 # ---- Codex CLI: <home>/sessions/YYYY/MM/DD/rollout-*.jsonl and history.jsonl -------
@@ -199,14 +243,19 @@ def codex_rollouts(home: str, problems: list[str] | None = None, folder: str = "
     ``archived_sessions`` (flat), where Codex's app and IDE extension move
     a thread archived, and out of which one unarchived moves back."""
     root = os.path.join(home, folder)
-    out: list[str] = []
     if not os.path.isdir(root):
-        return out
+        return []
     want = lambda n: "rollout-" in n and n.endswith(".jsonl")  # noqa: E731
-    for at, names in walk(root, problems, want=want):
-        out.extend(os.path.join(at, n) for n in names)
-    out.sort()
-    return out
+
+    def paths(walked):
+        out: list[str] = []
+        for at, names in walked:
+            at = os.path.join(at, "")
+            out.extend(at + n for n in names)
+        out.sort()
+        return out
+
+    return _made_of(f"codex:{root}", list(walk(root, problems, want=want, memo="codex")), paths)
 
 
 CODEX_ARCHIVED = "archived_sessions"
@@ -1218,16 +1267,36 @@ LOCATORS = {
 }
 
 
+# A warm process's last answer of ``sources``: the same list is handed out
+# again while nothing in it changed, so what a caller derives from it (the
+# freshness check's folders) is worked out once per change, not per answer.
+_LAST_SOURCES: list[tuple[str, str]] | None = None
+_PAIRS: dict[str, tuple[list[str], list[tuple[str, str]]]] = {}  # harness → its last paths, as pairs
+
+
 def sources(env: Mapping[str, str], problems: list[str] | None = None) -> list[tuple[str, str]]:
     """(path, harness) of every transcript the readers would read; what could
-    not be read goes to ``problems`` as ``harness: path: why``."""
+    not be read goes to ``problems`` as ``harness: path: why``. In a warm
+    process the list returned is not to be changed (it may be returned again)."""
+    global _LAST_SOURCES
     out: list[tuple[str, str]] = []
     for harness, files in LOCATORS.items():
         mine: list[str] = []
         try:
-            out.extend((p, harness) for p in files(env, mine))
+            got = files(env, mine)
+            if _LISTINGS is None:
+                out.extend((p, harness) for p in got)
+            else:  # (the same paths: the same pairs, so the comparison below is by identity)
+                kept = _PAIRS.get(harness)
+                if kept is None or kept[0] != got:
+                    kept = _PAIRS[harness] = (got, [(p, harness) for p in got])
+                out.extend(kept[1])
         except OSError as exc:
             mine.append(f"{harness} store: {_why(exc)}")
         if problems is not None:
             problems.extend(f"{harness}: {p}" for p in mine)
+    if _LISTINGS is not None:
+        if out == _LAST_SOURCES:
+            return _LAST_SOURCES
+        _LAST_SOURCES = out
     return out

@@ -52,6 +52,30 @@ _MIN_MATCH_LEN = 8
 _S = r"[\t\n\f\r ]"
 _NS = r"[^\t\n\f\r ]"
 
+
+class _lazy:  # noqa: N801  (stands where ``re.compile`` stood)
+    """A pattern compiled on its first use. Search and the hooks show a few
+    lines, which need a few of these rules, and compiling all of them cost
+    ~17 ms of a 150 ms budget before the first line was shown; the index uses
+    them all, and pays once. After the first use the compiled pattern's
+    methods sit on the instance: a call costs what it did."""
+
+    _METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner",
+                "groups", "groupindex")
+
+    def __init__(self, pattern, flags: int = 0):
+        self.pattern, self._flags = pattern, flags
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        compiled = re.compile(self.pattern, self._flags)
+        for method in self._METHODS:
+            setattr(self, method, getattr(compiled, method))
+        self.flags = compiled.flags
+        return getattr(compiled, name)
+
+
 _Counts = dict[str, int]
 # A replacement builder returns (replacement text, kind to count), and may
 # add how many redactions it made (a cookie line has several values).
@@ -132,7 +156,7 @@ class _Hits(dict[str, list[int]]):
         self.fold_same: bool | None = None
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = _lazy("[\ud800-\udfff]")
 _matcher = None  # built on first use: the search and hook paths import this module
 
 
@@ -191,8 +215,8 @@ _PLACEHOLDER_WORDS = frozenset(
     "string str bytes int number bool boolean any object optional required redacted hidden "
     "placeholder example dummy todo tbd fixme env secret_here password_here".split()
 )  # fmt: skip
-_MASK = re.compile(r"[xX*•.#_-]+|\.\.\.|…")
-_REFERENCE = re.compile(
+_MASK = _lazy(r"[xX*•.#_-]+|\.\.\.|…")
+_REFERENCE = _lazy(
     r"\$\{.*|\$\(.*|\$[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%|\{\{.*|<[^<>]*>"
     # code: os.environ[...], os.getenv(...), process.env.X, self.password, config.get(...),
     # cut at a space (`makeToken({`) but not with more after its last bracket ("Pa55w0rd[prod]!")
@@ -211,8 +235,8 @@ _REFERENCE = re.compile(
 # and few vowels (a name's words have theirs: "oauth2ClientSecret",
 # "getUserAccountById"); or a shell variable named in mixed case with a
 # digit ("$uperS3cret2024" is a password that starts with '$').
-_SHELL_NAME = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-_DIGITS = re.compile(r"\d+")
+_SHELL_NAME = _lazy(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_DIGITS = _lazy(r"\d+")
 
 
 def _random_run(part: str) -> bool:
@@ -246,8 +270,8 @@ def _placeholder(value: str) -> bool:
     return True
 
 
-_WORDISH = re.compile(r"[^\W\d_]+")  # letters only, any script
-_IDENT = re.compile(r"[^\W\d]+")  # letters and '_': a word or a name in code
+_WORDISH = _lazy(r"[^\W\d_]+")  # letters only, any script
+_IDENT = _lazy(r"[^\W\d]+")  # letters and '_': a word or a name in code
 
 
 def _prose_gate(value: str) -> bool:
@@ -261,7 +285,7 @@ def _prose_gate(value: str) -> bool:
 # An unquoted value ends at whitespace; inside it, ';' '&' ',' before another
 # `name=` start the next pair (connection strings, query strings), and
 # closing brackets or separators at its end belong to the code around it.
-_NEXT_PAIR = re.compile(r"[;&,][\w.-]+=")
+_NEXT_PAIR = _lazy(r"[;&,][\w.-]+=")
 _TRAILING = ",;)]}>"
 
 
@@ -282,11 +306,11 @@ def _rest_of_line_empty(text: str, pos: int) -> bool:
 
 # ── rule 1: private-key ─────────────────────────────────────────────────────
 
-_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----")
-_PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----")
+_PEM_BEGIN = _lazy(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----")
+_PEM_END = _lazy(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----")
 # The one-regex form (reference path). `.*?` before a literal is quadratic in
 # Python when many headers lack an END, hence the two-step scan below.
-_PEM_RE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern, re.S)
+_PEM_RE = _lazy(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern, re.S)
 
 
 # A block with no END (a `head` of the file, a Read tool's first lines, a JSON
@@ -294,13 +318,13 @@ _PEM_RE = re.compile(_PEM_BEGIN.pattern + r".*?" + _PEM_END.pattern, re.S)
 # with the line numbers a Read or `cat -n` puts before them, or run together
 # with escaped newlines; encrypted keys' "Proc-Type:" lines among them.
 _PEM_LINE_END = r"(?:\r?\n|\\r\\n|\\n)"
-_PEM_OPEN_RE = re.compile(
+_PEM_OPEN_RE = _lazy(
     _PEM_BEGIN.pattern
     + rf"(?:{_PEM_LINE_END}(?:[ \t]*\d+(?:→|\t))?[ \t]*(?:[A-Za-z0-9+/=]{{16,}}|[A-Za-z-]+: [^\n\\]+))+"
 )
 # A key base64-encoded whole (a Kubernetes Secret's tls.key, a CI variable):
 # "-----BEGIN" and then "PRIVATE KEY" at one of base64's three alignments.
-_PEM_B64_RE = re.compile(
+_PEM_B64_RE = _lazy(
     r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{0,40}?(?:UFJJVkFURSBLRV|BSSVZBVEUgS0VZ|QUklWQVRFIEtFW)[A-Za-z0-9+/]*={0,2}"
 )
 _PEM_B64 = "LS0tLS1CRUdJTi"
@@ -350,7 +374,7 @@ def _pem_blocks(text: str, counts: _Counts, anchored: bool) -> str:
 # '#', which end a URL's authority: a query's "notify=ops@example.com" is no
 # password (L11, resolved). A password with a raw '/', '?' or '#' (invalid in
 # a URL, but pasted) still goes up to the first '@' when it is no port.
-_URL_RE = re.compile(
+_URL_RE = _lazy(
     rf"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\t\n\f\r /@:]*):"
     rf"(?:([^\t\n\f\r /?#]+)@|(?![0-9]+[/?])([^\t\n\f\r @]+?)@)({_NS}+)",
     re.ASCII,
@@ -387,7 +411,7 @@ def _url_starts(text: str, seps: list[int]) -> list[int]:
 # code stay; the host is a hostname with a letter. Mail headers
 # ("to:bob@example.com"), npm aliases and image digests (`nginx:1.25@sha256`)
 # are not credentials.
-_USERINFO_RE = re.compile(
+_USERINFO_RE = _lazy(
     r"(?<![\w.:/@%+\\-])([A-Za-z0-9][\w.+-]{0,63}):([^\s/:'\"`()\[\]{}<>,;]{1,128})"
     r"@([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*)",
     re.ASCII,
@@ -396,7 +420,7 @@ _USERINFO_NOT_USERS = frozenset(
     "mailto to from cc bcc email e-mail mail reply-to sender contact npm git github gitlab link "
     "file workspace http https ssh author committer by name".split()
 )  # fmt: skip
-_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")  # a version (react@18.2.0) has three parts
+_IPV4 = _lazy(r"\d{1,3}(?:\.\d{1,3}){3}")  # a version (react@18.2.0) has three parts
 _DIGEST_HOSTS = frozenset("sha1 sha256 sha384 sha512 md5 blake2b".split())
 _USERINFO_CHARS = _WORD | {".", "+", "-"}
 
@@ -449,12 +473,12 @@ def _url_credentials(text: str, lower: str, counts: _Counts, anchored: bool, hit
 # ── rules 3 and 4: aws-secret, aws-access-key ───────────────────────────────
 
 # `aws configure set aws_secret_access_key <secret>` puts it after a space.
-_AWS_SECRET_RE = re.compile(
+_AWS_SECRET_RE = _lazy(
     rf"\b(aws[_-]?secret[_-]?access[_-]?key)({_S}*['\"]?{_S}*[:=]{_S}*|[ \t]+)(['\"]?)"
     r"([A-Za-z0-9/+=_-]{32,})(['\"]?)",
     re.ASCII | re.IGNORECASE,
 )
-_AWS_ACCESS_RE = re.compile(r"A(?:KIA|SIA)[0-9A-Z]{16}")
+_AWS_ACCESS_RE = _lazy(r"A(?:KIA|SIA)[0-9A-Z]{16}")
 
 
 def _closing(opening: str, closing: str) -> str:
@@ -521,7 +545,7 @@ def _replace_span(m: re.Match[str], start: int, end: int, kind: str) -> str:
 # goes; with a space the value must hold a digit or a symbol, so
 # `--token refresh` or `--secret generic` stay (the seed's gate).
 _CLI_FLAG_WORDS = ("password", "passwd", "passphrase", "pass", "token", "secret", "api-key", "apikey")
-_CLI_LONG_RE = re.compile(
+_CLI_LONG_RE = _lazy(
     r"(?<![\w-])(?P<flag>--?[A-Za-z0-9-]{0,40}?"
     r"(?:password|passwd|passphrase|pass(?:in|out)?|token|secret|api-?key))"
     rf"(?P<sep>=|[ \t]+){_CLI_VALUE}",
@@ -590,7 +614,7 @@ _CLI_PROGRAMS: tuple[tuple[tuple[str, ...], str, bool, bool, str], ...] = (
 _CLI_PROGRAM_RES = tuple(
     (
         progs,
-        re.compile(
+        _lazy(
             rf"(?<![\w.-])(?:{'|'.join(re.escape(p) for p in progs)})(?![\w.-])"
             rf"(?P<mid>[^\n;|&]*?)[ \t]{flag}(?P<sep>[ \t=]*){_CLI_VALUE}",
             re.ASCII,
@@ -683,7 +707,7 @@ def _cli_credential(text: str, lower: str, counts: _Counts, anchored: bool, hits
 
 # netrc: `machine HOST login USER password SECRET` on one line or several;
 # a `login` is required, so "the machine learning password manager" stays.
-_NETRC_RE = re.compile(
+_NETRC_RE = _lazy(
     r"(?<![\w-])(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)[ \t]+\S+)*"
     r"\s+login[ \t]+\S+(?:\s+(?:account|port)[ \t]+\S+)*\s+password[ \t]+(?P<v>\S+)",
     re.ASCII,
@@ -707,11 +731,11 @@ def _netrc(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) 
 
 # Cookie: every value; Set-Cookie: the cookie's own value, not its attributes
 # (Path, Expires…). Names stay searchable.
-_COOKIE_RE = re.compile(
+_COOKIE_RE = _lazy(
     r"\b(?P<head>(?P<set>set-)?cookie(?:\\?[\"'])?[ \t]*:[ \t]*(?:\\?[\"'])?)(?P<body>[^\n\"'\\]*)",
     re.ASCII | re.IGNORECASE,
 )
-_COOKIE_PAIR = re.compile(r"([!#$%&*+.^`|~\w-]+)=([^;\s,\"'\\]+)", re.ASCII)
+_COOKIE_PAIR = _lazy(r"([!#$%&*+.^`|~\w-]+)=([^;\s,\"'\\]+)", re.ASCII)
 
 
 def _build_cookie(m: re.Match[str]) -> tuple:
@@ -757,7 +781,7 @@ _CONNECTOR = r"\s+(?i:is|was|ist|war|est|était|es|era|é|è|jest|je|är|var|er|
 # a value that holds a digit or a symbol (_prose_gate), looked for before it
 # is taken, so "for" may take another word where the first try found a word
 _SHAPED = r"(?=[^\s\"'`]*(?:\d|_|[^\w\s\"'`]))"
-_PROSE_RE = re.compile(
+_PROSE_RE = _lazy(
     rf"(?<!\w)(?P<head>(?i:{'|'.join(_PROSE_WORDS)})"
     rf"(?:(?:{_FOR})?{_CONNECTOR}:?"
     # "the password for the staging db: X", "пароль от сервера X" (Russian leaves the verb out)
@@ -768,7 +792,7 @@ _PROSE_RE = re.compile(
 # Chinese, Japanese and Korean say "the password is" with a particle, no space.
 _PROSE_CJK_WORDS = ("密码", "密碼", "口令", "パスワード", "비밀번호")
 _PROSE_CJK_RS = r"(?:密码|密碼|口令)(?:是|为|為)|パスワード(?:は|が)|비밀번호(?:는|은|가)"
-_PROSE_CJK_RE = re.compile(rf"(?P<head>(?:{_PROSE_CJK_RS})\s*)(?P<v>[^\s\"'`]\S*)")
+_PROSE_CJK_RE = _lazy(rf"(?P<head>(?:{_PROSE_CJK_RS})\s*)(?P<v>[^\s\"'`]\S*)")
 _PROSE_TRAILING = ".,;:)"
 
 
@@ -803,7 +827,7 @@ def _prose_password(text: str, lower: str, counts: _Counts, anchored: bool, hits
 # Any quoted value is deliberate, so short ones count (L3, resolved: "token
 # 'abc'"). "for" is no longer a connector: "the secret for \"staging-east\""
 # quotes whose secret it is, not the secret (L7, resolved).
-_QUOTED_RE = re.compile(
+_QUOTED_RE = _lazy(
     rf"\b(password|passwd|passphrase|pwd|secret|token|api[_-]?key)({_S}+(?:is{_S}+|was{_S}+)?)"
     r"([\"'`])([^\"'`\n]{1,80})([\"'`])",
     re.ASCII | re.IGNORECASE,
@@ -835,7 +859,7 @@ def _quoted_secret(text: str, lower: str, counts: _Counts, anchored: bool, hits:
 # Okta's SSWS anywhere; "Token", "Bot" and "Api-Key" only as the scheme of an
 # Authorization header (Django REST framework, Discord), where they cannot be prose.
 _AUTH_SCHEME = r"Authorization\\?['\"]?[ \t]*[:=][ \t]*\\?['\"]?(?:Token|Bot|Api-?Key)"
-_BEARER_RE = re.compile(
+_BEARER_RE = _lazy(
     rf"\b(Bearer|Basic|SSWS|{_AUTH_SCHEME})({_S}+)([A-Za-z0-9._~+/=-]{{16,}})", re.ASCII | re.IGNORECASE
 )
 _BEARER_WORDS = ("bearer", "basic", "ssws", "authorization")
@@ -858,7 +882,7 @@ def _bearer_token(text: str, lower: str, counts: _Counts, anchored: bool, hits: 
 
 # ── rule 7: jwt ─────────────────────────────────────────────────────────────
 
-_JWT_RE = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\b", re.ASCII)
+_JWT_RE = _lazy(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\b", re.ASCII)
 
 
 def _jwt(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hits) -> str:
@@ -902,7 +926,7 @@ _KV_KEYWORDS = (
 )  # fmt: skip
 _KV_SHORT = ("key", "salt", "dsn", "pass", "pwd")
 _KV_WORDS = "|".join(re.escape(w) for w in _KV_KEYWORDS + _KV_SHORT)
-_KV_RE = re.compile(rf"\b([\w.-]{{0,64}}?(?:{_KV_WORDS})){_KV_TAIL}", re.ASCII | re.IGNORECASE)
+_KV_RE = _lazy(rf"\b([\w.-]{{0,64}}?(?:{_KV_WORDS})){_KV_TAIL}", re.ASCII | re.IGNORECASE)
 # No \b: RE2's \b is ASCII-only, so it could never sit before a Cyrillic or
 # CJK word. Only the key words fold case (Unicode folding, as RE2's (?i)).
 _KV_INTL_WORDS = (
@@ -910,8 +934,8 @@ _KV_INTL_WORDS = (
     "mot_de_passe", "hasło", "şifre", "lösenord", "parola d'ordine", "kata sandi", "mật khẩu",
     "jelszó", "parolă", "slaptažodis", "κωδικός", "密码", "密碼", "パスワード", "비밀번호",
 )  # fmt: skip
-_KV_INTL_RE = re.compile(rf"((?i:{'|'.join(_KV_INTL_WORDS)})){_KV_TAIL}")
-_KV_TAIL_RE = re.compile(_KV_TAIL)
+_KV_INTL_RE = _lazy(rf"((?i:{'|'.join(_KV_INTL_WORDS)})){_KV_TAIL}")
+_KV_TAIL_RE = _lazy(_KV_TAIL)
 _KV_TAIL_FIRST = frozenset(" \t'\"\\:=：")  # what a tail can start with
 # Literal spellings of _KV_WORDS, to find where a key word ends.
 _KV_LITERALS = _KV_KEYWORDS + _KV_SHORT
@@ -932,7 +956,7 @@ _KEY_SECRET = frozenset(
     "sendgrid mailgun twilio github gitlab google maps firebase storage wrapping kms mac enc "
     "secure security personal cloud ingest write read license_".split()
 )  # fmt: skip
-_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_NAME_PARTS = _lazy(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _CODE_WORDS = ("pass", "pwd", "secret", "token", "key", "salt", "auth", "cred")
 
 
@@ -963,7 +987,7 @@ def _secret_key(key: str) -> bool:
 _KV_FLOOR = 16
 
 
-_COMPARED_NAME = re.compile(r"[A-Za-z_][\w.]*[:)`]*")
+_COMPARED_NAME = _lazy(r"[A-Za-z_][\w.]*[:)`]*")
 
 
 def _kv_value(m: re.Match[str], key_ok: bool) -> tuple[str, str]:
@@ -1020,7 +1044,7 @@ _HINTS_INTL = tuple(
 # From the end of a hint: the rest of an identifier (ASCII word chars, any
 # non-ASCII, '.', '-'), whitespace, quotes and backslashes, then ':' or '='
 # (or a full-width colon).
-_GATE_AFTER_HINT = re.compile(
+_GATE_AFTER_HINT = _lazy(
     r"[\w.\-\u0080-\U0010ffff]*[\t\n\v\f\r '\"\\]*[:=：]",
     re.ASCII,
 )
@@ -1101,7 +1125,7 @@ def _credential(text: str, lower: str, counts: _Counts, anchored: bool, hits: _H
 # ── rule 9: provider prefixes ───────────────────────────────────────────────
 
 # One named group per kind, in upstream's alternation order.
-_PROVIDER_RE = re.compile(
+_PROVIDER_RE = _lazy(
     r"\b(?:"
     r"(?P<github>gh[opsur]_[A-Za-z0-9_]{20,}|github_pat_[A-Za-z0-9_]{20,})"
     r"|(?P<gitlab>glpat-[A-Za-z0-9_-]{20,})"
@@ -1215,7 +1239,7 @@ def _provider(text: str, lower: str, counts: _Counts, anchored: bool, hits: _Hit
 # A signed URL's signature or session token (Azure SAS `sig=`, S3 and GCS
 # presigned URLs) is its credential; a percent-encoded connection string
 # ("postgres%3A%2F%2Fapp%3Apw%40db") hides its password from rule 2.
-_URL_SECRET_RE = re.compile(
+_URL_SECRET_RE = _lazy(
     r"(?P<sigk>[?&](?i:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=)"
     r"(?P<sigv>[A-Za-z0-9%+/=_.~-]{16,})"
     r"|(?P<dsn>\b[A-Za-z][A-Za-z0-9+.-]*%3[Aa]%2[Ff]%2[Ff][^\s%/@:?#]*%3[Aa])(?P<pw>[^\s@/]+?)(?P<at>%40)",
@@ -1255,9 +1279,9 @@ _ENTROPY_MIN_RUN = 22
 _ENTROPY_MIN_DISTINCT = 23
 
 # Reference scan: every run, as the spec words it.
-_ENTROPY_RUN = re.compile(rb"[A-Za-z0-9+/_-]{20,}={0,2}")
-_HEXISH = re.compile(rb"[0-9a-fA-F-]+")
-_DIGIT = re.compile(rb"[0-9]")
+_ENTROPY_RUN = _lazy(rb"[A-Za-z0-9+/_-]{20,}={0,2}")
+_HEXISH = _lazy(rb"[0-9a-fA-F-]+")
+_DIGIT = _lazy(rb"[0-9]")
 _ASSIGN_PAD = frozenset(b"\"' \t")
 _DELIMS = frozenset(b"=:")
 _ENTROPY_KEY_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -1293,10 +1317,10 @@ def _spot_run(min_len: int) -> bytes:
 # Over the translated bytes. Assignment: '=' or ':', quotes/blanks, the run.
 # Standalone: a line holding only blanks, the run and its padding. Both start
 # with a literal so the regex engine can skip ahead with a fast byte search.
-_ASSIGN_SPOT = re.compile(rb"=[q ]*+(" + _spot_run(_ENTROPY_MIN_RUN) + rb")")
+_ASSIGN_SPOT = _lazy(rb"=[q ]*+(" + _spot_run(_ENTROPY_MIN_RUN) + rb")")
 _LINE_BODY = rb"[ r]*+(" + _spot_run(_ENTROPY_MIN_STANDALONE - 2) + rb")=?=?[ r]*+(?=n|\Z)"
-_LINE_SPOT = re.compile(rb"n" + _LINE_BODY)
-_FIRST_LINE_SPOT = re.compile(_LINE_BODY)
+_LINE_SPOT = _lazy(rb"n" + _LINE_BODY)
+_FIRST_LINE_SPOT = _lazy(_LINE_BODY)
 
 
 # Keys that are prose, not names: "copied from: <blob>", "moved to: <hash>".
@@ -1341,17 +1365,17 @@ def _assignment_value(buf: bytes, start: int) -> bool:
 
 # Keys whose random-looking values are identifiers or digests, not secrets
 # (L10 and L8, resolved): build_id=…, "integrity": "sha512-…", etag: ….
-_ID_KEY = re.compile(
+_ID_KEY = _lazy(
     rb"(?:^|[_.-]|(?<=[a-z0-9])(?=[A-Z]))(?i:ids?|uuid|guid|hash|sha\d*|md5|digest|checksum|integrity"
     rb"|etag|commit|revision|rev|version|build|trace|span|cursor|fingerprint|resolved)$"
 )
 # Keys that name a secret: their values go even below 4.5 bits (base64 of
 # readable text, L6, resolved).
-_SECRETISH_KEY = re.compile(rb"(?i)secret|private|passw|token|salt|credential|api_?key|cookie|session")
+_SECRETISH_KEY = _lazy(rb"(?i)secret|private|passw|token|salt|credential|api_?key|cookie|session")
 # A lock file's subresource-integrity hash ("sha512-…").
-_SRI = re.compile(rb"sha(?:1|256|384|512)-")
+_SRI = _lazy(rb"sha(?:1|256|384|512)-")
 # A label that says the line below is a digest (L9, resolved).
-_DIGEST_LABEL = re.compile(
+_DIGEST_LABEL = _lazy(
     rb"(?i)(?:digest|checksum|sha1|sha256|sha384|sha512|md5|hash|integrity|fingerprint)s?[ \t]*[:=]?$"
 )
 

@@ -175,7 +175,7 @@ def open_warm(env: Mapping[str, str] | None = None):
     from deja.stages.store import duck
     from deja.stages.store.read import open_live
 
-    if duck.warming():  # compile the redaction rules while DuckDB starts (deja.stages.shown)
+    if duck.warming():  # import the redaction rules while DuckDB starts (deja.stages.shown)
         from deja.stages.shown import preload
 
         preload()

@@ -9,8 +9,8 @@ files deja writes. Text is redacted before it is cut to fit, never after: a
 cut can leave the head of a secret that the rules, seeing only the head, no
 longer recognise.
 
-Light on purpose: the rules are compiled when the first text is shown, and
-search and the hooks compile them while DuckDB warms up (``preload``).
+Light on purpose: the rules are imported when the first text is shown (or
+while DuckDB warms up: ``preload``), and each compiles its pattern on first use.
 """
 
 from __future__ import annotations
@@ -81,6 +81,6 @@ def shown_data(value):
 
 
 def preload() -> None:
-    """Compile the rules now: for time a caller would otherwise spend waiting
+    """Import the rules now: for time a caller would otherwise spend waiting
     (on DuckDB's warm-up thread, which releases the GIL)."""
     from . import redact  # noqa: F401

@@ -28,8 +28,7 @@ return and needs no redaction of its own.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from deja.pipeline.access import (  # noqa: F401  (part of the door)
     Notice,
@@ -47,6 +46,11 @@ from deja.pipeline.access import (  # noqa: F401  (part of the door)
 from deja.pipeline.errors import Fail, NotFound  # noqa: F401  (part of the door)
 from deja.stages.shown import preload as preload_redaction, shown, shown_data
 from deja.stages.store import config
+
+if TYPE_CHECKING:  # (the answers' dataclasses live with their queries: dataclasses costs search ~7 ms to import)
+    from deja.queries.show import Session
+    from deja.queries.work_answers import Blame
+
 ROLE_ERROR = "unknown role {!r} (user, assistant, tool, tool-output, files, command, edit, summary)"
 
 
@@ -214,22 +218,6 @@ def last(n: int = 10, *, harness: str | None = None, project: str | None = None,
     return shown_data(out)
 
 
-@dataclass
-class Session:
-    """One session as `deja show` prints it: deja.queries.show's Resolved and
-    Window, and the sessions it was spawned from and spawned."""
-
-    resolved: object
-    window: object
-    parent: dict | None = None
-    children: list[dict] = field(default_factory=list)
-
-    def as_json(self) -> dict:
-        from deja.queries import show as sh
-
-        return sh.show_json(self.resolved, self.window)
-
-
 def session(ident: str, *, harness: str | None = None, offset: int | None = None, limit: int | None = None,
             exact: bool = False, work: bool = True, env: Mapping[str, str] | None = None,
             notice: Notice = None) -> Session:
@@ -259,7 +247,7 @@ def session(ident: str, *, harness: str | None = None, offset: int | None = None
         live.close()
     if res.notice:  # what was picked when the prefix was ambiguous
         tell(notice, res.notice)
-    return shown_data(Session(res, win, parent, children))
+    return shown_data(sh.Session(res, win, parent, children))
 
 
 def show(ident: str, *, harness: str | None = None, offset: int | None = None, limit: int | None = None,
@@ -297,17 +285,6 @@ def ctx(query: str | Iterable[str], *, env: Mapping[str, str] | None = None, not
 # --------------------------------------------------------------------------- the work: blame, files, how, fix, friction
 
 
-@dataclass
-class Blame:
-    """``rows``: what `deja blame --json` prints; ``line``: for PATH:LINE, the
-    queries.work_answers.LineAnswer (its sentence says who changed the line)."""
-
-    target: str
-    rows: list[dict]
-    line: object = None
-    capped: bool = False
-
-
 def blame(target: str, *, show_all: bool = False, project: str | None = None, harness: str | None = None,
           since: str | None = None, cwd: str | None = None, env: Mapping[str, str] | None = None,
           notice: Notice = None) -> Blame:
@@ -337,7 +314,7 @@ def blame(target: str, *, show_all: bool = False, project: str | None = None, ha
                     "span": answer.span}
         # no decision here: a session's conclusion is not the reason for one line it changed
         rows = [line_row] + rows
-    return shown_data(Blame(t.shown, rows, answer, capped))
+    return shown_data(work.Blame(t.shown, rows, answer, capped))
 
 
 def files(topic: str | Iterable[str], *, project: str | None = None, limit: int = 10,

@@ -399,8 +399,22 @@ def render_text(res: Resolved, win: Window, tty: bool = False) -> str:
 
 
 __all__ = [
-    "GONE_MARK", "JSON_LIMIT_DEFAULT", "JSON_LIMIT_MAX", "ROLE_COUNT", "Resolved", "ShowError", "SPEECH_ROLES",
+    "GONE_MARK", "JSON_LIMIT_DEFAULT", "JSON_LIMIT_MAX", "ROLE_COUNT", "Resolved", "ShowError", "SPEECH_ROLES", "Session",
     "TEXT_MENTION_FLAGS_ABOVE", "WORK_ROLES", "Window", "candidates", "clean_id", "iso_ms", "last", "last_line",
     "local_time", "render_text", "resolve", "session_count", "show_json", "spawn_edges", "split_harness", "window",
     "work_line",
 ]
+
+
+@dataclass
+class Session:
+    """One session as `deja show` prints it (deja.pipeline.api.session): its
+    Resolved and Window, and the sessions it was spawned from and spawned."""
+
+    resolved: object
+    window: object
+    parent: dict | None = None
+    children: list[dict] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return show_json(self.resolved, self.window)

@@ -449,5 +449,17 @@ def friction_line(row: dict) -> str:
             f"· {', '.join(row['harnesses'])} · last {row['last']}")
 
 
-__all__ = ["Target", "resolve_target", "blame", "blame_line", "BLAME_LIMIT", "files", "how", "how_words", "fix", "friction",
+__all__ = ["Blame", "Target", "resolve_target", "blame", "blame_line", "BLAME_LIMIT", "files", "how", "how_words", "fix", "friction",
            "friction_line", "command_text", "shared_span", "deleted_text"]
+
+
+@dataclass
+class Blame:
+    """The answer of deja.pipeline.api.blame. ``rows``: what `deja blame --json`
+    prints; ``line``: for PATH:LINE, the LineAnswer (its sentence says who
+    changed the line)."""
+
+    target: str
+    rows: list[dict]
+    line: object = None
+    capped: bool = False

@@ -35,6 +35,12 @@ def _parser(prog: str):
 
             raise Fail(message)
 
+        def _get_formatter(self):
+            # add_argument makes a formatter per option to check it, and one
+            # left to find its width imports shutil and asks the terminal: this
+            # parser prints no help (--help goes to the typer app)
+            return self.formatter_class(prog=self.prog, width=80)
+
     return _Parser(prog=prog, add_help=False)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import sys
 import time
 import zlib
@@ -411,6 +410,8 @@ class Store:
         """After a failed run (a full disk): every part it wrote and every temp
         file go, the ``live`` parts it started from stay (``sweep``), and so do
         DuckDB's spill files."""
+        import shutil  # (not at the top: every search imports this module, and shutil is ~2 ms)
+
         self.sweep(live)
         shutil.rmtree(self.root / ".tmp", ignore_errors=True)
 

@@ -57,6 +57,23 @@ def test_an_append_is_read_from_the_offset_into_the_same_session(home):
     assert more.safe_offset == p.stat().st_size
 
 
+def test_a_byte_order_mark_first_changes_no_session_or_id(home):
+    """A history an editor saved with a UTF-8 BOM reads as the same sessions
+    with the same ids, and so does an append after it (the first session's
+    header still counts when the offset path finds where it starts)."""
+    p = history(home)
+    plain = aider.read(str(p))
+    p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+    marked = aider.read(str(p))
+    assert marked.malformed == 0
+    assert [(s.session_id, [(m.role, m.text) for m in s.messages]) for s in marked.sessions] == \
+        [(s.session_id, [(m.role, m.text) for m in s.messages]) for s in plain.sessions]
+    with open(p, "a") as fh:
+        fh.write("\n#### and log each retry  \n\nAdded a log line.\n")
+    (s,) = aider.read(str(p), marked.safe_offset).sessions
+    assert s.session_id == plain.sessions[-1].session_id
+
+
 def test_a_half_written_last_line_is_left_for_the_next_run(home):
     p = history(home)
     size = p.stat().st_size

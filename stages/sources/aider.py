@@ -38,6 +38,7 @@ from deja.stages.sources.values import valid_ms
 
 HARNESS = "aider"
 HEADER = b"# aider chat started at "
+BOM = b"\xef\xbb\xbf"  # (an editor that saved the history may have put one first)
 _HEADER_RE = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\s*$")
 _ADDED = re.compile(r"^Added (.+?) to the chat(?: \(read-only\))?\.?$")
 _NOT_A_FILE = re.compile(r"^\d+ lines? of output$|^clipboard image")
@@ -73,7 +74,8 @@ def _session_start(data: bytes, start: int) -> tuple[int, int]:
         return 0, 0
     at = data.rfind(b"\n" + HEADER, 0, start)
     begin = at + 1 if at >= 0 else 0
-    before = data.count(b"\n" + HEADER, 0, begin) + (1 if begin > 0 and data.startswith(HEADER) else 0)
+    first = data.startswith(HEADER) or data.startswith(BOM + HEADER)
+    before = data.count(b"\n" + HEADER, 0, begin) + (1 if begin > 0 and first else 0)
     return begin, before
 
 
@@ -140,6 +142,8 @@ def _parse(path: str, data: bytes, start: int) -> ReadResult:
         nl = data.index(b"\n", pos)
         raw, at, pos = data[pos:nl], pos, nl + 1
         keep = at >= start
+        if at == 0 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
         try:
             line = raw.decode("utf-8").rstrip("\r")
         except UnicodeDecodeError:

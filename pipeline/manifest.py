@@ -34,6 +34,7 @@ import re
 
 from deja.stages.sources.locate import REMOTE_PREFIX
 from deja.stages.sources.sqlite_store import SQLITE_SUFFIXES, stat_key
+from deja.stages.sources.task_folders import replaced_by
 from deja.stages.store.config import CONTENT_VERSION
 
 SKIP, NEW, APPEND, REPLACE, REMOVE, GONE = "skip", "new", "append", "replace", "remove", "gone"
@@ -182,7 +183,9 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
     for path, row in manifest.items():
         if path in moved.claimed or path in seen:
             continue
-        if verify and row.get("gone_at") and moved.still_here(path, row):
+        if replaced_by(path, row.get("harness", "")) in seen:  # (marked gone by an older deja, too)
+            actions.append(Action(REMOVE, path, row.get("harness", "")))
+        elif verify and row.get("gone_at") and moved.still_here(path, row):
             actions.append(Action(REMOVE, path, row.get("harness", "")))  # a copy an older deja kept
         elif row.get("harness") in visible or (prune_gone and row.get("gone_at")):
             vanished(path, row.get("harness", ""), row)

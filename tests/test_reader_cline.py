@@ -192,6 +192,31 @@ def test_a_task_folder_missing_a_file_is_still_read(home):
     assert sessions_of(home, "rate", "limiting") == {f"roo-task-{ROO_PARENT}"}
 
 
+def test_ui_messages_read_first_give_way_to_the_conversation_written_after(home):
+    """A task indexed while its folder held only the panel's messages (the
+    extension writes the API conversation right after) is read again from the
+    conversation, once: the panel's records go, rather than stay as a vanished
+    file's and hold every message twice; an older deja's duplicate goes too."""
+    stores = lay_out(home)
+    task = stores["cline"] / "tasks" / CLINE_TASK
+    conversation = task / "api_conversation_history.json"
+    saved = conversation.read_bytes()
+    conversation.unlink()
+    home.run("index")
+
+    def messages():
+        shown = json.loads(home.run("show", "--json", "--harness", "cline", f"cline-task-{CLINE_TASK}").stdout)
+        return [(m["role"], m["text"]) for m in shown["session"]["messages"]]
+
+    assert [r for r, _ in messages()] == ["user"]  # the panel's task
+    conversation.write_bytes(saved)
+    home.run("index")
+    once = messages()
+    assert len(once) > 1 and [r for r, _ in once].count("user") == 1  # the task, not twice
+    home.run("index", "--rebuild")
+    assert messages() == once
+
+
 def test_a_task_that_vanishes_mid_run_is_counted_and_the_run_completes(home):
     stores = lay_out(home)
     family = {str(p) for s in stores.values() for p in s.glob("tasks/*/api_conversation_history.json")}

@@ -165,6 +165,19 @@ def task_transcripts(roots: list[str], problems: list[str] | None = None) -> lis
     return out
 
 
+TASK_HARNESSES = frozenset({"cline", "roo", "kilo"})
+
+
+def replaced_by(path: str, harness: str) -> str | None:
+    """The transcript read instead of ``path`` once it is on disk: a task
+    folder's UI messages give way to its API conversation (which the
+    extension writes right after), and what was read of them goes (the same
+    task, read twice, would hold every message twice). None for any other file."""
+    if harness in TASK_HARNESSES and os.path.basename(path) == UI_MESSAGES:
+        return os.path.join(os.path.dirname(path), TRANSCRIPT)
+    return None
+
+
 def session_transcripts(top: str, problems: list[str] | None = None) -> list[str]:
     """``<top>/<id>/<id>.messages.json`` of the newer Cline CLI."""
     out = []

@@ -28,6 +28,17 @@ _BLOCKS = [
     re.compile(r"&lt;\s*(hook_context|deja-recall)\s*&gt;.*?(?:&lt;\s*/\s*\1\s*&gt;|\Z)", re.S | re.I),
 ]
 _IDENT = re.compile(r"[A-Za-z]\w*(?:[_.][A-Za-z0-9]\w*)+|[a-z]+[A-Z]\w*|\w+\(\)|[A-Za-z]+\d+\w*")
+# What _IDENT can match lies within one of these; it backtracks quadratically
+# over a long run of letters (a held-down key: 12,800 of them took 5 s), so
+# it is only tried on runs an identifier could be, near the ask's start.
+_IDENT_RUN = re.compile(r"[\w.()]+")
+IDENT_MAX, IDENT_SPAN = 128, 2048
+
+
+def names_an_identifier(ask: str) -> bool:
+    """The ask holds a name from code (snake_case, dotted.path, camelCase,
+    call(), word42): one such word is enough to search on."""
+    return any(len(run) <= IDENT_MAX and _IDENT.search(run) for run in _IDENT_RUN.findall(ask[:IDENT_SPAN]))
 
 
 def prompt_text(payload: dict) -> str:
@@ -83,7 +94,7 @@ def run(payload: dict, out: c.Output, once: bool = False) -> None:
     if not ask:
         raise c.Silent("no ask")
     terms = search_terms(ask, rest)
-    if len(terms) < 2 and not _IDENT.search(ask):
+    if len(terms) < 2 and not names_an_identifier(ask):
         raise c.Silent("too few terms")
     if not terms:
         raise c.Silent("no terms")

@@ -299,6 +299,20 @@ def test_prompt_strips_injected_blocks_and_needs_terms(store):
     assert "5e550001" in hook(store, "hook-prompt", parts, "--plain")
 
 
+def test_a_prompt_of_one_long_run_of_letters_is_silent_and_never_hangs(store):
+    """A held-down key or a pasted blob as the ask: one search term, and no
+    name from code in it. The test of a name backtracked over the whole run
+    (12,800 letters took 5 s, 200,000 never returned within the hook's life);
+    the hook says nothing and returns (the subprocess's 60 s limit would fail it)."""
+    for text in ("x" * 200_000, "a1" * 100_000, "why " + "z" * 50_000 + "?"):
+        assert hook(store, "hook-prompt", prompt(text, sid="held-key")) == ""
+    # a real name from code in a one-word ask is still searched on
+    from deja.hooks.prompt import names_an_identifier
+
+    assert names_an_identifier("parse_config?") and names_an_identifier("why is fooBar() slow")
+    assert not names_an_identifier("x" * 200_000)
+
+
 # --------------------------------------------------------------------------- PreToolUse
 
 

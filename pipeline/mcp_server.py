@@ -19,6 +19,7 @@ stdout: notices go to stderr.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from typing import Callable, Mapping
@@ -111,7 +112,7 @@ def _number(args: Mapping, name: str, default: int, lo: int = 1, hi: int = 100) 
         return default
     try:
         n = int(float(v)) if not isinstance(v, bool) else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (OverflowError: "inf", 1e999)
         n = None
     if n is None or not lo <= n <= hi:
         raise ToolError(f"{name} must be a number from {lo} to {hi}")
@@ -456,9 +457,15 @@ async def _serve(env: Mapping[str, str], stdin, stdout) -> None:
     async def writer() -> None:
         async with write_r:
             async for m in write_r:
-                data = m.message.model_dump_json(by_alias=True, exclude_unset=True)
+                ident = getattr(m.message, "id", None)
+                try:
+                    data = m.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    data.encode("utf-8")
+                except Exception:  # an answer that cannot be sent: said so, and the server goes on
+                    data = error(ident if isinstance(ident, (str, int)) else None, INTERNAL_ERROR,
+                                 "the answer could not be encoded").message.model_dump_json(by_alias=True)
                 await anyio.to_thread.run_sync(_write_line, stdout, data)
-                pending.discard(getattr(m.message, "id", None))
+                pending.discard(ident)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer)
@@ -490,6 +497,36 @@ def read_frame(stdin) -> bytes | object | None:
     return line
 
 
+# JSON text may escape half of a UTF-16 pair alone ("\\ud800"), which no UTF-8
+# can carry: as an id, a method or an argument it broke the reply or a query
+# (the SDK's writer raised, and the server died with it).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(msg):
+    """``msg`` with every lone surrogate in its strings (keys too) made U+FFFD;
+    iterative, as a deeply nested message parsed fine but would not recurse."""
+    def fixed(v):
+        return _LONE.sub("\ufffd", v) if isinstance(v, str) else v
+
+    root = [fixed(msg)]
+    stack = [root]
+    while stack:
+        box = stack.pop()
+        if isinstance(box, dict):
+            items = [(fixed(k), fixed(v)) for k, v in box.items()]
+            box.clear()
+            box.update(items)
+            stack.extend(v for _, v in items if isinstance(v, (dict, list)))
+        else:
+            for i, v in enumerate(box):
+                box[i] = fixed(v)
+                if isinstance(v, (dict, list)):
+                    stack.append(v)
+    return root[0]
+
+
 def parse_frame(frame) -> tuple[dict | None, tuple | None]:
     """(message, None) for a message to dispatch; (None, (id, code, text)) for an
     error to answer; (None, None) for a blank line or a batch-free notification
@@ -503,6 +540,8 @@ def parse_frame(frame) -> tuple[dict | None, tuple | None]:
         msg = json.loads(text)
     except (ValueError, UnicodeDecodeError, RecursionError):  # (RecursionError: nested past Python's stack)
         return None, (None, PARSE_ERROR, "Parse error")
+    if _SURROGATE_ESCAPE.search(text):
+        msg = _without_lone_surrogates(msg)
     if not isinstance(msg, dict):
         return None, (None, INVALID_REQUEST, "Invalid request")
     ident = msg.get("id")

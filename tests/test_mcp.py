@@ -207,6 +207,26 @@ def test_an_id_that_is_no_string_or_integer_or_json_nested_past_the_stack_is_ans
     assert client.close() == 0
 
 
+def test_half_a_utf16_pair_or_an_infinite_number_is_answered_and_the_server_goes_on(client):
+    """JSON may escape a lone surrogate ("\\ud800"), which no UTF-8 can
+    carry: as a request's id or method it ended the server, in an argument it
+    came back as an internal error. "inf" as a number was an internal error."""
+    client.initialize()
+    client.send(b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}')
+    assert client.recv()["result"] == {}
+    client.send(b'{"jsonrpc":"2.0","id":"m","method":"\\ud800"}')
+    assert client.recv()["error"]["code"] == -32601
+    client.send(b'{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"recall",'
+                b'"arguments":{"query":"connection pool \\udc00"}}}')
+    got = client.recv()
+    assert got["id"] == "r" and "QueuePool" in _text(got)
+    for n, bad in enumerate(("inf", "-Infinity", 1e300 * 10)):
+        assert client.call(20 + n, "recall", {"query": "pool", "limit": bad})["error"] == \
+            {"code": -32602, "message": "limit must be a number from 1 to 20"}
+    assert client.request(9, "ping")["result"] == {}
+    assert client.close() == 0
+
+
 def test_requests_in_flight_when_stdin_closes_are_still_answered(client):
     client.initialize()
     client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -257,9 +257,11 @@ def show(ident: str, *, harness: str | None = None, offset: int | None = None, l
                    notice=notice).as_json()
 
 
-def ctx(query: str | Iterable[str], *, env: Mapping[str, str] | None = None, notice: Notice = None) -> str:
+def ctx(query: str | Iterable[str], *, harness: str | None = None, env: Mapping[str, str] | None = None,
+        notice: Notice = None) -> str:
     """Markdown digest of the best-matching session (problem, decisions, outcome)
-    for a prompt or a session id. Raises NotFound when no session fits."""
+    for a prompt or a session id, of ``harness``'s sessions when it is given.
+    Raises NotFound when no session fits."""
     from deja.queries import session_brief as cx
     from deja.stages.sources import harnesses
 
@@ -269,7 +271,7 @@ def ctx(query: str | Iterable[str], *, env: Mapping[str, str] | None = None, not
     live = open_store(env, notice)
     try:
         try:
-            res, notes, nearest = cx.find(live, text, harnesses())
+            res, notes, nearest = cx.find(live, text, harnesses(), check_harness(harness))
             digest = cx.build(live, res, nearest)
         except cx.CtxNotFound as exc:
             raise NotFound(str(exc))

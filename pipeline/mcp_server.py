@@ -154,11 +154,8 @@ def _recall_context(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
     from deja.pipeline import api
 
     query = _text(args, "query", True)
-    harness = _text(args, "harness")
-    if harness:
-        api.check_harness(harness)
     try:
-        digest = api.ctx(query if not harness or " " in query.strip() else f"{harness}:{query.strip()}", env=env)
+        digest = api.ctx(query, harness=_text(args, "harness"), env=env)
     except api.NotFound as exc:
         return str(exc), []
     return frame(fit_lines(clean(digest).splitlines(), CONTEXT_CAP)), []

@@ -79,8 +79,10 @@ class Section:
         return f"## {self.title}\n\n" + "\n".join(lines) + "\n"
 
 
-def find(store: LiveStore, text: str, known_harnesses: list[str]) -> tuple[show.Resolved, list[str], bool]:
-    """(the session, notices, whether it was only the nearest match). Raises CtxNotFound."""
+def find(store: LiveStore, text: str, known_harnesses: list[str],
+         harness: str | None = None) -> tuple[show.Resolved, list[str], bool]:
+    """(the session, notices, whether it was only the nearest match), of
+    ``harness``'s sessions when it is given. Raises CtxNotFound."""
     from .search import Query, search
 
     text = text.strip()
@@ -91,16 +93,16 @@ def find(store: LiveStore, text: str, known_harnesses: list[str]) -> tuple[show.
         raise CtxNotFound("the index holds no sessions yet; run `deja index`")
     token = show.clean_id(text)
     if len(text.split()) == 1 and len(token) >= 6:
-        harness, ident = show.split_harness(token, known_harnesses)
+        named, ident = show.split_harness(token, known_harnesses)
         try:
-            res = show.resolve(store, ident, harness)
+            res = show.resolve(store, ident, named or harness) if not (named and harness and named != harness) else None
         except show.ShowError:
             res = None
         if res is not None:
             if res.notice:
                 notes.append(res.notice)
             return res, notes, False
-    env = search(store, Query(text, limit=1), notes)
+    env = search(store, Query(text, limit=1, harness=harness), notes)
     hits = env.get("hits") or []
     if not hits:
         raise CtxNotFound(f"no session matches {text!r}")

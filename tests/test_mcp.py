@@ -141,6 +141,19 @@ def test_the_other_tools_answer_what_their_commands_print(client, indexed):
     assert how == "No command on this machine mentions 'kubectl'."
 
 
+def test_recall_context_keeps_to_the_harness_it_is_given(client):
+    """One word and a harness was looked up as the id "<harness>:<word>" and
+    then searched as that text (a real match missed); with more words the
+    harness was dropped (another agent's session came back)."""
+    client.initialize()
+    assert "QueuePool" in _text(client.call(1, "recall_context", {"query": "QueuePool", "harness": "claude"}))
+    assert "QueuePool" in _text(client.call(2, "recall_context", {"query": "connection pool", "harness": "claude"}))
+    assert _text(client.call(3, "recall_context", {"query": "connection pool", "harness": "codex"})) \
+        == "no session matches 'connection pool'"
+    assert "QueuePool" in _text(client.call(4, "recall_context", {"query": S1, "harness": "claude"}))
+    assert client.call(5, "recall_context", {"query": "pool", "harness": "nonesuch"})["error"]["code"] == -32602
+
+
 def test_what_fix_and_how_found_in_transcripts_comes_in_the_untrusted_data_frame(tmp_path):
     home = Home(tmp_path)
     sid = "5e000000-0000-4000-8000-0000000000f1"

@@ -191,11 +191,19 @@ def redact_texts(cols: dict, vectorized: bool = True) -> dict[str, int]:
 
 
 def redact_meta(m: dict) -> None:
-    """Titles and prompts derived from the text are stored too: same redaction."""
+    """Titles, prompts and the files a session touched are derived from the
+    text (a path comes from a tool call's arguments) and stored too: same redaction."""
     for key in ("title", "last_prompt", "first_assistant", "first_output", "decision"):
         if m.get(key):
             m[key] = redact.redact(m[key])[0]
     m["first_user"] = [redact.redact(t)[0] for t in m.get("first_user", [])]
+    if m.get("touched"):
+        counts: dict[str, int] = {}
+        for path, n in zip(m["touched"], m.get("touched_counts") or []):
+            path = redact.redact(path)[0]
+            counts[path] = counts.get(path, 0) + n  # (two paths may now read the same)
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        m["touched"], m["touched_counts"] = [p for p, _ in ranked], [n for _, n in ranked]
 
 
 def _cut(text: str) -> str:

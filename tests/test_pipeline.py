@@ -176,6 +176,41 @@ def test_secrets_are_redacted_before_anything_is_written(home):
     assert red == {"credential": 1}
 
 
+def test_a_secret_in_a_path_an_agent_wrote_is_in_no_column_of_the_store(home):
+    """A token inside a file path from a tool call's arguments was redacted in
+    the records but kept whole in the sessions' ``touched`` files (QA,
+    session 26). Every column of every dataset and of the catalog is read
+    through DuckDB (compressed bytes would hide it from a byte search)."""
+    token = "ghp_" + "R7kLm2Qx9Vb4Nc8Wz1Pt6Yh3Jd5Fg0Sa2Ue7"
+    path = f"/home/dev/src/shop/backup-{token}/notes.md"
+    write_jsonl(home.claude_file(S1), [
+        claude_user(S1, "save the dew point notes", "2026-03-02T10:00:00Z", "u1"),
+        claude_assistant(S1, [{"type": "tool_use", "id": "t1", "name": "Write",
+                               "input": {"file_path": path, "content": "dew point"}}], "2026-03-02T10:01:00Z", "a1",
+                         parent="u1"),
+        claude_assistant(S1, [{"type": "tool_use", "id": "t2", "name": "Edit",
+                               "input": {"file_path": path, "old_string": "dew", "new_string": "dew point"}}],
+                         "2026-03-02T10:02:00Z", "a2", msg_id="msg_2", parent="a1"),
+    ])
+    home.run("index")
+    con = duckdb.connect()
+    found = []
+    for part in home.index.rglob("*.parquet"):
+        for (col, *_rest) in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{part}')").fetchall():
+            n = con.execute(f"SELECT count(*) FROM read_parquet('{part}') WHERE CAST(\"{col}\" AS VARCHAR) LIKE ?",
+                            [f"%{token[4:]}%"]).fetchone()[0]
+            if n:
+                found.append((part.parent.name, col))
+    cat = duckdb.connect(str(home.index / "catalog.duckdb"), read_only=True)
+    for table, col in cat.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall():
+        if cat.execute(f'SELECT count(*) FROM "{table}" WHERE CAST("{col}" AS VARCHAR) LIKE ?',
+                       [f"%{token[4:]}%"]).fetchone()[0]:
+            found.append(("catalog", f"{table}.{col}"))
+    assert found == []
+    touched = con.execute(f"SELECT touched FROM read_parquet('{home.index}/sessions/*.parquet')").fetchone()[0]
+    assert touched == ["/home/dev/src/shop/backup-[redacted:github-token]/notes.md"]
+
+
 def test_no_redact_opt_out_keeps_the_text(home):
     p = home.claude_file(S1)
     write_jsonl(p, [claude_user(S1, "token AKIAIOSFODNN7EXAMPLE here", "2026-03-02T10:00:00Z", "u1")])

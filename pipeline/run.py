@@ -90,9 +90,32 @@ class Summary:
 # the run
 
 
+
+def _env_int(env: Mapping[str, str], name: str, default: int | None = None, least: int = 1) -> int | None:
+    """A whole number from the environment (tuning knobs), ``default`` when unset;
+    anything else is said in one line naming the variable, not a bare ValueError."""
+    value = (env.get(name) or "").strip()
+    if not value:
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        n = least - 1
+    if n < least:
+        from deja.pipeline.errors import Fail
+
+        raise Fail(f"{name} must be a whole number of at least {least}, not {value!r}")
+    return n
+
+
 class Run:
     def __init__(self, store: Store, env: Mapping[str, str], rebuild: bool, progress: Callable | None, con=None,
                  prune_gone: bool = False):
+        # tuning knobs (tests: DEJA_*), read first: a bad one is said before anything starts
+        self.small_run_bytes = _env_int(env, "DEJA_SMALL_RUN_BYTES", SMALL_RUN_BYTES, least=0)
+        self.flush_bytes = _env_int(env, "DEJA_FLUSH_BYTES")  # (several flushes from a small corpus)
+        self.vocab_at_once = _env_int(env, "DEJA_VOCAB_AT_ONCE")  # (a vocabulary merged from disk)
+        self.slice_bytes = _env_int(env, "DEJA_SLICE_BYTES", SLICE_BYTES)
         self.store = store
         self.prune_gone = prune_gone  # take out the sessions whose transcripts are gone (else they are kept)
         self.env = env
@@ -220,13 +243,10 @@ class Run:
         return self.summary
 
     def new_batch(self, volume: int) -> ArrowBatch | ListBatch:
-        limit = int(self.env.get("DEJA_SMALL_RUN_BYTES") or SMALL_RUN_BYTES)
-        if volume <= limit and not self.rebuild:
+        if volume <= self.small_run_bytes and not self.rebuild:
             return ListBatch(self.con, self.store, self.gen, self.ordinals)
-        flush = self.env.get("DEJA_FLUSH_BYTES")  # (tests: several flushes from a small corpus)
-        words = self.env.get("DEJA_VOCAB_AT_ONCE")  # (tests: a vocabulary merged from disk)
-        return ArrowBatch(self.store, self.gen, self.ordinals, int(flush) if flush else None,
-                          con=self.con, merge_chunk=self.merge_chunk, vocab_at_once=int(words) if words else None)
+        return ArrowBatch(self.store, self.gen, self.ordinals, self.flush_bytes, con=self.con,
+                          merge_chunk=self.merge_chunk, vocab_at_once=self.vocab_at_once)
 
     def read_all(self, reads: list[mf.Action], volume: int):
         """FileOutputs in plan order; a big run (``volume`` bytes to read) fans out
@@ -238,7 +258,6 @@ class Run:
             workers = min(int(self.env.get("DEJA_WORKERS") or WORKERS), 2 * WORKERS)
         except ValueError:
             workers = WORKERS
-        self.slice_bytes = int(self.env.get("DEJA_SLICE_BYTES") or SLICE_BYTES)
         sliced = {i for i, a in enumerate(reads) if a.size - a.start > self.slice_bytes
                   and getattr(reader(a.harness), "HOLDS_PENDING", False)}
         pooled = [i for i in range(len(reads)) if i not in sliced]

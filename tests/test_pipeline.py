@@ -211,6 +211,16 @@ def test_a_secret_in_a_path_an_agent_wrote_is_in_no_column_of_the_store(home):
     assert touched == ["/home/dev/src/shop/backup-[redacted:github-token]/notes.md"]
 
 
+def test_a_tuning_variable_that_is_no_number_is_named_in_one_line(home):
+    write_jsonl(home.claude_file(S1), [claude_user(S1, "flaky checkout test", "2026-03-02T10:00:00Z", "u1")])
+    for name, value in (("DEJA_SLICE_BYTES", "64MB"), ("DEJA_FLUSH_BYTES", "abc"), ("DEJA_SMALL_RUN_BYTES", "nan")):
+        proc = home.run("index", check=False, extra_env={name: value})
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.strip() == f"deja: {name} must be a whole number of at least " \
+            f"{0 if name == 'DEJA_SMALL_RUN_BYTES' else 1}, not {value!r}"
+    home.run("index")
+
+
 def test_no_redact_opt_out_keeps_the_text(home):
     p = home.claude_file(S1)
     write_jsonl(p, [claude_user(S1, "token AKIAIOSFODNN7EXAMPLE here", "2026-03-02T10:00:00Z", "u1")])

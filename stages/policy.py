@@ -28,9 +28,21 @@ def exclude_path(env: Mapping[str, str] | None = None) -> Path:
     return config_dir(env) / "exclude"
 
 
+def _text(path: Path) -> str:
+    """A file a person may have saved in an older encoding: UTF-8 (a byte order
+    mark skipped), else Latin-1, which reads every byte as the letter it most
+    likely was (an exclusion that failed to read let the project in, and
+    stopped every index run with an error that named no file)."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
 def file_tombstones(env: Mapping[str, str] | None = None) -> list[str]:
     try:
-        text = tombstones_path(env).read_text(encoding="utf-8")
+        text = _text(tombstones_path(env))
     except OSError:
         return []
     return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
@@ -40,7 +52,7 @@ def exclusion_patterns(env: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if env is None else env
     pats: list[str] = []
     try:
-        for ln in exclude_path(env).read_text(encoding="utf-8").splitlines():
+        for ln in _text(exclude_path(env)).splitlines():
             ln = ln.split("#", 1)[0].strip()
             if ln:
                 pats.append(ln)

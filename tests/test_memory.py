@@ -182,6 +182,23 @@ def test_exclusions_from_file_and_env_apply_at_index_time(mem):
     assert not mem.search("checkout")["hits"]
 
 
+def test_an_exclusion_or_tombstone_file_saved_in_latin1_still_applies(mem):
+    """A Latin-1 é in either file stopped every index run with a
+    UnicodeDecodeError naming no file (QA, session 26): it reads as the
+    letter it was, and the exclusion beside it still holds."""
+    excl = mem.root / "config" / "deja" / "exclude"
+    excl.parent.mkdir(parents=True, exist_ok=True)
+    excl.write_bytes("# caf\u00e9 projects\nWORK/*\n".encode("latin-1"))
+    (excl.parent / "tombstones").write_bytes("# r\u00e9sum\u00e9\n".encode("latin-1"))
+    mem.run("index", "--rebuild")
+    assert not mem.search("webhook")["hits"]
+    assert mem.search("checkout")["hits"]
+    from deja.stages.policy import exclusion_patterns
+
+    excl.write_bytes("caf\u00e9/*\n".encode("latin-1"))
+    assert exclusion_patterns({"XDG_CONFIG_HOME": str(excl.parent.parent)}) == ["caf\u00e9/*"]
+
+
 def test_stats_json_fields(mem):
     mem.run("remember", "a note for stats", "--project", "src/shop")
     st = json.loads(mem.run("stats", "--json").stdout)

@@ -146,7 +146,10 @@ def search(query: str | Iterable[str], *, harness: str | None = None, project: s
     # attached for the query
     attached = not rebuild and refresh(env, notice, keep_attached=True) == "fresh"
     con = duck.shared()  # one DuckDB instance for the freshness check and the query
-    session = session.strip().strip("'\"`‘’“”") if session else None
+    if session is not None:
+        session = session.strip().strip("'\"`‘’“”")
+        if not session:  # (quotes alone searched every session, as if no --session were given)
+            raise Fail("--session needs a session's id or its first characters")
     q = Query(text, limit, show_all, harness, project, cutoff, role, session, regex, embed)
     for attempt in range(3):
         try:

@@ -199,6 +199,14 @@ def test_an_exclusion_or_tombstone_file_saved_in_latin1_still_applies(mem):
     assert exclusion_patterns({"XDG_CONFIG_HOME": str(excl.parent.parent)}) == ["caf\u00e9/*"]
 
 
+def test_a_session_filter_of_quotes_alone_is_an_error_not_every_session(mem):
+    assert len(mem.search("checkout")["hits"]) >= 1
+    for empty in ('""', "''", " "):
+        proc = mem.run("search", "--json", "--session", empty, "checkout", check=False)
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert proc.stderr.strip() == "deja: --session needs a session's id or its first characters"
+
+
 def test_stats_json_fields(mem):
     mem.run("remember", "a note for stats", "--project", "src/shop")
     st = json.loads(mem.run("stats", "--json").stdout)

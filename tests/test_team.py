@@ -155,6 +155,20 @@ def test_the_tables_are_iceberg_that_another_reader_reads(team, postgres):
     assert [f.name for f in spec.fields] == ["machine", "harness", "month"]
 
 
+def test_a_catalog_dsn_with_its_own_connect_timeout_is_searched(tmp_path, postgres):
+    """The search's catalog query added connect_timeout=10 beside the DSN's
+    own: "got multiple values for keyword argument" (QA, session 26)."""
+    h = machine(tmp_path / "m", "m")
+    dsn = postgres + " connect_timeout=5" if "://" not in postgres else postgres + (
+        "&" if "?" in postgres else "?") + "connect_timeout=5"
+    h.run("team", "init", "--catalog", dsn, "--data", str(tmp_path / "lake"), "--machine", "m")
+    h.run("index")
+    h.run("team", "publish")
+    p = h.run("search", "--team", "--json", "pool", check=False)
+    assert p.returncode in (0, 1) and "multiple values" not in p.stderr, p.stderr
+    assert "hits" in json.loads(p.stdout)
+
+
 def test_bad_configuration_is_one_line(tmp_path, postgres):
     h = machine(tmp_path / "m", "m")
     for args, said in [

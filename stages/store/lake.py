@@ -171,7 +171,7 @@ def metadata_pointer(dsn_kwargs: dict, name: str) -> str | None:
     row (one query, no pyiceberg): what the file-list cache is keyed by."""
     import psycopg
 
-    with psycopg.connect(**dsn_kwargs, connect_timeout=10) as con:
+    with psycopg.connect(**{"connect_timeout": 10, **dsn_kwargs}) as con:  # (the DSN's own timeout wins)
         row = con.execute(
             "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = 'deja' "
             "AND table_namespace = %s AND table_name = %s", (NAMESPACE, name)).fetchone()

@@ -256,6 +256,8 @@ def render(rep: dict) -> str:
         )
         if s.get("error"):
             lines.append(f"           error: {s['error']}")
+        if s.get("denied"):
+            lines.append(f"           denied: {s['denied']} (closed to this user: open it, then deja index)")
         if s.get("cleanup"):
             n = s["kept_gone_sessions"]
             lines.append(f"           cleanup: {s['cleanup']}")
@@ -411,9 +413,19 @@ def add_skipped(rep: dict, env: Mapping[str, str]) -> None:
     locate.sources(env, problems)
     if problems:
         rep["skipped"] = problems
+        stale = rep["index"].get("stale_stores")
         for s in rep["stores"]:
-            if s["state"] == "ok" and any(p.startswith(s["name"] + ": ") for p in problems):
+            mine = [p[len(s["name"]) + 2:] for p in problems if p.startswith(s["name"] + ": ")]
+            if not mine:
+                continue
+            if s["state"] == "ok":
                 s["state"] = "partial"
+            elif s["state"] == "missing":
+                denied = [p.rsplit(": permission denied", 1)[0] for p in mine if ": permission denied" in p]
+                if denied:  # there, but closed to this user: `deja index` cannot help (cli-contract §3.7)
+                    s["state"], s["denied"] = "denied", denied[0]
+                    if stale and s["name"] in stale:
+                        stale.remove(s["name"])
 
 
 def add_background_failure(rep: dict, env: Mapping[str, str]) -> None:

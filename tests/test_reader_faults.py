@@ -148,6 +148,54 @@ def test_a_project_folder_the_user_cannot_read_is_reported(tmp_path):
             shutil.rmtree(base, ignore_errors=True)
 
 
+def test_a_store_whose_every_folder_is_closed_to_the_user_is_denied_not_missing(tmp_path):
+    """doctor called such a store "missing" and asked for `deja index`, which
+    cannot help (cli-contract §3.7: state ``denied`` with the denied path; QA,
+    session 26)."""
+    prefix = _as_unprivileged()
+    if prefix is None:
+        pytest.skip("running as root and user nobody cannot run this interpreter: no real permission denial")
+    base = Path(tempfile.mkdtemp(prefix="deja-perm-"))
+    home = Home(base)
+    try:
+        locked = session(home, 1, "lockedword", cwd="/home/dev/src/secret").parent
+        subprocess.run(["chown", "-R", "65534:65534", str(base)], check=True)
+        env = dict(home.env)
+        run = lambda *a: subprocess.run(prefix + deja_cmd() + list(a), env=env, capture_output=True,  # noqa: E731
+                                        text=True, timeout=120)
+        assert run("index").returncode == 0
+        os.chmod(locked, 0)
+        rep = json.loads(run("doctor", "--json").stdout)
+        (claude,) = [s for s in rep["stores"] if s["name"] == "claude"]
+        assert claude["state"] == "denied" and claude["denied"] == str(locked)
+        assert "claude" not in rep["index"].get("stale_stores", [])
+        assert f"denied: {locked}" in run("doctor").stdout
+    finally:
+        os.chmod(locked, 0o755)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_doctor_names_a_store_closed_to_the_user_denied(monkeypatch):
+    """The same, where no user can be denied (root, no other user able to run
+    this interpreter): the walk's problems as the locator says them."""
+    from deja.pipeline import doctor
+    from deja.stages.sources import locate
+
+    def sources(env, problems=None):
+        problems.append("gemini: /h/.gemini/tmp/p/chats: permission denied: skipped")
+        problems.append("claude: /h/.claude/projects/x: permission denied: skipped")
+        return []
+
+    monkeypatch.setattr(locate, "sources", sources)
+    rep = {"stores": [{"name": "gemini", "state": "missing"}, {"name": "claude", "state": "ok"},
+                      {"name": "codex", "state": "missing"}],
+           "index": {"state": "ok", "stale_stores": ["gemini"]}}
+    doctor.add_skipped(rep, {})
+    assert rep["stores"] == [{"name": "gemini", "state": "denied", "denied": "/h/.gemini/tmp/p/chats"},
+                             {"name": "claude", "state": "partial"}, {"name": "codex", "state": "missing"}]
+    assert rep["index"]["stale_stores"] == []
+
+
 def _wait_for_background(home, timeout: float = 60.0) -> str:
     """The background run's output, once it has finished writing it."""
     import time

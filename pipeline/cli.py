@@ -174,7 +174,9 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] not in commands and argv[0] not in ("-h", "--help"):
         argv.insert(0, "search")
     try:
-        app(argv, prog_name="deja", standalone_mode=False)
+        code = app(argv, prog_name="deja", standalone_mode=False)
+        if isinstance(code, int) and code:  # (typer.Exit(n) comes back as n without standalone mode)
+            sys.exit(code)
     except Fail as exc:
         _err(str(exc))
         sys.exit(exc.status)

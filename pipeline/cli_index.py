@@ -164,12 +164,22 @@ def register(app) -> None:
         print(render_sources(report(os.environ)))
 
     @app.command()
-    def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+               deep: bool = typer.Option(False, "--deep", help="Read a sample of the transcripts again and resolve "
+                                         "a sample of the postings; exit 1 when the store has drifted from them."),
+               offline: bool = typer.Option(False, "--offline", help="Skip the version check (deja never makes "
+                                            "one over the network, so this changes nothing).")) -> None:
         """Report each agent store, what the index holds, unreadable files, and the store's size."""
-        from deja.pipeline.doctor import render, report
+        from deja.pipeline.doctor import render, render_deep, report
 
         rep = report(os.environ)
+        if deep:
+            from deja.pipeline.doctor_deep import deep_report
+
+            rep["deep"] = deep_report(os.environ)
         if as_json:
             out_json(rep)
         else:
-            print(render(rep))
+            print(render(rep) + ("\n" + render_deep(rep["deep"]) if deep else ""))
+        if deep and rep["deep"].get("state") == "drift":
+            raise typer.Exit(1)

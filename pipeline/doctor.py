@@ -383,6 +383,21 @@ def render_vectors(v: dict | None) -> list[str]:
     return out
 
 
+def render_deep(d: dict) -> str:
+    """`doctor --deep`'s section (pipeline/doctor_deep.py)."""
+    if d.get("state") not in ("ok", "drift"):
+        return f"deep check: {d.get('state')}"
+    lines = [f"deep check: {d['state']}: {counted(d['files'], 'transcript')} read again, "
+             f"postings of {counted(d['words'], 'word')} resolved"]
+    for x in d["drift"]:
+        lines.append(f"  drift: {x['path']}: {x['why']} (store {x['stored']}, read {x['read']})")
+    if d["dangling"]:
+        lines.append(f"  drift: postings name records the store lacks: {', '.join(d['dangling'][:8])}")
+    if d["state"] == "drift":
+        lines.append("  run `deja index --rebuild` to read every transcript again")
+    return "\n".join(lines)
+
+
 def render_sources(rep: dict) -> str:
     """`deja sources`: every harness deja reads, found or not, with what the
     index holds of it (doctor's report, one row each)."""

@@ -667,6 +667,34 @@ def test_doctor_reports_stores_counts_and_size(home):
     assert "claude" in text and "index: ok" in text
 
 
+def test_doctor_deep_reads_transcripts_again_and_exits_1_when_the_store_drifted(home):
+    """cli-contract 2.4: --deep reads a sample of the sources again and
+    resolves postings, and exits non-zero on drift. Drift here: a transcript
+    rewritten in place to the same size and mtime, which a normal index run
+    (size and mtime) does not see."""
+    p = first_session(home)
+    first_session(home, S2)
+    home.run("index")
+    ok = home.run("doctor", "--deep", "--offline", "--json")
+    deep = json.loads(ok.stdout)["deep"]
+    assert ok.returncode == 0 and deep["state"] == "ok" and deep["files"] == 2 and deep["drift"] == []
+    assert deep["words"] > 0 and deep["dangling"] == []
+    assert "deep check: ok" in home.run("doctor", "--deep").stdout
+    st = p.stat()
+    raw = p.read_bytes()
+    p.write_bytes(raw.replace(b"connection pool", b"connectiom pool"))
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    bad = home.run("doctor", "--deep", "--json", check=False)
+    assert bad.returncode == 1
+    deep = json.loads(bad.stdout)["deep"]
+    assert deep["state"] == "drift" and [d["path"] for d in deep["drift"]] == [str(p)]
+    assert deep["drift"][0]["why"] == "records that differ"
+    text = home.run("doctor", "--deep", check=False)
+    assert text.returncode == 1 and "deja index --rebuild" in text.stdout
+    home.run("index", "--rebuild")
+    assert home.run("doctor", "--deep").returncode == 0
+
+
 def test_doctor_counts_malformed_lines(home):
     p = first_session(home)
     with open(p, "a") as fh:

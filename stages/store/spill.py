@@ -102,7 +102,11 @@ class Spill:
 
         self._close_writers()
         for path in self.segments.get(key, []):
-            with pa.memory_map(str(path)) as src:
+            # read, not mapped: a mapped stream's pages stay resident until it is
+            # closed, and a partition read once per role kept its whole stream
+            # (hundreds of MB for one huge transcript's month) in the run's RSS;
+            # read, each compressed batch is freed once decoded
+            with pa.OSFile(str(path)) as src:
                 yield from pa.ipc.open_stream(src)
 
     def read(self, key: Hashable):

@@ -163,7 +163,7 @@ def _month(ms: int | None) -> str:
 # big runs
 
 FLUSH_BYTES = 4 << 20  # (8 held 10-15 MB more at a text-heavy run's peak, for no time saved)
-# A records partition whose spilled streams (lz4) are at most this is sorted
+# A records partition whose spilled files (lz4) are at most this is sorted
 # in memory; a bigger one is written a role at a time.
 RECORDS_AT_ONCE = 12 << 20
 TOKENIZE_SLICE = 2 << 20
@@ -309,7 +309,8 @@ class ArrowBatch:
         self.tables = []
         for harness, tables in by_harness.items():
             for key, rows in write.partitions(pa.concat_tables(tables), harness):
-                self.records.append(key, rows)
+                for role, of_role in write.by_role(rows):  # (a partition too big to hold is written a role at a time)
+                    self.records.append(key, of_role, role)
         del tables, by_harness
         self.bytes = 0
         trim_heap()
@@ -365,8 +366,9 @@ class ArrowBatch:
             rel = layout.records_rel(*key, name)
             if self.records.size(key) <= RECORDS_AT_ONCE:
                 rows = write.write_records_part(self.records.read(key), self.root, rel)
-            else:  # a partition too big to sort in memory: a pass per role
-                rows = write.write_records_streamed(lambda: self.records.batches(key), ROLES, self.root, rel)
+            else:  # a partition too big to sort in memory: a role at a time
+                rows = write.write_records_streamed(lambda role: self.records.batches(key, role), ROLES, self.root,
+                                                    rel)
             self.records.drop(key)
             parts.append(("records", rel, rows))
             trim_heap()

@@ -986,10 +986,11 @@ def test_a_store_this_environment_cannot_see_is_kept_not_removed(home):
 
 
 def test_a_partition_too_big_to_sort_in_memory_is_written_a_role_at_a_time_alike(tmp_path, monkeypatch):
-    """A big run's records wait on disk by partition (stages/store/spill.py); a
-    partition too big to hold is written a role per pass, into the same rows
-    and one-role row groups as the in-memory sort, even when the spill had to
-    close its stream and continue in another file."""
+    """A big run's records wait on disk by partition, a batch per role
+    (stages/store/spill.py); a partition too big to hold is written a role at
+    a time, reading only that role's batches, into the same rows and one-role
+    row groups as the in-memory sort, even when the spill had to close its
+    file and continue in another."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -1004,12 +1005,13 @@ def test_a_partition_too_big_to_sort_in_memory_is_written_a_role_at_a_time_alike
                       "role": [roles[(i * 7) % 4] for i in range(n)],
                       "text": [f"line {i} " * (i % 9 + 1) for i in range(n)]})
     s = spill_mod.Spill(tmp_path, 1, "records")
-    for lo in range(0, n, 700):  # three keys through two open streams: segments
+    for lo in range(0, n, 700):  # three keys through two open files: segments
         for key in ("a", "b", "c"):
-            s.append(key, table.slice(lo, 700))
+            for role, rows in write.by_role(table.slice(lo, 700)):
+                s.append(key, rows, role)
     assert len(s.segments["a"]) > 1
     held = write.write_records_part(s.read("a"), tmp_path, "held.parquet")
-    streamed = write.write_records_streamed(lambda: s.batches("a"), ROLES, tmp_path, "streamed.parquet")
+    streamed = write.write_records_streamed(lambda role: s.batches("a", role), ROLES, tmp_path, "streamed.parquet")
     s.close()
     assert held == streamed == n
     a, b = pq.read_table(tmp_path / "held.parquet"), pq.read_table(tmp_path / "streamed.parquet")

@@ -10,14 +10,16 @@ but a part is worth writing only once per destination:
   few hundred kilobytes per role, and zstd compresses a small page a fifth
   worse than a large one.
 
-So each flush appends its rows, unsorted, to one Arrow IPC stream per
+So each flush appends its rows, unsorted, to one Arrow IPC file per
 destination in the store's ``.tmp`` (lz4: cheap to write and to read back),
 and at the end of the run each destination is read back alone and written as
 one part. Memory stays one flush while reading, and one destination (or one
-batch of it, see ``Spill.batches``) while writing.
+batch of it, see ``Spill.batches``) while writing. A batch may carry a tag
+(a records partition's rows go in one batch per role): the IPC file format
+lets ``batches`` read only the batches of one tag.
 
-A run with many destinations keeps at most ``MAX_OPEN`` streams open: a
-destination whose stream was closed continues in a new segment file.
+A run with many destinations keeps at most ``MAX_OPEN`` files open: a
+destination whose file was closed continues in a new segment file.
 
 The files live under the writer lock; a killed run's are swept by the next
 run that spills (or by ``Store.discard``).
@@ -41,12 +43,13 @@ class Spill:
         for old in self.dir.parent.glob(f"spill-*-{name}"):  # a killed run's (the caller holds the writer lock)
             shutil.rmtree(old, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.open: OrderedDict[Hashable, object] = OrderedDict()  # key → its open stream writer
-        self.segments: dict[Hashable, list[Path]] = {}  # key → its stream files, in order
+        self.open: OrderedDict[Hashable, object] = OrderedDict()  # key → its open file writer
+        self.segments: dict[Hashable, list[Path]] = {}  # key → its files, in order
+        self.tags: dict[Hashable, list[list]] = {}  # key → each of its files' batches' tags, in order
         self.ids: dict[Hashable, int] = {}  # key → the number its files are named by
 
-    def append(self, key: Hashable, table) -> None:
-        """Append ``table``'s rows to ``key``'s stream."""
+    def append(self, key: Hashable, table, tag: Hashable = None) -> None:
+        """Append ``table``'s rows to ``key``'s file, tagged ``tag`` (see ``batches``)."""
         import pyarrow as pa
 
         if table.num_rows == 0:
@@ -62,17 +65,20 @@ class Spill:
                 _, oldest = self.open.popitem(last=False)
                 oldest.close()
             segs = self.segments.setdefault(key, [])
-            path = self.dir / f"{self.ids.setdefault(key, len(self.ids)):05d}-{len(segs):03d}.arrows"
+            path = self.dir / f"{self.ids.setdefault(key, len(self.ids)):05d}-{len(segs):03d}.arrow"
             _disk_fault(self.name)
             segs.append(path)
-            w = self.open[key] = pa.ipc.new_stream(str(path), table.schema,
-                                                   options=pa.ipc.IpcWriteOptions(compression="lz4"))
+            self.tags.setdefault(key, []).append([])
+            w = self.open[key] = pa.ipc.new_file(str(path), table.schema,
+                                                 options=pa.ipc.IpcWriteOptions(compression="lz4"))
         else:
             self.open.move_to_end(key)
-        w.write_table(table)
+        for batch in table.to_batches():
+            w.write_batch(batch)
+            self.tags[key][-1].append(tag)
 
     def append_by(self, table, column: str) -> None:
-        """Append each row of ``table`` to the stream its int ``column`` names (the column is dropped)."""
+        """Append each row of ``table`` to the file its int ``column`` names (the column is dropped)."""
         import numpy as np
         import pyarrow as pa
 
@@ -93,21 +99,28 @@ class Spill:
         return sorted(self.segments)
 
     def size(self, key: Hashable) -> int:
-        """Bytes on disk of ``key``'s streams (lz4-compressed)."""
+        """Bytes on disk of ``key``'s files (lz4-compressed)."""
         return sum(p.stat().st_size for p in self.segments.get(key, []))
 
-    def batches(self, key: Hashable) -> Iterator:
-        """``key``'s rows as record batches, in the order they were appended."""
+    def batches(self, key: Hashable, tag: Hashable = None) -> Iterator:
+        """``key``'s rows as record batches, in the order they were appended;
+        with ``tag``, only the batches appended with it: a records partition
+        too big to hold is written a role at a time, and reading every batch
+        once per role decompressed it eight times."""
         import pyarrow as pa
 
         self._close_writers()
-        for path in self.segments.get(key, []):
-            # read, not mapped: a mapped stream's pages stay resident until it is
-            # closed, and a partition read once per role kept its whole stream
-            # (hundreds of MB for one huge transcript's month) in the run's RSS;
-            # read, each compressed batch is freed once decoded
+        for path, tags in zip(self.segments.get(key, []), self.tags.get(key, [])):
+            if tag is not None and tag not in tags:
+                continue
+            # read, not mapped: a mapped file's pages stay resident until it is
+            # closed (hundreds of MB for one huge transcript's month); read,
+            # each compressed batch is freed once decoded
             with pa.OSFile(str(path)) as src:
-                yield from pa.ipc.open_stream(src)
+                file = pa.ipc.open_file(src)
+                for i, t in enumerate(tags):
+                    if tag is None or t == tag:
+                        yield file.get_batch(i)
 
     def read(self, key: Hashable):
         """``key``'s rows as one table."""
@@ -117,7 +130,8 @@ class Spill:
         return pa.Table.from_batches(batches)
 
     def drop(self, key: Hashable) -> None:
-        """Delete ``key``'s streams (written out)."""
+        """Delete ``key``'s files (written out)."""
+        self.tags.pop(key, None)
         for path in self.segments.pop(key, []):
             path.unlink(missing_ok=True)
 
@@ -133,12 +147,12 @@ class Spill:
             except Exception:
                 pass
         self.open.clear()
-        self.segments = {}
+        self.segments, self.tags = {}, {}
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _disk_fault(name: str) -> None:
-    """Tests fill the disk when a spill of ``name`` opens a stream
+    """Tests fill the disk when a spill of ``name`` opens a file
     (DEJA_FAULT_SPILL=name): the postings spill is written by the tokenizer
     thread, whose error must reach the run as any other."""
     if os.environ.get("DEJA_FAULT_SPILL") == name:

@@ -121,12 +121,19 @@ def write_records_part(table, root: Path, rel: str) -> int:
     return table.num_rows
 
 
-def write_records_streamed(batches, roles, root: Path, rel: str) -> int:
-    """``write_records_part`` for a partition too big to hold: ``batches()``
-    yields its rows in id order, once per role (of ``roles``) written; each
-    role's rows stream into row groups of their own."""
-    import pyarrow as pa
+def by_role(table) -> list[tuple[str, object]]:
+    """``table``'s rows by role, each role's in their order: [(role, rows)]."""
     import pyarrow.compute as pc
+
+    roles = table.column("role")
+    return [(role, table.filter(pc.equal(roles, role))) for role in sorted(pc.unique(roles).to_pylist())]
+
+
+def write_records_streamed(batches, roles, root: Path, rel: str) -> int:
+    """``write_records_part`` for a partition too big to hold: ``batches(role)``
+    yields its rows of that role (of ``roles``) in id order; each role's rows
+    stream into row groups of their own."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = root / rel
@@ -137,10 +144,7 @@ def write_records_streamed(batches, roles, root: Path, rel: str) -> int:
     try:
         for role in sorted(roles):
             pending, n = [], 0
-            for batch in batches():
-                got = batch.filter(pc.equal(batch.column("role"), role))
-                if not got.num_rows:
-                    continue
+            for got in batches(role):
                 if writer is None:
                     writer = pq.ParquetWriter(tmp, got.schema, **writer_options(got.schema.names))
                 pending.append(got)

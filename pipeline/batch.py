@@ -378,8 +378,7 @@ class ArrowBatch:
         """A bucket's postings part, and its words' posting counts (on a finish thread)."""
         table = self.postings.read(bucket)
         self.postings.drop(bucket)
-        part = write.write_bucket(table, bucket, self.root, name)
-        return part, write.token_counts(table)
+        return write.write_bucket(table, bucket, self.root, name)
 
     def postings_of(self, table):
         """Postings and docs rows of a batch of records, tokenised in slices of bounded text size."""

@@ -53,7 +53,7 @@ class FileOutput:
 
 
 def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False,
-                 limit: int | None = None) -> FileOutput:
+                 limit: int | None = None, prefix: mf.PrefixHash | None = None) -> FileOutput:
     """Read one file from its start offset and run the per-record stages on it.
 
     ``prior`` holds this file's file_sessions rows from earlier runs (for an
@@ -99,7 +99,7 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False,
         redact_meta(m)
         if key in prints:
             m["fingerprint"] = prints[key]
-    digest = mf.prefix_hash(action.path, res.safe_offset) if res.safe_offset else ""
+    digest = (prefix or mf.PrefixHash(action.path)).to(res.safe_offset) if res.safe_offset else ""
     why = "" if remote else _changed_since(action.path, before)
     if why:
         return _changed(action, why)

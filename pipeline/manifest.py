@@ -59,20 +59,34 @@ class Action:
 
 
 def prefix_hash(path: str, length: int) -> str:
-    import xxhash  # (here: a query's freshness check hashes only when a file grew)
+    return PrefixHash(path).to(length)
 
-    h = xxhash.xxh64()
-    remaining = length
-    with open(path, "rb") as fh:
-        while remaining > 0:
-            chunk = fh.read(min(remaining, 4 << 20))
-            if not chunk:
-                break
-            h.update(chunk)
-            remaining -= len(chunk)
-    if remaining > 0:
-        return ""  # the file is shorter than the prefix: cannot match
-    return h.hexdigest()
+
+class PrefixHash:
+    """``prefix_hash`` of a file's first bytes, extended as a read moves on: a
+    file read in slices (run.read_sliced) hashes each slice's bytes once, not
+    the file again from its start at every slice (a 1 GB transcript in 32 MB
+    slices: 16 GB hashed)."""
+
+    def __init__(self, path: str):
+        import xxhash  # (here: a query's freshness check hashes only when a file grew)
+
+        self.path, self.hash, self.at = path, xxhash.xxh64(), 0
+
+    def to(self, length: int) -> str:
+        """The hash of the file's first ``length`` bytes; "" when it is shorter."""
+        if length < self.at:  # (behind what was hashed: from the start again)
+            self.hash.reset()
+            self.at = 0
+        with open(self.path, "rb") as fh:
+            fh.seek(self.at)
+            while self.at < length:
+                chunk = fh.read(min(length - self.at, 4 << 20))
+                if not chunk:
+                    return ""  # the file is shorter than the prefix: cannot match
+                self.hash.update(chunk)
+                self.at += len(chunk)
+        return self.hash.hexdigest()
 
 
 # Bytes hashed at each end of a file: small enough for the unchanged run's

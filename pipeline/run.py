@@ -292,12 +292,13 @@ class Run:
         hold back a pending call take a limit (Claude Code's, Codex's); the
         others' files are read whole."""
         first, start, rows = None, a.start, prior
+        prefix = mf.PrefixHash(a.path)
         while True:
             limit = line_end_after(a.path, start + self.slice_bytes)
             act = a if first is None else mf.Action(mf.APPEND, a.path, a.harness, start, a.size, a.mtime_ns)
-            out = process_file(act, rows, False, limit)
+            out = process_file(act, rows, False, limit, prefix)
             if first is not None and out.safe_offset <= start and limit is not None and not out.error:
-                out = process_file(act, rows, False)  # a slice all of one unfinished call: the rest whole
+                out = process_file(act, rows, False, prefix=prefix)  # a slice all of one unfinished call: the rest whole
                 limit = None
             out.continues = first
             yield out  # (accepted before this goes on: a continuation folds into first)

@@ -276,13 +276,17 @@ class ArrowBatch:
 
     def _tokenize(self, tables: list) -> None:
         """(on a tokenizer thread) Postings wait on disk for the run's end (finish),
-        in whichever order slices finish: each bucket is sorted when written."""
+        in whichever order slices finish: each bucket is sorted when written.
+        Each piece's postings go to disk before the next piece is tokenised: a
+        32 MB slice of a huge transcript makes 1.5M postings, which as one
+        table and its copy ordered by bucket held ~150 MB while the run read
+        the next slice."""
         import pyarrow as pa
 
-        postings, docs = self.postings_of(pa.concat_tables(tables))
-        with self.spill_lock:
-            self.postings.append_by(postings, "bucket")
-            self.docs.append(docs)
+        for postings, docs in self.postings_of(pa.concat_tables(tables)):
+            with self.spill_lock:
+                self.postings.append_by(postings, "bucket")
+                self.docs.append(docs)
 
     def wait_tokenizer(self) -> None:
         """Every slice given to the tokenizer is done (the first error raised here)."""
@@ -384,23 +388,22 @@ class ArrowBatch:
         return write.write_bucket(table, bucket, self.root, name)
 
     def postings_of(self, table):
-        """Postings and docs rows of a batch of records, tokenised in slices of bounded text size."""
-        import pyarrow as pa
+        """Postings and docs rows of a batch of records, a piece of bounded text size at a time."""
         import pyarrow.compute as pc
 
         if table.column("text").nbytes <= TOKENIZE_SLICE:
-            return self._postings(table)
-        out, start = [], 0
+            yield self._postings(table)
+            return
+        start = 0
         lengths = pc.binary_length(table.column("text")).to_numpy(zero_copy_only=False)
         acc = 0
         for i, n in enumerate(lengths):
             acc += n
             if acc >= TOKENIZE_SLICE:
-                out.append(self._postings(table.slice(start, i + 1 - start)))
+                yield self._postings(table.slice(start, i + 1 - start))
                 start, acc = i + 1, 0
         if start < table.num_rows:
-            out.append(self._postings(table.slice(start)))
-        return pa.concat_tables([p for p, _ in out]), pa.concat_tables([d for _, d in out])
+            yield self._postings(table.slice(start))
 
     def _postings(self, table):
         import pyarrow as pa

@@ -166,6 +166,13 @@ FLUSH_BYTES = 4 << 20  # (8 held 10-15 MB more at a text-heavy run's peak, for n
 # A records partition whose spilled files (lz4) are at most this is sorted
 # in memory; a bigger one is written a role at a time.
 RECORDS_AT_ONCE = 12 << 20
+# A flush's rows of one partition with this much text or more wait on disk in a
+# batch per role (a slice of a huge transcript): a partition too big to sort in
+# memory is written a role at a time, and reading a 20 MB batch once per role
+# decompressed it eight times and left glibc ~150 MB of freed buffers. Smaller
+# ones stay one batch (filtered per role then): a batch per role cost the
+# default profile's run ~0.5 s more CPU in its spills.
+ROLE_BATCH_BYTES = 2 << 20
 TOKENIZE_SLICE = 2 << 20
 PENDING_ROWS, PENDING_CHARS = 512, 256 << 10  # what waits to become one table (ArrowBatch.add)
 # Slices tokenised at a time. A second thread took the text profile from 16.2
@@ -313,8 +320,11 @@ class ArrowBatch:
         self.tables = []
         for harness, tables in by_harness.items():
             for key, rows in write.partitions(pa.concat_tables(tables), harness):
-                for role, of_role in write.by_role(rows):  # (a partition too big to hold is written a role at a time)
-                    self.records.append(key, of_role, role)
+                if rows.column("text").nbytes < ROLE_BATCH_BYTES:
+                    self.records.append(key, rows)  # (every role: see write.of_role)
+                    continue
+                for (role,), run in write.runs_of(rows, {"role": rows.column("role")}):
+                    self.records.append(key, run, role)
         del tables, by_harness
         self.bytes = 0
         trim_heap()
@@ -374,8 +384,8 @@ class ArrowBatch:
             if self.records.size(key) <= RECORDS_AT_ONCE:
                 rows = write.write_records_part(self.records.read(key), self.root, rel)
             else:  # a partition too big to sort in memory: a role at a time
-                rows = write.write_records_streamed(lambda role: self.records.batches(key, role), ROLES, self.root,
-                                                    rel)
+                rows = write.write_records_streamed(lambda role: write.of_role(self.records.tagged(key, role), role),
+                                                    ROLES, self.root, rel)
             self.records.drop(key)
             parts.append(("records", rel, rows))
             trim_heap()

@@ -986,11 +986,11 @@ def test_a_store_this_environment_cannot_see_is_kept_not_removed(home):
 
 
 def test_a_partition_too_big_to_sort_in_memory_is_written_a_role_at_a_time_alike(tmp_path, monkeypatch):
-    """A big run's records wait on disk by partition, a batch per role
-    (stages/store/spill.py); a partition too big to hold is written a role at
-    a time, reading only that role's batches, into the same rows and one-role
-    row groups as the in-memory sort, even when the spill had to close its
-    file and continue in another."""
+    """A big run's records wait on disk by partition, a big flush's in a batch
+    per role (stages/store/spill.py); a partition too big to hold is written a
+    role at a time, reading only that role's batches and those of every role,
+    into the same rows and one-role row groups as the in-memory sort, even
+    when the spill had to close its file and continue in another."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -1007,11 +1007,16 @@ def test_a_partition_too_big_to_sort_in_memory_is_written_a_role_at_a_time_alike
     s = spill_mod.Spill(tmp_path, 1, "records")
     for lo in range(0, n, 700):  # three keys through two open files: segments
         for key in ("a", "b", "c"):
-            for role, rows in write.by_role(table.slice(lo, 700)):
+            part = table.slice(lo, 700)
+            if lo % 1400:  # (a small flush: one batch of every role)
+                s.append(key, part)
+                continue
+            for (role,), rows in write.runs_of(part, {"role": part.column("role")}):
                 s.append(key, rows, role)
     assert len(s.segments["a"]) > 1
     held = write.write_records_part(s.read("a"), tmp_path, "held.parquet")
-    streamed = write.write_records_streamed(lambda role: s.batches("a", role), ROLES, tmp_path, "streamed.parquet")
+    streamed = write.write_records_streamed(lambda role: write.of_role(s.tagged("a", role), role), ROLES, tmp_path,
+                                            "streamed.parquet")
     s.close()
     assert held == streamed == n
     a, b = pq.read_table(tmp_path / "held.parquet"), pq.read_table(tmp_path / "streamed.parquet")

@@ -15,8 +15,8 @@ destination in the store's ``.tmp`` (lz4: cheap to write and to read back),
 and at the end of the run each destination is read back alone and written as
 one part. Memory stays one flush while reading, and one destination (or one
 batch of it, see ``Spill.batches``) while writing. A batch may carry a tag
-(a records partition's rows go in one batch per role): the IPC file format
-lets ``batches`` read only the batches of one tag.
+(a big flush of a records partition goes in a batch per role): the IPC file
+format lets ``tagged`` read only the batches of one tag (and the untagged).
 
 A run with many destinations keeps at most ``MAX_OPEN`` files open: a
 destination whose file was closed continues in a new segment file.
@@ -102,16 +102,23 @@ class Spill:
         """Bytes on disk of ``key``'s files (lz4-compressed)."""
         return sum(p.stat().st_size for p in self.segments.get(key, []))
 
-    def batches(self, key: Hashable, tag: Hashable = None) -> Iterator:
-        """``key``'s rows as record batches, in the order they were appended;
-        with ``tag``, only the batches appended with it: a records partition
-        too big to hold is written a role at a time, and reading every batch
-        once per role decompressed it eight times."""
+    def batches(self, key: Hashable) -> Iterator:
+        """``key``'s rows as record batches, in the order they were appended."""
+        for _, batch in self._batches(key, lambda t: True):
+            yield batch
+
+    def tagged(self, key: Hashable, tag: Hashable) -> Iterator:
+        """(tag, batch) of ``key``'s batches appended with ``tag`` or with
+        none, in order, reading no other batch: a records partition too big to
+        hold is written a role at a time."""
+        return self._batches(key, lambda t: t is None or t == tag)
+
+    def _batches(self, key: Hashable, wanted) -> Iterator:
         import pyarrow as pa
 
         self._close_writers()
         for path, tags in zip(self.segments.get(key, []), self.tags.get(key, [])):
-            if tag is not None and tag not in tags:
+            if not any(map(wanted, tags)):
                 continue
             # read, not mapped: a mapped file's pages stay resident until it is
             # closed (hundreds of MB for one huge transcript's month); read,
@@ -119,8 +126,8 @@ class Spill:
             with pa.OSFile(str(path)) as src:
                 file = pa.ipc.open_file(src)
                 for i, t in enumerate(tags):
-                    if tag is None or t == tag:
-                        yield file.get_batch(i)
+                    if wanted(t):
+                        yield t, file.get_batch(i)
 
     def read(self, key: Hashable):
         """``key``'s rows as one table."""

@@ -111,7 +111,32 @@ def partitions(table, harness: str):
     import pyarrow.compute as pc
 
     months = month_column(table.column("ts"))
-    return [((harness, month), table.filter(pc.equal(months, month))) for month in pc.unique(months).to_pylist()]
+    found = pc.unique(months).to_pylist()
+    if len(found) == 1:  # (a slice of one huge transcript, mostly: a filter would copy every row)
+        return [((harness, found[0]), table)]
+    return [((harness, month), table.filter(pc.equal(months, month))) for month in found]
+
+
+def runs_of(table, keys: dict):
+    """``table``'s rows in runs of equal ``keys`` (name → one value per row):
+    [(the run's key values, its rows)], sorted by the keys, each run's rows in
+    their order: one stable sort and one copy of the rows, the runs slices of it."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if table.num_rows == 0:
+        return []
+    by = pa.table(keys)
+    order = pc.sort_indices(by, sort_keys=[(k, "ascending") for k in keys])  # (stable)
+    table, by = table.take(order), by.take(order)
+    n = table.num_rows
+    change = np.zeros(n, bool)
+    for k in keys:
+        col = by.column(k)
+        change[1:] |= pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, n - 1)), True).to_numpy(zero_copy_only=False)
+    edges = [0, *np.flatnonzero(change).tolist(), n]
+    return [(tuple(by.column(k)[lo].as_py() for k in keys), table.slice(lo, hi - lo)) for lo, hi in zip(edges, edges[1:])]
 
 
 def write_records_part(table, root: Path, rel: str) -> int:
@@ -121,12 +146,16 @@ def write_records_part(table, root: Path, rel: str) -> int:
     return table.num_rows
 
 
-def by_role(table) -> list[tuple[str, object]]:
-    """``table``'s rows by role, each role's in their order: [(role, rows)]."""
+def of_role(tagged, role: str):
+    """The rows of ``role`` in (tag, batch) pairs (``Spill.tagged``): a batch
+    tagged with it whole, one of every role (tagged None) filtered."""
     import pyarrow.compute as pc
 
-    roles = table.column("role")
-    return [(role, table.filter(pc.equal(roles, role))) for role in sorted(pc.unique(roles).to_pylist())]
+    for tag, batch in tagged:
+        if tag is None:
+            batch = batch.filter(pc.equal(batch.column("role"), role))
+        if batch.num_rows:
+            yield batch
 
 
 def write_records_streamed(batches, roles, root: Path, rel: str) -> int:

@@ -132,11 +132,13 @@ def record_sizes(con, sizes: dict[str, int]) -> None:
 
 
 def insert_rows(con, table: str, columns: tuple[str, ...], rows: list, verb: str = "INSERT") -> None:
-    """Rows into ``table``, one statement per 5,000 rows with each column bound
-    as one list and unnested side by side: DuckDB's executemany runs a
-    statement per row, and registering Arrow would need the full duckdb package."""
+    """Rows into ``table``, one statement per ``write.LOAD_ROWS`` rows with each
+    column bound as one list and unnested side by side: DuckDB's executemany
+    runs a statement per row, and registering Arrow would need the full duckdb package."""
+    from deja.stages.store.write import LOAD_ROWS
+
     if not rows:
         return
     sql = f"{verb} INTO {table} ({', '.join(columns)}) SELECT " + ", ".join(["unnest(?)"] * len(columns))
-    for i in range(0, len(rows), 5000):
-        con.execute(sql, [list(c) for c in zip(*rows[i : i + 5000])])
+    for i in range(0, len(rows), LOAD_ROWS):
+        con.execute(sql, [list(c) for c in zip(*rows[i : i + LOAD_ROWS])])

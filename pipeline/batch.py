@@ -398,19 +398,24 @@ class ArrowBatch:
         return write.write_bucket(table, bucket, self.root, name)
 
     def postings_of(self, table):
-        """Postings and docs rows of a batch of records, a piece of bounded text size at a time."""
+        """Postings and docs rows of a batch of records, a piece of bounded
+        text size at a time. A piece takes in a short rest of the batch: the
+        tokenizer's batches are a little over TOKENIZE_SLICE, and a piece of
+        their last few records spilled as many batches again (see _tokenize)."""
+        import numpy as np
         import pyarrow.compute as pc
 
-        if table.column("text").nbytes <= TOKENIZE_SLICE:
+        if table.column("text").nbytes < TOKENIZE_SLICE * 3 // 2:
             yield self._postings(table)
             return
-        start = 0
         lengths = pc.binary_length(table.column("text")).to_numpy(zero_copy_only=False)
-        acc = 0
+        rest = int(np.sum(lengths))
+        start, acc = 0, 0
         for i, n in enumerate(lengths):
             acc += n
-            if acc >= TOKENIZE_SLICE:
+            if acc >= TOKENIZE_SLICE and rest - acc >= TOKENIZE_SLICE // 2:
                 yield self._postings(table.slice(start, i + 1 - start))
+                rest -= acc
                 start, acc = i + 1, 0
         if start < table.num_rows:
             yield self._postings(table.slice(start))

@@ -98,11 +98,12 @@ def _compare(live, env: Mapping[str, str], row: dict) -> dict | None:
         return {"path": path, "stored": row["records"], "read": 0, "why": f"read again: {out.error or 'nothing'}"}
     cols = out.cols
     drop_filter(env, live.con).apply(cols, dict(out.meta))
-    fresh = list(zip(cols["role"], cols["text"]))
+    # both in the store's order: by session, then record number
+    order = sorted(range(len(cols["seq"])), key=lambda i: (cols["session_key"][i], cols["seq"][i]))
+    fresh = [(cols["role"][i], cols["text"][i]) for i in order]
     stored = live.con.execute(
         f"SELECT role, text FROM {live.records_source()} WHERE source_path = ? "
         "AND record_id NOT IN (SELECT record_id FROM deletes) ORDER BY session_key, seq", [path]).fetchall()
-    fresh = [pair for _, pair in sorted(zip(zip(cols["session_key"], cols["seq"]), fresh), key=lambda x: x[0])]
     if len(stored) != len(fresh):
         return {"path": path, "stored": len(stored), "read": len(fresh), "why": "another number of records"}
     if _digest(stored) != _digest(fresh):

@@ -202,8 +202,7 @@ def redact_meta(m: dict) -> None:
         for path, n in zip(m["touched"], m.get("touched_counts") or []):
             path = redact.redact(path)[0]
             counts[path] = counts.get(path, 0) + n  # (two paths may now read the same)
-        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        m["touched"], m["touched_counts"] = [p for p, _ in ranked], [n for _, n in ranked]
+        normalize.set_touched(m, counts)
 
 
 def _cut(text: str) -> str:

@@ -252,11 +252,18 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
         m["max_seq"] = seq - 1
     for m in meta.values():
         m.pop("_n", None)
-        counts = m.pop("_touch")
-        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:50]
-        m["touched"] = [p for p, _ in ranked]
-        m["touched_counts"] = [c for _, c in ranked]
+        set_touched(m, m.pop("_touch"))
     return cols, meta
+
+
+TOUCHED_KEPT = 50  # the files a session touched most, kept with it
+
+
+def set_touched(m: dict, counts: dict[str, int]) -> None:
+    """A session's ``touched`` files (and their counts): the most touched first."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOUCHED_KEPT]
+    m["touched"] = [p for p, _ in ranked]
+    m["touched_counts"] = [c for _, c in ranked]
 
 
 _ABSOLUTE = re.compile(r"^(?:[/~]|[A-Za-z]:[/\\\\])")
@@ -429,9 +436,7 @@ def merge_meta(o: dict, m: dict) -> None:
     counts = dict(zip(o.get("touched") or [], o.get("touched_counts") or []))
     for p, c in zip(m.get("touched") or [], m.get("touched_counts") or []):
         counts[p] = counts.get(p, 0) + c
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:50]
-    o["touched"] = [p for p, _ in ranked]
-    o["touched_counts"] = [c for _, c in ranked]
+    set_touched(o, counts)
     o["max_seq"] = max(-1 if o.get("max_seq") is None else o["max_seq"], -1 if m.get("max_seq") is None else m["max_seq"])
     if m.get("decision"):
         o["decision"], o["decision_ts"] = m["decision"], m.get("decision_ts")

@@ -436,7 +436,8 @@ def add_skipped(rep: dict, env: Mapping[str, str]) -> None:
             if s["state"] == "ok":
                 s["state"] = "partial"
             elif s["state"] == "missing":
-                denied = [p.rsplit(": permission denied", 1)[0] for p in mine if ": permission denied" in p]
+                mark = ": " + locate.DENIED
+                denied = [p.rsplit(mark, 1)[0] for p in mine if mark in p]
                 if denied:  # there, but closed to this user: `deja index` cannot help (cli-contract §3.7)
                     s["state"], s["denied"] = "denied", denied[0]
                     if stale and s["name"] in stale:

@@ -191,9 +191,12 @@ def _problem(problems: list[str] | None, path: str, why: str) -> None:
         problems.append(f"{path}: {why}")
 
 
+DENIED = "permission denied"  # how a problem says it (doctor reads it back: a store closed to the user)
+
+
 def _why(exc: OSError) -> str:
     if isinstance(exc, PermissionError):
-        return "permission denied: skipped"
+        return f"{DENIED}: skipped"
     return f"cannot be read ({exc.strerror or type(exc).__name__}): skipped"
 
 

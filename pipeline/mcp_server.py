@@ -456,11 +456,10 @@ async def _serve(env: Mapping[str, str], stdin, stdout) -> None:
             async for m in write_r:
                 ident = getattr(m.message, "id", None)
                 try:
-                    data = m.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    data.encode("utf-8")
+                    data = m.message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")
                 except Exception:  # an answer that cannot be sent: said so, and the server goes on
                     data = error(ident if isinstance(ident, (str, int)) else None, INTERNAL_ERROR,
-                                 "the answer could not be encoded").message.model_dump_json(by_alias=True)
+                                 "the answer could not be encoded").message.model_dump_json(by_alias=True).encode()
                 await anyio.to_thread.run_sync(_write_line, stdout, data)
                 pending.discard(ident)
 
@@ -472,8 +471,8 @@ async def _serve(env: Mapping[str, str], stdin, stdout) -> None:
         tg.cancel_scope.cancel()
 
 
-def _write_line(stdout, data: str) -> None:
-    stdout.write(data.encode("utf-8") + b"\n")
+def _write_line(stdout, data: bytes) -> None:
+    stdout.write(data + b"\n")
     stdout.flush()
 
 

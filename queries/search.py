@@ -76,6 +76,7 @@ class Searcher:
         self.vocab = Vocabulary(store)
         self.ranker = SessionRanker(store, q, self.roles)
         self._cosine: dict[int, float] | None = None  # each session's nearest passage, when the vectors took part
+        self._asked = None  # the question's vector, asked for early (ask_meaning)
 
     # ---- the ladder ------------------------------------------------------
     def run(self) -> dict:
@@ -91,6 +92,8 @@ class Searcher:
         empty = {"schema_version": 2, "tier": "exact", "total": 0, "hits": []}
         if not terms or not self.store.has("postings"):
             return empty
+        if not phrases:  # (a quoted query is literal: meaning takes no part)
+            self.ask_meaning()
         drive = terms[:8]  # the first 8 content terms drive the intersection (§5.1)
         self._content = [t for t in terms if t not in FILLER] + drive
         self.vocab_for(self._content)  # one lookup: rungs that cannot match are skipped unread
@@ -341,38 +344,80 @@ class Searcher:
             env["variants"] = sorted({v for vs in self.variants.values() for v in vs})
         return env
 
+    # ---- meaning (semantic.py) ---------------------------------------------
+    def meaning_roles(self) -> tuple[int, ...]:
+        """The embedded roles this search asks for; none when meaning takes no
+        part: embedding off, a hook's search in a cold process, a store
+        without vectors, a pasted error (matched by its signature)."""
+        if not self.q.embed or (self.q.embed == "warm" and not self.store.hot):
+            return ()
+        if not has_vectors(self.store):  # (a stat: a store without vectors imports nothing more)
+            return ()
+        from . import semantic
+
+        if semantic.pasted_error(self.q.text):
+            return ()
+        return tuple(r for r in self.roles if r in semantic.SPEECH_CODES)
+
+    def asks_model(self, model: str, unread: frozenset[str], say: bool = False) -> bool:
+        """The query is put to this model: a hook only asks a model fast
+        enough for it, and a question in letters the model does not read is
+        left to its words (its vector would be noise: stages/writing_systems.py)."""
+        from . import semantic
+
+        if self.q.embed == "warm" and not semantic.calibration(model).in_hooks:
+            return False
+        if unread:
+            from deja.stages.writing_systems import letters, written_in
+
+            system = written_in(self.text)
+            if system in unread:
+                if say:
+                    self.notes.append(f"semantic recall skipped: {model} does not read {letters([system])}; "
+                                      "lexical order")
+                return False
+        return True
+
+    def embed_wait(self) -> float:
+        from deja.stages.embedders import HOOK_TIMEOUT_S, QUERY_TIMEOUT_S
+
+        return HOOK_TIMEOUT_S if self.q.embed == "warm" else QUERY_TIMEOUT_S
+
+    def ask_meaning(self) -> None:
+        """Start the question's vector before the words are ranked, when the
+        search will want it (semantic.Asked): it is ready, or nearly, when the
+        fusion needs it."""
+        if not self.meaning_roles():
+            return
+        from deja.stages.store import vectors
+
+        from . import semantic
+
+        meta = vectors.read_meta(self.store.root)
+        if meta is None:
+            return
+        if self.asks_model(meta["model"], vectors.unread(meta)):
+            self._asked = semantic.Asked(meta["model"], self.text, self.embed_wait())
+
     def fuse(self, ranked: list[Ranked], keep_order: bool, n_groups: int) -> tuple[list[Ranked], set[int]] | None:
         """The lexical ranking and the nearest sessions by meaning as one
         ranking (semantic.py); the ords only the vectors found. None when the
         store has no vectors, the query asks for no role that is embedded,
         or its vector cannot be had (said once: the lexical order stands)."""
-        if self.q.embed == "warm" and not self.store.hot:
-            return None
-        if not has_vectors(self.store):  # (a stat: a store without vectors imports nothing more)
-            return None
-        from deja.stages.embedders import HOOK_TIMEOUT_S, QUERY_TIMEOUT_S
-
-        from . import semantic
-
-        if semantic.pasted_error(self.q.text):  # matched by its signature, not by meaning
-            return None
-        roles = tuple(r for r in self.roles if r in semantic.SPEECH_CODES)
+        roles = self.meaning_roles()
         if not roles:
             return None
+        from . import semantic
+
         try:
             sp = semantic.space(self.store)
-            if sp is None or (self.q.embed == "warm" and not sp.calib.in_hooks):
+            if sp is None or not self.asks_model(sp.model, sp.unread, say=True):
                 return None
-            if sp.unread:
-                from deja.stages.writing_systems import letters, written_in
-
-                system = written_in(self.text)
-                if system in sp.unread:  # (its vector would be noise: stages/writing_systems.py)
-                    self.notes.append(f"semantic recall skipped: {sp.model} does not read {letters([system])}; "
-                                      "lexical order")
-                    return None
-            wait = HOOK_TIMEOUT_S if self.q.embed == "warm" else QUERY_TIMEOUT_S
-            qv = semantic.query_vector(sp, self.text, timeout=wait)
+            early = self._asked
+            if early is not None and early.text == self.text and early.model == sp.model:
+                qv = early.vector(sp)
+            else:
+                qv = semantic.query_vector(sp, self.text, timeout=self.embed_wait())
         except semantic.Unavailable as exc:
             self.notes.append(f"semantic recall unavailable: {exc}; lexical order")
             return None
@@ -479,6 +524,7 @@ def recall(store: LiveStore, terms: list[str], project: str | None = None, limit
     ``rows``: filled with the served sessions' rows by session key (their
     decision and gave_up, which the session object leaves out)."""
     s = Searcher(store, Query(text=" ".join(terms), limit=limit, project=project, embed="warm"))
+    s.ask_meaning()
     s.vocab_for(terms)
     groups = [s.forms(t) for t in terms]
     ranked = s.rank(groups, need_and=False, min_groups=2 if len(groups) >= 2 else 1)

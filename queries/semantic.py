@@ -269,17 +269,54 @@ def query_vector(sp: Space, text: str, env=None, timeout: float = embedders.QUER
     """The query's vector from the model the store's vectors came from
     (``timeout``: how long an HTTP source may take); Unavailable when it
     cannot be had."""
-    emb = embedders.for_model(sp.model, env)
+    return _checked(_embed_query(sp.model, text, env, timeout), sp)
+
+
+def _embed_query(model: str, text: str, env, timeout: float):
+    emb = embedders.for_model(model, env)
     if emb is None:
-        raise Unavailable(f"the vectors were made by {sp.model}, which this environment cannot run "
+        raise Unavailable(f"the vectors were made by {model}, which this environment cannot run "
                           "(set DEJA_EMBED_URL and DEJA_EMBED_MODEL to it, or run `deja embed` again)")
     try:
-        m = emb.embed_query(text, timeout=timeout)
+        return emb.embed_query(text, timeout=timeout)
     except embedders.EmbedError as exc:
         raise Unavailable(str(exc)) from None
+
+
+def _checked(m, sp: Space):
     if m.shape != (1, sp.vecs.dim):
         raise Unavailable(f"the query's vector has {m.shape[-1]} dimensions, the store's {sp.vecs.dim}")
     return m[0]
+
+
+class Asked:
+    """A question's vector, asked for before the words are ranked: the model
+    runs in a thread while DuckDB ranks (both leave the GIL, so on two cores
+    the vector costs a search about what it costs beyond the words, not its
+    whole 20-30 ms). ``vector`` waits for it; an error is raised there, as
+    ``query_vector`` raises it."""
+
+    def __init__(self, model: str, text: str, timeout: float):
+        import threading
+
+        self.model, self.text = model, text
+        self._got: tuple = ()
+        # (a daemon: a search that ends without fusing does not wait for it)
+        self._thread = threading.Thread(target=self._ask, args=(timeout,), daemon=True)
+        self._thread.start()
+
+    def _ask(self, timeout: float) -> None:
+        try:
+            self._got = (_embed_query(self.model, self.text, None, timeout), None)
+        except BaseException as exc:  # (raised again, in the search's own thread)
+            self._got = (None, exc)
+
+    def vector(self, sp: Space):
+        self._thread.join()
+        m, exc = self._got
+        if exc is not None:
+            raise exc
+        return _checked(m, sp)
 
 
 def meaning_share(coverage: float, weight: float = LEXICAL_WEIGHT) -> float:

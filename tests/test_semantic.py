@@ -174,6 +174,23 @@ def test_words_and_meaning_rank_one_pool_and_a_lexical_hit_keeps_its_tier(home, 
     assert [h["session"]["id"] for h in quoted["hits"]] == [POOL]
 
 
+def test_a_search_asks_the_model_its_question_once_and_only_when_meaning_takes_part(home, server):
+    """The question's vector is asked for before the words are ranked
+    (semantic.Asked), not again at the fusion; a search meaning takes no part
+    in (a quoted phrase, a pasted error, --no-embed) asks nothing."""
+    env = embedded(home, server)
+    log = server[1]
+    before = len(requests(log))
+    home.search("uploads", "refused", "last", "month", extra_env=env)
+    asked = requests(log)[before:]
+    assert [[t.strip() for t in r["texts"]] for r in asked] == [["uploads refused"]]  # once, without its time words
+    before = len(requests(log))
+    home.search('"connection pool"', extra_env=env)
+    home.search("--no-embed", "connection", "pool", extra_env=env)
+    home.search('File "app/db.py", line 88, in connect: OperationalError: connection refused', extra_env=env)
+    assert requests(log)[before:] == []
+
+
 def test_a_traced_pool_ranks_again_as_the_search_served_it(home, server, tmp_path):
     """bench/quality/replay.py ranks a traced search's pool again without
     searching: the fusion replayed over it is the order the search served."""

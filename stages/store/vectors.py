@@ -62,6 +62,12 @@ def read_meta(root) -> dict | None:
     return meta
 
 
+def unread(meta: dict) -> frozenset[str]:
+    """The writing systems a dataset's model does not read, from its meta."""
+    got = meta.get("unread")
+    return frozenset(x for x in got if isinstance(x, str)) if isinstance(got, list) else frozenset()
+
+
 class Vectors:
     """The committed vectors in memory: ``ids`` (record id per row), ``roles``
     (role codes), ``sessions`` (session keys), ``matrix`` (rows × dim, unit
@@ -84,8 +90,7 @@ class Vectors:
     def unread(self) -> frozenset[str]:
         """The writing systems the model does not read (stages/writing_systems;
         none known: vectors made before it was asked)."""
-        got = self.meta.get("unread")
-        return frozenset(x for x in got if isinstance(x, str)) if isinstance(got, list) else frozenset()
+        return unread(self.meta)
 
     def __len__(self) -> int:
         return len(self.ids)

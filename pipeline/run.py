@@ -138,6 +138,7 @@ class Run:
         self.cleared = lambda: None  # forgets the suspect parts this run checked (find_damage)
         self.committed = False  # the catalog holds this run (a failure after it costs only cleanup)
         self.parts: dict[str, tuple] | None = None  # the live generation the run started from (load_state)
+        self.rerooted: set[str] = set()  # transcripts whose rows name their root anew (load_state; kept at the commit)
 
     # -- state ------------------------------------------------------------
     def load_state(self) -> None:
@@ -152,6 +153,14 @@ class Run:
             for key in [k for k in rows if k in self.drop.keys]:
                 del rows[key]
         self.names_before = project_names(r for per_file in self.file_sessions.values() for r in per_file.values())
+        self.rerooted = set()
+        for path, rows in self.file_sessions.items():
+            for r in rows.values():
+                # (after names_before: a root named anew renames, so every session row is rewritten)
+                root = projects.rerooted(r.get("project_root") or "")
+                if root != (r.get("project_root") or ""):
+                    r["project_root"] = root
+                    self.rerooted.add(path)
         self.next_record_id = state.next_record_id
         self.gen = state.generation + 1
         self.parts = state.parts
@@ -564,14 +573,15 @@ class Run:
                         [str(self.store.root / r) for d, r, _ in self.new_parts if d == "sessions"], self.history,
                         ([], []) if self.rebuild else (self.live["records"], self.live["sessions"]))
         self.history_added = True
+        rewritten = {o.action.path for o in self.done} | (self.rerooted & self.file_sessions.keys())
         change = index_state.RunCommit(
             generation=self.gen, next_record_id=self.next_record_id, rebuild=self.rebuild, dropped=list(dropped or []),
             new_parts=self.new_parts, facts=self.store.part_facts(self.con, self.new_parts), sizes=self.sizes,
             removed=[a.path for a in removed], gone=marks,
-            touched=set(purge) | {o.action.path for o in self.done},
+            touched=set(purge) | rewritten,
             manifest_rows=manifest_rows,
             file_session_rows=[[r.get(c) for c in index_state.FILE_SESSION_COLS]
-                               for o in self.done for r in self.file_sessions.get(o.action.path, {}).values()],
+                               for p in sorted(rewritten) for r in self.file_sessions.get(p, {}).values()],
             new_ords=self.ordinals.new)
         with self.store.catalog(self.con, retries=100) as con:
             index_state.commit(con, self.store, change, before_commit=lambda: _fault("before-commit"))

@@ -155,3 +155,51 @@ def test_a_later_repository_with_the_same_ending_renames_the_first_on_the_next_r
                   "The kernel download hangs on the proxy CONNECT; decided: set the proxy for wget as well.")
     home.run("index")  # an append-only run: the untouched session is renamed too
     assert {(s["id"], s["project"]) for s in last(home)} == {(CLAUDE_ID, "a/buildroot/dl"), (CODEX_ID, "b/buildroot/dl")}
+
+
+def catalog_roots(home: Home) -> set[str]:
+    con = duckdb.connect(str(home.index / "catalog.duckdb"), read_only=True)
+    try:
+        return {r[0] for r in con.execute("SELECT DISTINCT project_root FROM file_sessions").fetchall()}
+    finally:
+        con.close()
+
+
+def test_a_repository_reached_through_a_symlink_is_one_project_with_its_real_path(tmp_path):
+    home = Home(tmp_path)
+    root = repo(home.home / "src" / "shop")
+    link = home.home / "links" / "shop"
+    link.parent.mkdir()
+    link.symlink_to(root)
+    (root / "api").mkdir()
+    claude_session(home, CLAUDE_ID, str(link), "the checkout total drifts by a cent on refunds",
+                   "Refund totals were rounded per line; decided: round once on the total.")
+    codex_session(home, CODEX_ID, str(root / "api"), "checkout total rounding on refunds again",
+                  "Rounded once on the total, as decided.")
+    home.run("index")
+    ids = {CLAUDE_ID, CODEX_ID}
+    assert {(s["project"], s["project_root"]) for s in last(home)} == {("src/shop", str(root))}
+    for spelling in (str(link), str(root), str(link / "api"), "~/links/shop"):
+        assert {s["id"] for s in last(home, "--project", spelling)} == ids, spelling
+    ctx = hook_context(home, link)
+    assert f"deja:{CLAUDE_ID[:8]}" in ctx and f"deja:{CODEX_ID[:8]}" in ctx
+
+
+def test_a_root_named_anew_by_a_later_rule_joins_its_project_without_a_rebuild(tmp_path):
+    """A store indexed while a session's folder did not resolve (its link not
+    there yet, as under an older deja that never resolved links) names the
+    root anew on the next run that changes anything, and keeps it."""
+    home = Home(tmp_path)
+    root = repo(home.home / "src" / "shop")
+    link = home.home / "links" / "shop"
+    claude_session(home, CLAUDE_ID, str(link), "the checkout total drifts by a cent on refunds",
+                   "Refund totals were rounded per line; decided: round once on the total.")
+    home.run("index")
+    assert {s["project_root"] for s in last(home)} == {str(link)}
+    link.parent.mkdir()
+    link.symlink_to(root)
+    codex_session(home, CODEX_ID, str(root), "checkout total rounding on refunds again",
+                  "Rounded once on the total, as decided.")
+    home.run("index")  # reads only the new rollout
+    assert {(s["id"], s["project_root"]) for s in last(home)} == {(CLAUDE_ID, str(root)), (CODEX_ID, str(root))}
+    assert catalog_roots(home) == {str(root)}  # kept: the next runs need not name it again

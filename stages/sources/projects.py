@@ -1,8 +1,8 @@
 """A session's project: its identity (a root path) and its short names.
 
 One rule for every harness, applied once per session by normalize: the root of
-the git work tree that holds the cwd, when that work tree still exists on this
-machine, else the recorded cwd itself, normalised (``~``, trailing slashes,
+the git work tree that holds the cwd (its symlinks resolved), when that work
+tree still exists on this machine, else the recorded cwd itself, normalised (``~``, trailing slashes,
 Windows separators; case folded where the file system ignores case). The
 display name is a suffix of the root: its last two segments (harness-formats
 1.7), grown until it is unique among the store's projects (``display_names``).
@@ -117,6 +117,14 @@ def _repo_root(directory: str) -> str:
         d = parent
 
 
+@lru_cache(maxsize=8192)
+def _real(directory: str) -> str:
+    """The folder with its symlinks resolved: a repository reached through a
+    link (``~/code -> /data/src``; macOS's ``/tmp``, ``/var`` under
+    ``/private``) is the one project whichever spelling an agent recorded."""
+    return os.path.realpath(directory)
+
+
 def project_root(cwd: str, home: str | None = None) -> str:
     """A session's project identity from its recorded cwd (see the module's doc)."""
     s = spelled(cwd, home)
@@ -124,9 +132,8 @@ def project_root(cwd: str, home: str | None = None) -> str:
         return ""
     local = s if os.sep == "/" else s.replace("/", os.sep)
     if os.path.isabs(local) and os.path.isdir(local):
-        root = _repo_root(os.path.normpath(local))
-        if root:
-            s = spelled(root)
+        real = _real(os.path.normpath(local))
+        s = spelled(_repo_root(real) or real)
     else:
         m = _WORKTREE.search(s)
         if m:  # a desktop worktree that is gone: still its repository
@@ -134,9 +141,19 @@ def project_root(cwd: str, home: str | None = None) -> str:
     return s.lower() if folds_case(s) else s
 
 
+@lru_cache(maxsize=8192)
+def rerooted(root: str) -> str:
+    """A root an earlier run stored, as ``project_root`` names it now (the
+    rule has grown since: symlinks resolved), so a store indexed before is one
+    project with what is indexed after, without a rebuild."""
+    return project_root(root) if root else root
+
+
 def clear_cache() -> None:
     """Forget the work trees seen (a new run may find a repository moved or gone)."""
     _repo_root.cache_clear()
+    _real.cache_clear()
+    rerooted.cache_clear()
 
 
 def display_names(roots: dict[str, str]) -> dict[str, str]:

@@ -139,7 +139,7 @@ def test_the_session_preamble_names_the_folder_when_nothing_else_does(tmp_path):
     assert s.cwd == CWD
 
 
-def test_set_messages_replaces_the_list_and_rewind_drops_the_tail(tmp_path):
+def test_rewind_drops_the_tail_and_a_rewritten_list_drops_nothing(tmp_path):
     p = chat_file(tmp_path, "tide-tables")
     write(p, [
         header(),
@@ -154,10 +154,74 @@ def test_set_messages_replaces_the_list_and_rewind_drops_the_tail(tmp_path):
     [s] = gemini.read(str(p)).sessions
     assert [m.text for m in s.messages] == ["first ask", "first answer", "the ask instead"]
     assert s.title == "Tide offset fix" and s.title_rank == 1
-    # a snapshot: $set.messages is the whole list from then on
+    # Gemini rewrites its list without a turn that failed (a rollback): that ask was still made
     with p.open("a") as fh:
-        fh.write(json.dumps({"$set": {"messages": [user("u9", "only this", "2026-04-24T23:17:00.000Z")]}}) + "\n")
-    assert [m.text for m in gemini.read(str(p)).sessions[0].messages] == ["only this"]
+        fh.write(json.dumps({"$set": {"messages": [user("u1", "first ask", "2026-04-24T23:16:30.000Z"),
+                                                   user("u9", "a later ask", "2026-04-24T23:17:00.000Z")]}}) + "\n")
+    assert [m.text for m in gemini.read(str(p)).sessions[0].messages] == [
+        "first ask", "first answer", "the ask instead", "a later ask"]
+
+
+SNAPSHOT = "<state_snapshot>\n<overall_goal>fix the tide offset</overall_goal>\n</state_snapshot>"
+
+
+def compressed_rows() -> list[dict]:
+    """A chat Gemini compressed (chatCompressionService, then
+    chatRecordingService.updateMessagesFromHistory): the list rewritten as the
+    model's snapshot of the folded turns, a canned ack, and the turns kept."""
+    rows = session_rows()
+    return rows + [
+        {"$set": {"messages": [
+            {"id": "s1", "timestamp": "2026-04-24T23:18:00.000Z", "type": "user", "content": [{"text": SNAPSHOT}]},
+            {"id": "s2", "timestamp": "2026-04-24T23:18:00.000Z", "type": "gemini",
+             "content": [{"text": "Got it. Thanks for the additional context!"}]},
+            rows[-1],  # u2, the turn kept
+        ], "lastUpdated": "2026-04-24T23:18:00.000Z"}},
+        model("g2", "The rain gauge reads in inches; converted.", "2026-04-24T23:18:30.000Z"),
+    ]
+
+
+def test_a_compressed_gemini_chat_keeps_what_was_said_before_the_summary(tmp_path):
+    p = chat_file(tmp_path, "tide-tables")
+    write(p, compressed_rows())
+    [s] = gemini.read(str(p)).sessions
+    said = [(m.role, m.text) for m in s.messages if m.role in ("user", "assistant", "summary")]
+    assert said == [
+        ("user", "why does the tide offset test fail?"),
+        ("assistant", "The offset constant is off by one; fixed it."),
+        ("user", "thanks, now the rain gauge"),
+        ("summary", SNAPSHOT),  # Gemini's summary, not the person's words; its canned ack is not the model's
+        ("assistant", "The rain gauge reads in inches; converted."),
+    ]
+    assert [m.text for m in s.messages if m.role == "tool-output"][0] == "1 failing: tide offset"
+    # the session starts where it started, and its title is the person's first ask, not the snapshot
+    (tmp_path / "idx").mkdir()
+    home = Home(tmp_path / "idx")
+    write(chat_file(home.home, "tide-tables"), compressed_rows())
+    home.run("index")
+    sessions = [str(x) for x in (home.index / "sessions").glob("*.parquet")]
+    [(title, started)] = duckdb.connect().execute(
+        "SELECT title, epoch_ms(started) FROM read_parquet(?) WHERE harness = 'gemini'", [sessions]).fetchall()
+    assert title.startswith("why does the tide offset test fail") and started == 1777072590000
+
+
+def test_a_masked_tool_output_keeps_the_output_read_before_the_mask(tmp_path):
+    p = chat_file(tmp_path, "tide-tables")
+    stub = ("<tool_output_masked>\nOutput: 1 failing\n\nOutput too large. Full output available at: "
+            "/home/dev/.gemini/tmp/tide-tables/tool-outputs/run_shell_command_x.txt\n</tool_output_masked>")
+    masked = call("run_shell_command_1", "run_shell_command", {"command": "npm test"}, output=stub)
+    rows = [header(), user("u1", "run the tests", "2026-04-24T23:16:30.000Z"),
+            model("g1", "", "2026-04-24T23:16:40.000Z", [call("run_shell_command_1", "run_shell_command",
+                                                             {"command": "npm test"}, output=SHELL_OUT)])]
+    # toolOutputMaskingService, then the list rewritten with the masked result in the same call
+    write(p, rows + [{"$set": {"messages": [rows[1], model("g1", "", "2026-04-24T23:16:40.000Z", [masked])]}}])
+    [s] = gemini.read(str(p)).sessions
+    assert [m.text for m in s.messages if m.role == "tool-output"] == ["1 failing: tide offset"]
+    assert [m.text for m in s.messages if m.role == "command"] == ["$ npm test  → exit 1"]
+    # where only the stub was ever written, the stub is what there is
+    write(p, rows[:2] + [model("g1", "", "2026-04-24T23:16:40.000Z", [masked])])
+    [s] = gemini.read(str(p)).sessions
+    assert [m.text for m in s.messages if m.role == "tool-output"] == [stub]
 
 
 def test_an_older_json_chat_and_its_resumed_jsonl_are_one_session(tmp_path):

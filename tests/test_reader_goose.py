@@ -61,6 +61,26 @@ def test_sqlite_sessions_of_people_only_unless_subagents_are_asked_for(home, mon
     assert recipe.spawned and recipe.kind == "scheduled"
 
 
+def test_acp_terminal_and_gateway_sessions_are_a_persons_and_agent_runs_are_not(home, monkeypatch):
+    d = goose_store(home)
+    con = sqlite3.connect(d / "sessions.db")
+    # SessionType (session_manager.rs): a chat from an ACP client such as Zed, `goose term`, a messaging gateway
+    for n, kind in enumerate(("acp", "terminal", "gateway", "sub_agent", "hidden"), 4):
+        sid = f"20260306_{n}"
+        con.execute("INSERT INTO sessions (id, name, session_type, working_dir) VALUES (?, ?, ?, '/home/dev/src/api')",
+                    (sid, f"a {kind} chat", kind))
+        con.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES (?, 'user', ?, ?)",
+                    (sid, json.dumps([{"type": "text", "text": f"said in {kind}"}]), 1772800000 + n))
+    con.commit()
+    con.close()
+    read = {s.session_id: s for s in goose.read(str(d / "sessions.db")).sessions}
+    assert sorted(read) == ["20260306_2", "20260306_4", "20260306_5", "20260306_6"]
+    assert [m.text for m in read["20260306_4"].messages] == ["said in acp"] and not read["20260306_4"].spawned
+    monkeypatch.setenv("DEJA_INCLUDE_SUBAGENTS", "1")
+    spawned = {s.session_id: s.kind for s in goose.read(str(d / "sessions.db")).sessions if s.spawned}
+    assert spawned == {"20260306_3": "scheduled", "20260306_7": "sub_agent", "20260306_8": "hidden"}
+
+
 def test_a_bad_content_row_costs_that_row_and_a_corrupt_store_is_an_error(home):
     d = goose_store(home)
     con = sqlite3.connect(d / "sessions.db")

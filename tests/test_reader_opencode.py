@@ -72,6 +72,28 @@ def test_the_store_path_follows_xdg_data_home_and_deja_opencode_db(home, tmp_pat
     assert opencode_db({"HOME": "/h", "DEJA_OPENCODE_DB": "/y/o.db"}) == "/y/o.db"
 
 
+def test_a_channel_database_and_the_one_opencode_db_names_are_read(home, tmp_path):
+    from deja.stages.sources.locate import opencode_files
+
+    data = opencode_store(home).parent
+    # a source or nightly build keeps its own opencode-<channel>.db beside opencode.db (storage/db.ts path())
+    (data / "opencode.db").rename(data / "opencode-local.db")
+    assert harnesses(home)["opencode"]["sessions"] == 1
+    assert home.search("refill", "drifts")["total"] == 1
+    # OPENCODE_DB: absolute, or relative to the data dir; the others are still read
+    elsewhere = tmp_path / "elsewhere.db"
+    shutil.copy(data / "opencode-local.db", elsewhere)
+    shutil.copy(data / "opencode-local.db", data / "mine.db")
+    env = {"HOME": str(home.home)}
+    assert opencode_files(env) == [str(data / "opencode-local.db")]
+    assert opencode_files({**env, "OPENCODE_DB": str(elsewhere)}) == [str(elsewhere), str(data / "opencode-local.db")]
+    assert opencode_files({**env, "OPENCODE_DB": "mine.db"}) == [str(data / "mine.db"), str(data / "opencode-local.db")]
+    assert opencode_files({**env, "OPENCODE_DB": ":memory:"}) == [str(data / "opencode-local.db")]
+    # its write-ahead log is not a database
+    (data / "opencode-local.db-wal").write_bytes(b"")
+    assert opencode_files(env) == [str(data / "opencode-local.db")]
+
+
 # ---- the JSON store before the database, and Kilo's CLI on the same parse ------------
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data_samples"

@@ -93,6 +93,39 @@ def test_an_appended_turn_is_read_from_the_last_offset(tmp_path):
     assert [m.text for m in s.messages] == ["and the rounding?"] and s.cwd == CWD and s.session_id == SID
 
 
+def titled(n: int, title: str, source: str) -> dict:
+    """The line /rename (manual) or Qwen's own titling (auto) writes, again as the file grows and at exit."""
+    return line(n, "system", subtype="custom_title", systemPayload={"customTitle": title, "titleSource": source})
+
+
+def test_the_last_title_a_person_gave_names_the_chat_over_any_auto_title(tmp_path):
+    p = chat(tmp_path)
+    write(p, rows() + [titled(9, "Ledger fee sign", "auto"), titled(10, "Ledger fee", "auto")])
+    [s] = qwen.read(str(p)).sessions
+    assert (s.title, s.title_rank) == ("Ledger fee", 1)  # no person's title: the last auto one
+    write(p, rows() + [titled(9, "Fee sign flip", "manual"), titled(10, "Okapi fee rewrite", "manual"),
+                       titled(11, "Ledger fee", "auto")])
+    [s] = qwen.read(str(p)).sessions
+    assert (s.title, s.title_rank) == ("Okapi fee rewrite", 2)
+    assert [m.role for m in s.messages].count("user") == 1  # the title lines are not turns
+
+
+def test_a_title_appended_later_renames_the_indexed_chat_on_the_same_terms(tmp_path):
+    from conftest import Home
+
+    home = Home(tmp_path)
+    p = chat(home.home)
+    write(p, rows() + [titled(9, "Okapi fee rewrite", "manual")])
+    home.run("index")
+    write(p, [titled(10, "Ledger fee", "auto")], "a")  # re-anchored at exit: an auto title does not undo a rename
+    home.run("index")
+    [s] = json.loads(home.run("last", "--json").stdout)["sessions"]
+    assert s["title"] == "Okapi fee rewrite"
+    write(p, [titled(11, "Okapi ledger", "manual")], "a")
+    home.run("index")
+    assert json.loads(home.run("last", "--json").stdout)["sessions"][0]["title"] == "Okapi ledger"
+
+
 def test_a_torn_last_line_waits_for_the_next_run(tmp_path):
     p = chat(tmp_path)
     write(p, rows()[:3])

@@ -6,10 +6,14 @@ transcripts → Gemini CLI").
 ``session-*.json``, and the saved conversations ``tmp/<project>/checkpoint*.json``
 (a bare list of ``{role, parts}``, or ``{history: [...]}``).
 
-A JSONL chat is replayed as Gemini itself loads it: a message id written
-again replaces its earlier copy in place (the first copy lacks the tool calls
-and their results), ``$set.messages`` replaces the whole list, ``$rewindTo``
-drops that message and everything after it. Since later lines rewrite
+A JSONL chat is replayed much as Gemini itself loads it: a message id
+written again replaces its earlier copy in place (the first copy lacks the
+tool calls and their results), ``$rewindTo`` drops that message and everything
+after it. Unlike Gemini, ``$set.messages`` (the whole list, rewritten on chat
+compression, tool-output masking, a failed turn's rollback) only upserts by
+id: the turns compression folded away stay, a tool result read whole is never
+replaced by its ``<tool_output_masked>`` stub, and the ``<state_snapshot>``
+Gemini puts in their place is a summary (``gemini_chat.Turns``). Since later lines rewrite
 earlier ones, every form is read whole: ``safe_offset`` stays 0, so a file
 that changed is read again in full (the plan never appends to it).
 
@@ -35,6 +39,7 @@ HARNESS = "gemini"
 # Cloud Shell's agent server writes every session under this one id: key those by file
 _SHARED_IDS = frozenset(("a2a-server",))
 _DOC_CAP = 256 << 20  # a JSON document larger than this is not a chat
+_MASK = "<tool_output_masked>"  # toolOutputMaskingService's stub, the full output saved elsewhere
 
 
 def roots(env: Mapping[str, str]) -> list[str]:
@@ -75,7 +80,10 @@ class _Session:
         elif isinstance(obj.get("$set"), dict):
             upd = obj["$set"]
             if isinstance(upd.get("messages"), list):
-                self.messages.clear()
+                # Gemini rewrites its whole list when it compresses the chat (a summary
+                # in place of the turns it folded), masks old tool output, rolls back a
+                # failed turn or loads a saved chat: an update, since what was said
+                # before stays said (only ``$rewindTo`` is the person taking turns back)
                 self.extend(offset, upd["messages"])
             self.meta.update({k: v for k, v in upd.items() if k != "messages"})
         elif "sessionId" in obj and "type" not in obj:  # the header, or a whole legacy record on one line
@@ -95,6 +103,9 @@ class _Session:
         if not isinstance(mid, str) or not mid:
             self.auto += 1
             mid = f"\0{self.auto}"
+        prev = self.messages.get(mid)
+        if prev is not None:
+            msg = _unmasked(prev[1], msg)
         self.messages[mid] = (offset, msg)
 
     def rewind(self, mid) -> None:
@@ -104,6 +115,34 @@ class _Session:
         keys = list(self.messages)
         for k in keys[keys.index(mid):]:
             del self.messages[k]
+
+
+def _unmasked(prev: dict, msg: dict) -> dict:
+    """``msg`` with each tool result Gemini masked (to save context) given back
+    whole from ``prev``, the copy read before it, where that one had it whole."""
+    calls, before = msg.get("toolCalls"), prev.get("toolCalls")
+    if not isinstance(calls, list) or not isinstance(before, list):
+        return msg
+    whole = {c["id"]: c["result"] for c in before
+             if isinstance(c, dict) and isinstance(c.get("id"), str) and c.get("result") is not None
+             and not _masked(c["result"])}
+    out = []
+    for c in calls:
+        if isinstance(c, dict) and c.get("id") in whole and _masked(c.get("result")):
+            c = {**c, "result": whole[c["id"]]}
+        out.append(c)
+    return {**msg, "toolCalls": out}
+
+
+def _masked(result) -> bool:
+    """A result whose output Gemini replaced by its ``<tool_output_masked>`` stub."""
+    for part in result if isinstance(result, list) else [result]:
+        fr = part.get("functionResponse") if isinstance(part, dict) else None
+        resp = fr.get("response") if isinstance(fr, dict) else None
+        out = resp.get("output") if isinstance(resp, dict) else None
+        if isinstance(out, str) and out.lstrip().startswith(_MASK):
+            return True
+    return False
 
 
 def _read_jsonl(path: str) -> ReadResult:

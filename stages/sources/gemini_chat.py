@@ -51,6 +51,10 @@ _EMPTY = frozenset(("(empty)", "(none)"))
 _WORKSPACE = re.compile(r"Workspace Directories:\*{0,2}\s*\n\s*-\s+(\S[^\n]*?)\s*$", re.M)
 _WORKING_IN = re.compile(r"I'm currently working in the directory:\s*(\S[^\n]*?)\s*$", re.M)
 _PREAMBLE = "This is the Gemini CLI. We are setting up the context"
+# chat compression puts the model's <state_snapshot> of the turns it folds in their place,
+# as a user turn followed by this canned model turn (chatCompressionService.ts)
+_SNAPSHOT = "<state_snapshot>"
+_SNAPSHOT_ACK = "Got it. Thanks for the additional context!"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -162,9 +166,15 @@ class Turns:
         ts = ms(msg.get("timestamp"))
         ts = ts if ts is not None else ts_default
         if kind == "user":
-            self.user(content_text(msg.get("content")), ts, offset)
+            text = content_text(msg.get("content"))
+            if _SNAPSHOT in text:  # chat compression's summary, sent as a user turn: not the person's words
+                self.add("summary", text, ts, offset)
+            else:
+                self.user(text, ts, offset)
         elif kind in ASSISTANT_TYPES:
-            self.add("assistant", content_text(msg.get("content")), ts, offset)
+            text = content_text(msg.get("content"))
+            if not (text.strip() == _SNAPSHOT_ACK and self.out and self.out[-1].role == "summary"):
+                self.add("assistant", text, ts, offset)  # the ack after a summary is canned, not the model's
             calls = msg.get("toolCalls")
             if isinstance(calls, list):
                 good = [c for c in calls if isinstance(c, dict)]
@@ -181,6 +191,8 @@ class Turns:
         for part in parts:
             if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
                 fr = part["functionResponse"]
+                if isinstance(fr.get("id"), str) and fr["id"] != call.get("id"):
+                    continue  # masking syncs a whole user turn into each call: its siblings' results too
                 self.response(fr.get("name") or call.get("name"), fr.get("response"), call.get("id"), ts, offset,
                               failed)
             elif isinstance(part, (str, dict)):

@@ -9,9 +9,9 @@ since (harness-formats section 13).
   user_set_name, session_type, working_dir, …)`` and ``messages(session_id,
   role, content_json, created_timestamp, …)``, read through ``sqlite_store``
   (a snapshot; the live file is never opened). Only ``session_type`` null,
-  empty or ``user`` rows are people's sessions: sub-agent and scheduled
-  recipe runs share the table and are kept only with
-  DEJA_INCLUDE_SUBAGENTS=1, as ``spawned`` sessions.
+  empty, ``user``, ``acp``, ``terminal`` or ``gateway`` rows are people's
+  sessions: sub-agent, hidden and scheduled recipe runs share the table and
+  are kept only with DEJA_INCLUDE_SUBAGENTS=1, as ``spawned`` sessions.
 
 A message's speech is its ``text`` blocks. Its work is its ``toolRequest``
 blocks, ``toolCall.value = {name, arguments}`` with the extension prefixed
@@ -37,7 +37,11 @@ from deja.stages.sources.jsonl import Lines, clip, speech, is_regular_file, pars
 from deja.stages.sources.locate import goose_data_dir, goose_db, goose_files, include_subagents
 
 HARNESS = "goose"
-_PEOPLE = (None, "", "user")  # session_type of a session a person ran
+# session_type of a session a person ran: ``acp`` a chat from an ACP client (Zed),
+# ``terminal`` ``goose term``, ``gateway`` a messaging gateway's chat. The rest
+# (``sub_agent``, ``scheduled``, ``hidden``, and a kind not known yet) an agent or a
+# schedule ran: kept only with DEJA_INCLUDE_SUBAGENTS=1
+_PEOPLE = (None, "", "user", "acp", "terminal", "gateway")
 
 
 def roots(env: Mapping[str, str]) -> list[str]:

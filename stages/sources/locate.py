@@ -483,7 +483,7 @@ def cursor_files(env: Mapping[str, str], problems: list[str] | None = None) -> l
     return out
 
 
-# ---- opencode: <data>/opencode/opencode.db ------------------------------------------
+# ---- opencode: <data>/opencode/opencode.db, opencode-<channel>.db ---------------------
 
 
 def opencode_db(env: Mapping[str, str]) -> str:
@@ -491,6 +491,29 @@ def opencode_db(env: Mapping[str, str]) -> str:
         return os.path.expanduser(env["DEJA_OPENCODE_DB"])
     data = env.get("XDG_DATA_HOME") or os.path.join(_home(env), ".local", "share")
     return os.path.join(data, "opencode", "opencode.db")
+
+
+def opencode_dbs(env: Mapping[str, str]) -> list[str]:
+    """Every opencode database: ``opencode.db`` (the latest/beta/prod builds'),
+    each other channel's ``opencode-<channel>.db`` beside it (source, dev and
+    nightly builds keep their own: upstream's ``storage/db.ts`` ``path()``), and
+    the file ``OPENCODE_DB`` names (absolute, or relative to the data dir). All
+    of them, not only the one opencode would open now: a person who switched
+    builds or unset the variable still said what is in the others.
+    DEJA_OPENCODE_DB names the one file instead."""
+    main = opencode_db(env)
+    if env.get("DEJA_OPENCODE_DB"):
+        return [main] if is_regular_file(main) else []
+    data = os.path.dirname(main)
+    found = {main}
+    try:
+        found.update(os.path.join(data, n) for n in os.listdir(data) if n.startswith("opencode-") and n.endswith(".db"))
+    except OSError:
+        pass
+    named = env.get("OPENCODE_DB", "")
+    if named and named != ":memory:":
+        found.add(os.path.join(data, named))  # join keeps an absolute path as it is
+    return sorted({os.path.normpath(p) for p in found if is_regular_file(p)})
 
 
 def opencode_storage(env: Mapping[str, str]) -> str:
@@ -507,11 +530,10 @@ def storage_sessions(storage: str, problems: list[str] | None) -> list[str]:
 
 
 def opencode_files(env: Mapping[str, str], problems: list[str] | None = None) -> list[str]:
-    """The database; the JSON store only where no database is beside it (opencode
-    copies that store into a new database and leaves the files: read both and
-    every session would be there twice), or where DEJA_OPENCODE_STORAGE names it."""
-    p = opencode_db(env)
-    out = [p] if is_regular_file(p) else []
+    """The databases; the JSON store only where no database is (opencode copies
+    that store into a new database and leaves the files: read both and every
+    session would be there twice), or where DEJA_OPENCODE_STORAGE names it."""
+    out = opencode_dbs(env)
     if env.get("DEJA_OPENCODE_STORAGE") or not out:
         out.extend(storage_sessions(opencode_storage(env), problems))
     return out

@@ -1,5 +1,10 @@
 """opencode's SQLite store, ``<data>/opencode/opencode.db`` (harness-formats
-section 6; the schema checked against sst/opencode's ``session.sql.ts``).
+section 6; the schema checked against sst/opencode's ``session.sql.ts``), and
+the same store of each other build channel, ``opencode-<channel>.db``, and of
+``OPENCODE_DB`` (``locate.opencode_dbs``). A session is keyed by its id alone:
+opencode's ids carry the time and 14 random characters, so two databases never
+give two sessions one id; the same id in two is one session copied (a
+database copied to another channel's name, a JSON store imported into each).
 
 ``session(id, directory, title, parent_id, time_created, time_updated, …)``,
 ``message(id, session_id, time_created, data)`` and ``part(id, message_id,
@@ -37,7 +42,7 @@ from deja.stages.sources import sqlite_store
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.dialect import Dialect, first_text
 from deja.stages.sources.jsonl import clip, json_cell, parse_ts, read_whole_document
-from deja.stages.sources.locate import opencode_db, opencode_files
+from deja.stages.sources.locate import opencode_db, opencode_dbs, opencode_files
 
 HARNESS = "opencode"
 
@@ -53,7 +58,7 @@ DIALECT = Dialect(
 
 
 def roots(env: Mapping[str, str]) -> list[str]:
-    return [opencode_db(env)]
+    return opencode_dbs(env) or [opencode_db(env)]
 
 
 def discover(env: Mapping[str, str]) -> list[SourceFile]:

@@ -7,7 +7,9 @@ share is in ``gemini_chat``.
   ``gitBranch``. ``user`` and ``assistant`` lines hold ``message: {role,
   parts}``; tool output is only on ``tool_result`` lines (``functionResponse``
   parts, with ``toolCallResult.status``); ``system`` lines (telemetry, slash
-  commands) are not conversation. Append-only: read from the last offset.
+  commands) are not conversation, but a ``custom_title`` one names the session
+  (``systemPayload: {customTitle, titleSource: manual|auto}``, written by
+  ``/rename`` and by Qwen's own titling). Append-only: read from the last offset.
 * the older ``~/.qwen/tmp/<sha256 of the cwd>/chats/session-*.json``: Gemini's
   whole-document conversation record with assistant ``type`` ``"qwen"``;
   read whole every time it changes (``safe_offset`` 0). Its project is where
@@ -57,10 +59,24 @@ def read(path: str, start: int = 0) -> ReadResult:
         return ReadResult(safe_offset=start, error=f"qwen reader failed: {type(exc).__name__}: {exc}")
 
 
+def _title(payload, best: tuple[str, int]) -> tuple[str, int]:
+    """A ``custom_title`` line's title over ``best``: the person's (``/rename``,
+    ``manual``) over Qwen's own (``auto``), a later one over an earlier of its
+    kind. Qwen writes the line again as the file grows and at exit, so the last
+    of each kind is the one in force; a later read's title wins on the same
+    terms where sessions are merged (``title_rank``)."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("customTitle"), str):
+        return best
+    text = payload["customTitle"].strip()
+    rank = 2 if payload.get("titleSource") == "manual" else 1
+    return (text, rank) if text and rank >= best[1] else best
+
+
 def _read_jsonl(path: str, start: int) -> ReadResult:
     lines = Lines(path, start)
     sid = os.path.splitext(os.path.basename(path))[0]
     cwd = branch = ""
+    title = ("", 0)
     turns = chat.Turns(faults=lines.faults)
     bad = 0
     for offset, obj in lines:
@@ -72,6 +88,9 @@ def _read_jsonl(path: str, start: int) -> ReadResult:
             if isinstance(obj.get("gitBranch"), str):
                 branch = obj["gitBranch"]
             kind = obj.get("type")
+            if kind == "system" and obj.get("subtype") == "custom_title":
+                title = _title(obj.get("systemPayload"), title)
+                continue
             msg = obj.get("message")
             if kind not in ("user", "assistant", "tool_result") or not isinstance(msg, dict):
                 continue
@@ -86,7 +105,8 @@ def _read_jsonl(path: str, start: int) -> ReadResult:
             bad += 1
             lines.failed(offset, exc)
     sessions = []
-    if turns.out or start == 0:
-        sessions.append(SessionPart(harness=HARNESS, session_id=sid, cwd=cwd, branch=branch, messages=turns.out))
+    if turns.out or title[1] or start == 0:
+        sessions.append(SessionPart(harness=HARNESS, session_id=sid, cwd=cwd, branch=branch, messages=turns.out,
+                                    title=title[0], title_rank=title[1]))
     return ReadResult(sessions=sessions, safe_offset=lines.end, malformed=lines.malformed + lines.faults.count + bad,
                       faults=lines.faults.first, clipped=turns.clipped)

@@ -278,12 +278,23 @@ def record_key(line: dict) -> bytes:
     session, time, role and text (the seed's harness:session_id:time, with the
     role and text, so two records of one second are two records)."""
     h = hashlib.blake2b(digest_size=12)
-    for part in (line["origin"], line["harness"], line["session_id"], str(line.get("time")), line["role"], line["text"]):
+    # (the time as import keeps it: a line kept as written by an older deja meets the same line normalised)
+    for part in (line["origin"], line["harness"], line["session_id"], str(line_time(line.get("time"))),
+                 line["role"], line["text"]):
         h.update(part.encode("utf-8", "replace"))
         h.update(b"\0")
     if type(line.get("seq")) is int:  # its place in the session: two equal records of one moment stay two
         h.update(str(line["seq"]).encode())
     return h.digest()
+
+
+def line_time(value) -> str | None:
+    """A line's time as import keeps it: any form the line check accepts (ISO,
+    epoch seconds or ms, as a number or a string) as deja writes times; None
+    when absent or not a time."""
+    from deja.stages.sources.jsonl import parse_ts
+
+    return iso_ms(parse_ts(value))
 
 
 def _valid(obj) -> bool:
@@ -292,8 +303,7 @@ def _valid(obj) -> bool:
     return (isinstance(obj, dict) and isinstance(obj.get("harness"), str) and obj["harness"].strip() != ""
             and isinstance(obj.get("session_id"), str) and obj["session_id"].strip() != ""
             and obj.get("role") in ROLES and isinstance(obj.get("text"), str) and obj["text"] != ""
-            and (obj.get("time") is None or parse_ts(obj["time"]) is not None)
-            and (obj.get("project") is None or isinstance(obj["project"], str)))
+            and (obj.get("time") is None or parse_ts(obj["time"]) is not None))
 
 
 def _seen_keys(folder: Path) -> set[bytes]:
@@ -372,7 +382,7 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
                 # a month of one machine's history, not all of it
                 by_month: dict[str, list[str]] = {}
                 for ln, text in out:
-                    by_month.setdefault((ln.get("time") or "undated")[:7], []).append(text)
+                    by_month.setdefault((ln["time"] or "undated")[:7], []).append(text)
                 machine_dir = private_dir(folder / _slug(origin))
                 for month, texts in sorted(by_month.items()):
                     fd = os.open(machine_dir / f"{month}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -397,9 +407,10 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
             if origin == me:
                 counts["echoed"] += 1  # ours, come back: never imported
                 continue
+            # every field is untrusted: what is kept is what the checks above accepted, in one form
             line = {"harness": obj["harness"], "session_id": obj["session_id"],
-                    "project": (obj.get("project") or "").removeprefix(PROJECT_PREFIX),
-                    "role": obj["role"], "text": obj["text"], "time": obj.get("time"), "origin": origin}
+                    "project": obj["project"].removeprefix(PROJECT_PREFIX) if isinstance(obj.get("project"), str) else "",
+                    "role": obj["role"], "text": obj["text"], "time": line_time(obj.get("time")), "origin": origin}
             for extra, kind in (("title", str), ("tool", str), ("exit_code", int), ("seq", int)):
                 if type(obj.get(extra)) is kind:
                     line[extra] = obj[extra]
@@ -408,7 +419,7 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
             for k, v in line.items():  # (JSON can spell a lone surrogate, which no UTF-8 file holds)
                 if isinstance(v, str) and not v.isascii():
                     line[k] = v.encode("utf-8", "replace").decode("utf-8")
-            pending.setdefault(origin, []).append(line)
+            pending.setdefault(line["origin"], []).append(line)  # (the origin made writable above)
             n += 1
             if n % CHUNK == 0:
                 keep(pending, seen)

@@ -239,3 +239,65 @@ def test_a_host_is_one_machine_the_way_ssh_matches_it():
     rows = [{"host": "dev@Workstation"}]
     assert find_peer(rows, "dev@workstation") is rows[0]
     assert find_peer(rows, "Dev@workstation") is None
+
+
+def _hand_batch(tmp_path: Path, lines: list) -> Path:
+    folder = tmp_path / "in"
+    folder.mkdir(exist_ok=True)
+    (folder / "deja-sync-hand.jsonl").write_text("".join(json.dumps(ln) + "\n" for ln in lines))
+    return folder
+
+
+def _kept(h: Home) -> list[dict]:
+    imports = h.home / ".local" / "share" / "deja" / "imports"
+    return [json.loads(ln) for f in sorted(imports.rglob("*.jsonl")) for ln in f.read_text().splitlines()]
+
+
+GOOD = {"harness": "codex", "session_id": "019b-demo", "project": "api", "role": "assistant",
+        "text": "the flaky test was a shared temp dir", "time": "2026-03-02T09:00:12Z", "origin": "laptop"}
+
+
+def test_a_line_whose_time_is_a_number_is_imported_with_the_rest(two, tmp_path):
+    _, b = two
+    folder = _hand_batch(tmp_path, [GOOD, dict(GOOD, role="user", text="why is the integration test flaky",
+                                               time=1772442000)])  # epoch seconds, as the line check accepts
+    got = import_(b, folder)
+    assert (got["records"], got["malformed"]) == (2, 0)
+    assert b.search("shared temp dir")["hits"] and b.search("integration")["hits"]
+    # kept as deja writes times, so it reads (and dedupes) like any other line
+    assert sorted(ln["time"] for ln in _kept(b)) == ["2026-03-02T09:00:00.000Z", "2026-03-02T09:00:12.000Z"]
+    assert "09:00:00" in b.run("show", "019b-demo").stdout
+    assert import_(b, folder)["duplicates"] == 2
+
+
+def test_no_value_of_any_json_type_in_any_field_stops_an_import(two, tmp_path):
+    """Every field of a batch line is untrusted input: a value of the wrong type costs that
+    line (a field import cannot do without) or that value (one it can), never the import."""
+    _, b = two
+    values = {"int": 1772442000, "float": 1772442000.25, "bool": True, "null": None, "list": [1, "a"],
+              "dict": {"a": 1}, "huge": "w " * 600_000, "surrogate": "odd \ud800 one"}
+    fields = ("harness", "session_id", "project", "role", "text", "time", "origin", "title", "tool", "exit_code",
+              "seq")
+    lines = [dict(GOOD, text="anchor line imported whatever its neighbours")]
+    for field in fields:
+        for kind, value in values.items():
+            marker = f"fuzz-{field}-{kind}"
+            line = dict(GOOD, text=marker, title="a title", tool="Bash", exit_code=0, seq=1)
+            line[field] = marker + " " + value if field == "text" and isinstance(value, str) else value
+            lines.append(line)
+    proc = b.run("sync", "import", str(_hand_batch(tmp_path, lines)), "--json", check=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    got = json.loads(proc.stdout)
+
+    strings = {"huge", "surrogate"}
+    expected = {f"fuzz-{f}-{k}" for f in fields for k in values
+                if f in ("project", "origin", "title", "tool", "exit_code", "seq")  # optional: costs the value
+                or (f in ("harness", "session_id", "text") and k in strings)
+                or (f == "time" and k in ("int", "float", "null"))}
+    kept = {ln["text"].split()[0] for ln in _kept(b) if ln["text"].startswith("fuzz-")}
+    assert kept == expected
+    assert got["records"] == len(expected) + 1 and got["malformed"] == len(lines) - 1 - len(expected)
+    assert b.search("anchor line imported")["hits"]
+    again = import_(b, tmp_path / "in")
+    assert (again["records"], again["duplicates"]) == (0, len(expected) + 1)
+

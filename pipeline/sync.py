@@ -31,7 +31,7 @@ from deja.pipeline.access import environ, open_store, reindex, tell
 from deja.pipeline.errors import Fail
 from deja.stages.policy import config_dir, exclusion_patterns, project_excluded
 from deja.stages.roles import ROLES
-from deja.stages.sources.imported import PROJECT_PREFIX
+from deja.stages.sources.imported import PROJECT_PREFIX, harness_name
 from deja.stages.sources.locate import imports_dir
 from deja.stages.store.private import private_dir, private_file
 
@@ -278,8 +278,9 @@ def record_key(line: dict) -> bytes:
     session, time, role and text (the seed's harness:session_id:time, with the
     role and text, so two records of one second are two records)."""
     h = hashlib.blake2b(digest_size=12)
-    # (the time as import keeps it: a line kept as written by an older deja meets the same line normalised)
-    for part in (line["origin"], line["harness"], line["session_id"], str(line_time(line.get("time"))),
+    # (the time and the agent as import keeps them: a line kept as written by an older
+    # deja meets the same line normalised)
+    for part in (line["origin"], harness_name(line["harness"]), line["session_id"], str(line_time(line.get("time"))),
                  line["role"], line["text"]):
         h.update(part.encode("utf-8", "replace"))
         h.update(b"\0")
@@ -408,7 +409,7 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
                 counts["echoed"] += 1  # ours, come back: never imported
                 continue
             # every field is untrusted: what is kept is what the checks above accepted, in one form
-            line = {"harness": obj["harness"], "session_id": obj["session_id"],
+            line = {"harness": harness_name(obj["harness"]), "session_id": obj["session_id"],
                     "project": obj["project"].removeprefix(PROJECT_PREFIX) if isinstance(obj.get("project"), str) else "",
                     "role": obj["role"], "text": obj["text"], "time": line_time(obj.get("time")), "origin": origin}
             for extra, kind in (("title", str), ("tool", str), ("exit_code", int), ("seq", int)):

@@ -301,3 +301,14 @@ def test_no_value_of_any_json_type_in_any_field_stops_an_import(two, tmp_path):
     again = import_(b, tmp_path / "in")
     assert (again["records"], again["duplicates"]) == (0, len(expected) + 1)
 
+
+def test_a_line_naming_its_agent_otherwise_is_found_under_deja_s_name_for_it(two, tmp_path):
+    _, b = two
+    folder = _hand_batch(tmp_path, [dict(GOOD, harness="Claude", text="nginx buffer raised"),
+                                    dict(GOOD, harness="claude-code", session_id="019b-other",
+                                         text="nginx timeout raised"),
+                                    dict(GOOD, harness="Zork Agent", session_id="019b-z", text="nginx unknown agent")])
+    assert import_(b, folder)["records"] == 3
+    found = b.search("nginx", "--harness", "claude")["hits"]
+    assert sorted(h["session"]["orig_id"] for h in found) == ["019b-demo", "019b-other"]
+    assert {ln["harness"] for ln in _kept(b)} == {"claude", "zork-agent"}  # unknown: kept, in one spelling

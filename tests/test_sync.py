@@ -312,3 +312,68 @@ def test_a_line_naming_its_agent_otherwise_is_found_under_deja_s_name_for_it(two
     found = b.search("nginx", "--harness", "claude")["hits"]
     assert sorted(h["session"]["orig_id"] for h in found) == ["019b-demo", "019b-other"]
     assert {ln["harness"] for ln in _kept(b)} == {"claude", "zork-agent"}  # unknown: kept, in one spelling
+
+
+# What has been indexed since an export is what the next one sends, whatever the records' times say:
+# the session of `session` was exported (its newest record 09:00:05), then these turns were written.
+def _later_turns(day: str = "2026-03-02") -> dict[str, list[dict]]:
+    def turn(uuid, text, ts, parent):
+        line = claude_user(SA, text, ts, uuid, parent=parent)
+        if ts is None:
+            del line["timestamp"]
+        return line
+
+    return {
+        "clock stepped back": [turn("u2", "SKEWED bump the version to 1.4.2", f"{day}T07:00:00Z", "a1")],
+        "no timestamp": [turn("u2", "UNSTAMPED bump the version to 1.4.2", None, "a1")],
+        "same millisecond": [turn("u2", "SAMEMS bump the version to 1.4.2", f"{day}T09:00:05Z", "a1")],
+    }
+
+
+def _exported_then(a: Home, tmp_path: Path, turns: list[dict], name: str) -> Path:
+    session(a, SA, "why does checkout 500 on empty carts", "fixed by guarding empty carts")
+    a.run("index")
+    assert export(a, tmp_path / f"{name}1")["records"] == 2
+    write_jsonl(a.claude_file(SA), turns, mode="a")
+    a.run("index")
+    return tmp_path / f"{name}2"
+
+
+@pytest.mark.parametrize("case", ["clock stepped back", "no timestamp", "same millisecond"])
+def test_a_turn_indexed_after_an_export_is_sent_by_the_next_whatever_its_time(two, tmp_path, case):
+    a, b = two
+    turns = _later_turns()[case]
+    folder = _exported_then(a, tmp_path, turns, "x")
+    out = export(a, folder)
+    assert out["records"] == 1 and [ln["text"] for ln in batch_lines(folder)] == [turns[0]["message"]["content"]]
+    assert export(a, tmp_path / "x3")["path"] is None  # and then it has been sent
+    import_(b, tmp_path / "x1")
+    assert import_(b, folder)["records"] == 1
+    word = turns[0]["message"]["content"].split()[0]
+    assert [h["session"]["orig_id"] for h in b.search(word)["hits"]] == [SA]
+
+
+def test_a_turn_stamped_before_the_last_export_is_still_sent_after_a_rebuild(two, tmp_path):
+    a, b = two
+    turns = _later_turns()["clock stepped back"]
+    folder = _exported_then(a, tmp_path, turns, "x")
+    a.run("index", "--rebuild")  # every record read again under a new id: sent again, never lost
+    export(a, folder)
+    assert turns[0]["message"]["content"] in [ln["text"] for ln in batch_lines(folder)]
+    import_(b, tmp_path / "x1")
+    got = import_(b, folder)
+    assert (got["records"], got["duplicates"]) == (1, 2)  # the other side keeps one copy of the rest
+    assert b.search("SKEWED")["hits"]
+
+
+def test_a_watermark_an_older_deja_kept_sends_again_rather_than_lose(two, tmp_path):
+    a, _ = two
+    session(a, SA, "why does checkout 500 on empty carts", "fixed by guarding empty carts")
+    a.run("index")
+    state = a.home / ".local" / "share" / "deja" / "sync-state.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    # per transcript, the newest record time sent: here, later than any record
+    state.write_text(json.dumps({"watermarks": {"": {str(a.claude_file(SA)): 4102444800000}}}))
+    assert export(a, tmp_path / "x1")["records"] == 2
+    assert export(a, tmp_path / "x2")["path"] is None
+    assert "watermarks" not in json.loads(state.read_text()) or not json.loads(state.read_text())["watermarks"]

@@ -3,8 +3,8 @@ and "Which machines are one machine").
 
 ``export`` writes this machine's own records, redacted again, as JSONL batches
 ``deja-sync-<machine-hash>-<timestamp>.jsonl``; only what is new since the last
-export to the same peer (a watermark per peer and transcript: the newest
-record time sent). ``import_batches`` appends the lines it has not seen to
+export to the same peer (a watermark per peer: the newest record id sent,
+in the store that numbered it; see ``_sent``). ``import_batches`` appends the lines it has not seen to
 ``<data>/deja/imports/<machine>/<month>.jsonl``, which the ``imported`` reader
 (``stages/sources/imported.py``) reads like any agent's store: imported
 sessions are indexed like local ones and a rebuild replays them. Records that
@@ -31,7 +31,7 @@ from deja.pipeline.access import environ, open_store, reindex, tell
 from deja.pipeline.errors import Fail
 from deja.stages.policy import config_dir, exclusion_patterns, project_excluded
 from deja.stages.roles import ROLES
-from deja.stages.sources.imported import PROJECT_PREFIX
+from deja.stages.sources.imported import PROJECT_PREFIX, harness_name
 from deja.stages.sources.locate import imports_dir
 from deja.stages.store.private import private_dir, private_file
 
@@ -128,81 +128,95 @@ def forget_peer(host: str, env: Mapping[str, str] | None = None) -> dict:
         raise Fail(f"no peer {host!r} in {peers_path(env)}")
     save_peers([r for r in rows if r is not row], env)
     state = read_json(state_path(env), "sync state")
-    state.get("watermarks", {}).pop(host_key(row["host"]), None)
+    for kind in ("sent", "watermarks"):
+        state.get(kind, {}).pop(host_key(row["host"]), None)
     write_json(state_path(env), state)
     return row
 
 
-def _watermarks(env, peer: str | None) -> dict[str, int]:
-    marks = read_json(state_path(env), "sync state").get("watermarks", {}).get(host_key(peer) if peer else "", {})
-    return {k: v for k, v in marks.items() if isinstance(k, str) and type(v) is int}
+# What a peer has had is the newest record id sent to it, in the store that numbered it.
+# Record ids only grow while a store lives (an index run numbers what it reads after all
+# it read before, a rebuild included), so a record indexed after an export is sent by the
+# next one whatever its time says. A record read again (a rebuild, a rewritten transcript)
+# gets a new id and is sent again, which import and publish take as the duplicate it is;
+# a store made anew numbers from zero under a new store_id and sends everything. The
+# per-transcript record times an older deja kept under "watermarks" are not trusted: they
+# lost records stamped before them, so such a peer gets everything once.
 
 
-def commit_watermarks(env, peer: str | None, marks: dict[str, int]) -> None:
+def _sent(env, peer: str | None, store: str) -> int:
+    """The newest record id of ``store`` already sent to ``peer`` (-1: none)."""
+    mark = read_json(state_path(env), "sync state").get("sent", {}).get(host_key(peer) if peer else "")
+    if isinstance(mark, dict) and mark.get("store") == store and type(mark.get("record_id")) is int:
+        return mark["record_id"]
+    return -1
+
+
+def commit_watermarks(env, peer: str | None, mark: dict) -> None:
     """Record what an export sent (after it was delivered: a failed push sends it again)."""
-    if not marks:
+    if mark.get("record_id") is None:
         return
+    key = host_key(peer) if peer else ""
     state = read_json(state_path(env), "sync state")
-    mine = state.setdefault("watermarks", {}).setdefault(host_key(peer) if peer else "", {})
-    for path, ms in marks.items():
-        mine[path] = max(ms, mine.get(path, ms))
+    newest = max(mark["record_id"], _sent(env, peer, mark["store"]))
+    state.setdefault("sent", {})[key] = {"store": mark["store"], "record_id": newest}
+    state.get("watermarks", {}).pop(key, None)  # (an older deja's per-transcript times, superseded)
     write_json(state_path(env), state)
 
 
 # --------------------------------------------------------------------------- export
 
 _EXPORT_SQL = """
-SELECT r.source_path, s.harness, s.session_id, s.project, s.title, r.role, r.text,
+SELECT r.record_id, s.harness, s.session_id, s.project, s.title, r.role, r.text,
        epoch_ms(r.ts) AS ms, r.tool, r.exit_code, r.seq
 FROM records r JOIN sessions s ON r.session_key = s.session_key
-LEFT JOIN sent w ON w.path = r.source_path
 WHERE coalesce(s.origin, 'local') = 'local'
   AND r.record_id NOT IN (SELECT record_id FROM deletes)
-  AND (w.ms IS NULL OR coalesce(epoch_ms(r.ts), 0) > w.ms)
+  AND r.record_id > ?
 """  # (no order: the rows stream out as the parts are read, in bounded memory)
 
 
-def own_records(env: Mapping[str, str], *, peer: str | None = None, full: bool = False, notice: Notice = None):
+def _store_id(live) -> str:
+    from deja.pipeline.embed import store_facts
+    from deja.stages.store.catalog import Store
+
+    return store_facts(live.con, Store(live.root))[0]
+
+
+def own_records(env: Mapping[str, str], *, peer: str | None = None, full: bool = False, notice: Notice = None,
+                mark: dict | None = None):
     """This machine's own records not yet sent to ``peer`` (all with ``full``),
     redacted under today's rules, in chunks: ``(rows, excluded)`` where each
     row is a dict of the batch line's fields plus ``ms`` (the record's time,
-    epoch ms) and ``source`` (its transcript, which the watermark is kept by).
-    What export writes and what `deja team publish` appends."""
+    epoch ms). ``mark`` is moved over what the rows yielded so far cover, for
+    ``commit_watermarks`` once they are delivered. What export writes and
+    what `deja team publish` appends."""
     from deja.stages.redact import redact_many
     from deja.stages.shown import shown
 
     me = machine_name(env)
-    sent = {} if full else _watermarks(env, peer)
     patterns = exclusion_patterns(env)
+    mark = {} if mark is None else mark
     live = open_store(env, notice)
     try:
         if not live.has("records") or not live.has("sessions"):
             return
-        con = live.con
-        con.execute("CREATE OR REPLACE TEMP TABLE sent (path VARCHAR, ms BIGINT)")
-        if sent:
-            con.executemany("INSERT INTO sent VALUES (?, ?)", list(sent.items()))
-        cur = con.execute(_EXPORT_SQL)
+        mark["store"], mark["record_id"] = _store_id(live), None
+        cur = live.con.execute(_EXPORT_SQL, [-1 if full else _sent(env, peer, mark["store"])])
         while rows := cur.fetchmany(CHUNK):
             keep = [r for r in rows if not project_excluded(r[3] or "", patterns)]
             texts, _ = redact_many([r[6] for r in keep])
             out = []
-            for (src, harness, sid, project, title, role, _, ms, tool, exit_code, seq), text in zip(keep, texts):
+            for (rid, harness, sid, project, title, role, _, ms, tool, exit_code, seq), text in zip(keep, texts):
                 out.append({"harness": harness, "session_id": sid, "project": project or "", "role": role,
-                            "text": text, "ms": ms, "origin": me, "source": src,
+                            "text": text, "ms": ms, "origin": me,
                             # (titles are cut from turns: they hold what turns held)
                             "title": shown(title) if title else None, "tool": tool, "exit_code": exit_code,
                             "seq": seq})
+                mark["record_id"] = rid if mark["record_id"] is None else max(rid, mark["record_id"])
             yield out, len(rows) - len(keep)
     finally:
         live.close()
-
-
-def advance(marks: dict[str, int], rows: list[dict]) -> None:
-    """The watermarks ``rows`` move: per transcript, the newest record time."""
-    for r in rows:
-        if r["source"]:
-            marks[r["source"]] = max(marks.get(r["source"], 0), r["ms"] or 0)
 
 
 def batch_line(row: dict) -> dict:
@@ -233,18 +247,17 @@ def export(dest: str | os.PathLike, *, peer: str | None = None, full: bool = Fal
             f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.jsonl")
     path: Path | None = dest / name
     tmp = dest / ("." + name + ".tmp")
-    marks: dict[str, int] = {}
+    mark: dict = {}
     records = excluded = 0
     sessions: set[tuple[str, str]] = set()
     try:
         with open(tmp, "w", encoding="utf-8") as out:
             private_file(tmp)
-            for rows, left_out in own_records(env, peer=peer, full=full, notice=notice):
+            for rows, left_out in own_records(env, peer=peer, full=full, notice=notice, mark=mark):
                 excluded += left_out
                 out.write("".join(json.dumps(batch_line(r), ensure_ascii=False) + "\n" for r in rows))
                 records += len(rows)
                 sessions.update((r["harness"], r["session_id"]) for r in rows)
-                advance(marks, rows)
             out.flush()
             os.fsync(out.fileno())
         if records:
@@ -259,9 +272,9 @@ def export(dest: str | os.PathLike, *, peer: str | None = None, full: bool = Fal
         tmp.unlink(missing_ok=True)
         raise
     if commit:
-        commit_watermarks(env, peer, marks)
+        commit_watermarks(env, peer, mark)
     return {"path": str(path) if path else None, "records": records, "sessions": len(sessions),
-            "excluded": excluded, "machine": me, "peer": peer, "watermarks": marks}
+            "excluded": excluded, "machine": me, "peer": peer, "watermarks": mark}
 
 
 def iso_ms(ms: int | None) -> str | None:
@@ -278,12 +291,24 @@ def record_key(line: dict) -> bytes:
     session, time, role and text (the seed's harness:session_id:time, with the
     role and text, so two records of one second are two records)."""
     h = hashlib.blake2b(digest_size=12)
-    for part in (line["origin"], line["harness"], line["session_id"], str(line.get("time")), line["role"], line["text"]):
+    # (the time and the agent as import keeps them: a line kept as written by an older
+    # deja meets the same line normalised)
+    for part in (line["origin"], harness_name(line["harness"]), line["session_id"], str(line_time(line.get("time"))),
+                 line["role"], line["text"]):
         h.update(part.encode("utf-8", "replace"))
         h.update(b"\0")
     if type(line.get("seq")) is int:  # its place in the session: two equal records of one moment stay two
         h.update(str(line["seq"]).encode())
     return h.digest()
+
+
+def line_time(value) -> str | None:
+    """A line's time as import keeps it: any form the line check accepts (ISO,
+    epoch seconds or ms, as a number or a string) as deja writes times; None
+    when absent or not a time."""
+    from deja.stages.sources.jsonl import parse_ts
+
+    return iso_ms(parse_ts(value))
 
 
 def _valid(obj) -> bool:
@@ -292,8 +317,7 @@ def _valid(obj) -> bool:
     return (isinstance(obj, dict) and isinstance(obj.get("harness"), str) and obj["harness"].strip() != ""
             and isinstance(obj.get("session_id"), str) and obj["session_id"].strip() != ""
             and obj.get("role") in ROLES and isinstance(obj.get("text"), str) and obj["text"] != ""
-            and (obj.get("time") is None or parse_ts(obj["time"]) is not None)
-            and (obj.get("project") is None or isinstance(obj["project"], str)))
+            and (obj.get("time") is None or parse_ts(obj["time"]) is not None))
 
 
 def _seen_keys(folder: Path) -> set[bytes]:
@@ -372,7 +396,7 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
                 # a month of one machine's history, not all of it
                 by_month: dict[str, list[str]] = {}
                 for ln, text in out:
-                    by_month.setdefault((ln.get("time") or "undated")[:7], []).append(text)
+                    by_month.setdefault((ln["time"] or "undated")[:7], []).append(text)
                 machine_dir = private_dir(folder / _slug(origin))
                 for month, texts in sorted(by_month.items()):
                     fd = os.open(machine_dir / f"{month}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -397,9 +421,10 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
             if origin == me:
                 counts["echoed"] += 1  # ours, come back: never imported
                 continue
-            line = {"harness": obj["harness"], "session_id": obj["session_id"],
-                    "project": (obj.get("project") or "").removeprefix(PROJECT_PREFIX),
-                    "role": obj["role"], "text": obj["text"], "time": obj.get("time"), "origin": origin}
+            # every field is untrusted: what is kept is what the checks above accepted, in one form
+            line = {"harness": harness_name(obj["harness"]), "session_id": obj["session_id"],
+                    "project": obj["project"].removeprefix(PROJECT_PREFIX) if isinstance(obj.get("project"), str) else "",
+                    "role": obj["role"], "text": obj["text"], "time": line_time(obj.get("time")), "origin": origin}
             for extra, kind in (("title", str), ("tool", str), ("exit_code", int), ("seq", int)):
                 if type(obj.get(extra)) is kind:
                     line[extra] = obj[extra]
@@ -408,7 +433,7 @@ def import_lines(objs, *, env: Mapping[str, str] | None = None, notice: Notice =
             for k, v in line.items():  # (JSON can spell a lone surrogate, which no UTF-8 file holds)
                 if isinstance(v, str) and not v.isascii():
                     line[k] = v.encode("utf-8", "replace").decode("utf-8")
-            pending.setdefault(origin, []).append(line)
+            pending.setdefault(line["origin"], []).append(line)  # (the origin made writable above)
             n += 1
             if n % CHUNK == 0:
                 keep(pending, seen)

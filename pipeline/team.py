@@ -230,27 +230,29 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
     retracted = _retract_pending(team, env, notice)
     published_at = pa.scalar(int(time.time() * 1_000_000), pa.timestamp("us", tz="UTC"))
     out = {"records": 0, "sessions": 0, "retracted": retracted, "machine": team.machine}
-    marks: dict[str, int] = {}
+    mark: dict = {}
     sessions: set[tuple[str, str]] = set()
     with _said("cannot reach the team store"):
         lake.ensure_tables(cat)  # (a lake made by an older deja gets the columns added since)
         peer = team.peer()
+        there = None if full else _Published(lake.load(cat, lake.RECORDS), team.machine)
 
     def write_records(tx) -> None:  # (run again from the start when the commit lost a race)
         from pyiceberg.expressions import EqualTo
 
         out["records"] = 0
-        marks.clear()
+        mark.clear()
         sessions.clear()
         if full:
             tx.delete(EqualTo("machine", team.machine))
         pending: list[dict] = []
-        for rows, _ in sync.own_records(env, peer=peer, full=full, notice=notice):
+        for rows, _ in sync.own_records(env, peer=peer, full=full, notice=notice, mark=mark):
+            if there is not None:
+                rows = [r for r in rows if not there.has(r)]
             pending += rows
             if len(pending) >= APPEND_ROWS:
                 tx.append(_records_table(pending, team.machine, published_at))
                 pending = []
-            sync.advance(marks, rows)
             sessions.update((r["harness"], r["session_id"]) for r in rows)
             out["records"] += len(rows)
         if pending:
@@ -260,7 +262,7 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
         attempts = lake.commit(cat, lake.RECORDS, write_records)
     # the records are in: never sent again, whatever happens to the sessions' rows
     # (those wait in the state until a publish writes them)
-    sync.commit_watermarks(env, peer, marks)
+    sync.commit_watermarks(env, peer, mark)
     mine = _state(env, team)
     sessions |= {tuple(k) for k in mine.get("sessions_pending", [])}
     mine["sessions_pending"] = sorted(sessions)
@@ -290,6 +292,33 @@ def publish(*, full: bool = False, env: Mapping[str, str] | None = None, notice:
     _save_state(env, team, mine)
     out["attempts"] = attempts
     return out
+
+
+class _Published:
+    """The record keys this machine has in the records table, read a month's
+    files at a time as rows of that month come to be published: a record sent
+    again (read again here under a new id: a rebuild, a rewritten transcript,
+    a state from an older deja) is not appended a second time."""
+
+    def __init__(self, table, machine: str):
+        import re
+
+        self.table, self.keys = table, {}
+        self.files: dict[str, list[str]] = {}
+        for f in lake.data_files(table):
+            if f"/machine={machine}/" in f:
+                m = re.search(r"/month=(\d{4}-\d{2}|null)/", f)
+                # (a file whose month this cannot read is read with every month: a duplicate
+                # costs more than a read)
+                self.files.setdefault(m.group(1) if m else "", []).append(f)
+
+    def has(self, row: dict) -> bool:
+        month = sync.iso_ms(row["ms"])[:7] if row["ms"] is not None else "null"
+        if month not in self.keys:
+            files = self.files.get(month, []) + self.files.get("", [])
+            got = lake.read_files(self.table, files, ["record_key"]) if files else None
+            self.keys[month] = set(got.column("record_key").to_pylist()) if got is not None else set()
+        return sync.record_key(sync.batch_line(row)).hex() in self.keys[month]
 
 
 def _records_table(rows: list[dict], machine: str, published_at):

@@ -239,3 +239,141 @@ def test_a_host_is_one_machine_the_way_ssh_matches_it():
     rows = [{"host": "dev@Workstation"}]
     assert find_peer(rows, "dev@workstation") is rows[0]
     assert find_peer(rows, "Dev@workstation") is None
+
+
+def _hand_batch(tmp_path: Path, lines: list) -> Path:
+    folder = tmp_path / "in"
+    folder.mkdir(exist_ok=True)
+    (folder / "deja-sync-hand.jsonl").write_text("".join(json.dumps(ln) + "\n" for ln in lines))
+    return folder
+
+
+def _kept(h: Home) -> list[dict]:
+    imports = h.home / ".local" / "share" / "deja" / "imports"
+    return [json.loads(ln) for f in sorted(imports.rglob("*.jsonl")) for ln in f.read_text().splitlines()]
+
+
+GOOD = {"harness": "codex", "session_id": "019b-demo", "project": "api", "role": "assistant",
+        "text": "the flaky test was a shared temp dir", "time": "2026-03-02T09:00:12Z", "origin": "laptop"}
+
+
+def test_a_line_whose_time_is_a_number_is_imported_with_the_rest(two, tmp_path):
+    _, b = two
+    folder = _hand_batch(tmp_path, [GOOD, dict(GOOD, role="user", text="why is the integration test flaky",
+                                               time=1772442000)])  # epoch seconds, as the line check accepts
+    got = import_(b, folder)
+    assert (got["records"], got["malformed"]) == (2, 0)
+    assert b.search("shared temp dir")["hits"] and b.search("integration")["hits"]
+    # kept as deja writes times, so it reads (and dedupes) like any other line
+    assert sorted(ln["time"] for ln in _kept(b)) == ["2026-03-02T09:00:00.000Z", "2026-03-02T09:00:12.000Z"]
+    assert "09:00:00" in b.run("show", "019b-demo").stdout
+    assert import_(b, folder)["duplicates"] == 2
+
+
+def test_no_value_of_any_json_type_in_any_field_stops_an_import(two, tmp_path):
+    """Every field of a batch line is untrusted input: a value of the wrong type costs that
+    line (a field import cannot do without) or that value (one it can), never the import."""
+    _, b = two
+    values = {"int": 1772442000, "float": 1772442000.25, "bool": True, "null": None, "list": [1, "a"],
+              "dict": {"a": 1}, "huge": "w " * 600_000, "surrogate": "odd \ud800 one"}
+    fields = ("harness", "session_id", "project", "role", "text", "time", "origin", "title", "tool", "exit_code",
+              "seq")
+    lines = [dict(GOOD, text="anchor line imported whatever its neighbours")]
+    for field in fields:
+        for kind, value in values.items():
+            marker = f"fuzz-{field}-{kind}"
+            line = dict(GOOD, text=marker, title="a title", tool="Bash", exit_code=0, seq=1)
+            line[field] = marker + " " + value if field == "text" and isinstance(value, str) else value
+            lines.append(line)
+    proc = b.run("sync", "import", str(_hand_batch(tmp_path, lines)), "--json", check=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    got = json.loads(proc.stdout)
+
+    strings = {"huge", "surrogate"}
+    expected = {f"fuzz-{f}-{k}" for f in fields for k in values
+                if f in ("project", "origin", "title", "tool", "exit_code", "seq")  # optional: costs the value
+                or (f in ("harness", "session_id", "text") and k in strings)
+                or (f == "time" and k in ("int", "float", "null"))}
+    kept = {ln["text"].split()[0] for ln in _kept(b) if ln["text"].startswith("fuzz-")}
+    assert kept == expected
+    assert got["records"] == len(expected) + 1 and got["malformed"] == len(lines) - 1 - len(expected)
+    assert b.search("anchor line imported")["hits"]
+    again = import_(b, tmp_path / "in")
+    assert (again["records"], again["duplicates"]) == (0, len(expected) + 1)
+
+
+def test_a_line_naming_its_agent_otherwise_is_found_under_deja_s_name_for_it(two, tmp_path):
+    _, b = two
+    folder = _hand_batch(tmp_path, [dict(GOOD, harness="Claude", text="nginx buffer raised"),
+                                    dict(GOOD, harness="claude-code", session_id="019b-other",
+                                         text="nginx timeout raised"),
+                                    dict(GOOD, harness="Zork Agent", session_id="019b-z", text="nginx unknown agent")])
+    assert import_(b, folder)["records"] == 3
+    found = b.search("nginx", "--harness", "claude")["hits"]
+    assert sorted(h["session"]["orig_id"] for h in found) == ["019b-demo", "019b-other"]
+    assert {ln["harness"] for ln in _kept(b)} == {"claude", "zork-agent"}  # unknown: kept, in one spelling
+
+
+# What has been indexed since an export is what the next one sends, whatever the records' times say:
+# the session of `session` was exported (its newest record 09:00:05), then these turns were written.
+def _later_turns(day: str = "2026-03-02") -> dict[str, list[dict]]:
+    def turn(uuid, text, ts, parent):
+        line = claude_user(SA, text, ts, uuid, parent=parent)
+        if ts is None:
+            del line["timestamp"]
+        return line
+
+    return {
+        "clock stepped back": [turn("u2", "SKEWED bump the version to 1.4.2", f"{day}T07:00:00Z", "a1")],
+        "no timestamp": [turn("u2", "UNSTAMPED bump the version to 1.4.2", None, "a1")],
+        "same millisecond": [turn("u2", "SAMEMS bump the version to 1.4.2", f"{day}T09:00:05Z", "a1")],
+    }
+
+
+def _exported_then(a: Home, tmp_path: Path, turns: list[dict], name: str) -> Path:
+    session(a, SA, "why does checkout 500 on empty carts", "fixed by guarding empty carts")
+    a.run("index")
+    assert export(a, tmp_path / f"{name}1")["records"] == 2
+    write_jsonl(a.claude_file(SA), turns, mode="a")
+    a.run("index")
+    return tmp_path / f"{name}2"
+
+
+@pytest.mark.parametrize("case", ["clock stepped back", "no timestamp", "same millisecond"])
+def test_a_turn_indexed_after_an_export_is_sent_by_the_next_whatever_its_time(two, tmp_path, case):
+    a, b = two
+    turns = _later_turns()[case]
+    folder = _exported_then(a, tmp_path, turns, "x")
+    out = export(a, folder)
+    assert out["records"] == 1 and [ln["text"] for ln in batch_lines(folder)] == [turns[0]["message"]["content"]]
+    assert export(a, tmp_path / "x3")["path"] is None  # and then it has been sent
+    import_(b, tmp_path / "x1")
+    assert import_(b, folder)["records"] == 1
+    word = turns[0]["message"]["content"].split()[0]
+    assert [h["session"]["orig_id"] for h in b.search(word)["hits"]] == [SA]
+
+
+def test_a_turn_stamped_before_the_last_export_is_still_sent_after_a_rebuild(two, tmp_path):
+    a, b = two
+    turns = _later_turns()["clock stepped back"]
+    folder = _exported_then(a, tmp_path, turns, "x")
+    a.run("index", "--rebuild")  # every record read again under a new id: sent again, never lost
+    export(a, folder)
+    assert turns[0]["message"]["content"] in [ln["text"] for ln in batch_lines(folder)]
+    import_(b, tmp_path / "x1")
+    got = import_(b, folder)
+    assert (got["records"], got["duplicates"]) == (1, 2)  # the other side keeps one copy of the rest
+    assert b.search("SKEWED")["hits"]
+
+
+def test_a_watermark_an_older_deja_kept_sends_again_rather_than_lose(two, tmp_path):
+    a, _ = two
+    session(a, SA, "why does checkout 500 on empty carts", "fixed by guarding empty carts")
+    a.run("index")
+    state = a.home / ".local" / "share" / "deja" / "sync-state.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    # per transcript, the newest record time sent: here, later than any record
+    state.write_text(json.dumps({"watermarks": {"": {str(a.claude_file(SA)): 4102444800000}}}))
+    assert export(a, tmp_path / "x1")["records"] == 2
+    assert export(a, tmp_path / "x2")["path"] is None
+    assert "watermarks" not in json.loads(state.read_text()) or not json.loads(state.read_text())["watermarks"]

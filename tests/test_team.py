@@ -277,3 +277,27 @@ def test_records_published_are_never_sent_twice_when_their_sessions_rows_fail(te
     assert (again["records"], again["sessions"]) == (0, 1)  # nothing sent twice; the row written now
     hits = team_search(b, "pool")
     assert hits[0]["count"] == 2 and hits[0]["session"]["title"] == "why is the pool exhausted"
+
+
+def test_a_turn_stamped_before_the_last_publish_reaches_the_other_machine_once(team):
+    from test_sync import _later_turns
+    from conftest import write_jsonl
+
+    a, b, _ = team
+    session(a, SA, "why does checkout 500 on empty carts", "fixed by guarding empty carts")
+    a.run("index")
+    assert publish(a)["records"] == 2
+    turns = [t for case in _later_turns().values() for t in case]  # earlier, unstamped, the same millisecond
+    for i, t in enumerate(turns):
+        t["uuid"] = f"u{i + 2}"
+    write_jsonl(a.claude_file(SA), turns, mode="a")
+    a.run("index")
+    assert publish(a)["records"] == 3
+    assert publish(a)["records"] == 0
+    # read again under new ids: nothing the table holds is appended twice
+    a.run("index", "--rebuild")
+    assert publish(a)["records"] == 0
+    assert pull(b)["records"] == 5
+    for word in ("SKEWED", "UNSTAMPED", "SAMEMS"):
+        assert b.search(word)["hits"], word
+    assert len(team_search(b, "SKEWED")) == 1

@@ -37,6 +37,20 @@ def discover(env: Mapping[str, str]) -> list[SourceFile]:
     return [SourceFile(p, HARNESS) for p in imports_files(env)]
 
 
+def harness_name(name: str) -> str:
+    """A batch line's agent as deja names it: written by hand or by another
+    tool it may say ``Claude`` or ``claude-code``, which ``--harness claude``
+    must still find. Unknown names are kept (lower-cased): a newer deja on the
+    other machine may read agents this one does not."""
+    name = "-".join(name.strip().lower().split())
+    return ALIASES.get(name, name)
+
+
+# the long names agents go by (as `deja install` takes them) → deja's harness ids
+ALIASES = {"claude-code": "claude", "codex-cli": "codex", "gemini-cli": "gemini", "qwen-code": "qwen",
+           "kimi-code": "kimi", "cursor-agent": "cursor", "grok-build": "grok", "copilot-cli": "copilot"}
+
+
 def imported_id(machine: str, harness: str, session_id: str) -> str:
     """The id a synced-in session has here: stable across imports and rebuilds."""
     digest = hashlib.blake2b(f"{machine}\0{harness}\0{session_id}".encode("utf-8", "replace"), digest_size=6)
@@ -58,6 +72,7 @@ def _read(path: str, start: int) -> ReadResult:
                 and isinstance(machine, str) and machine and role in ROLES and isinstance(text, str) and text):
             skipped += 1
             continue
+        harness = harness_name(harness)  # (lines an older deja kept as written)
         key = imported_id(machine, harness, sid)
         part = parts.get(key)
         if part is None:

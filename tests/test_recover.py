@@ -9,6 +9,7 @@ in test_recover_codex.py.
 
 from __future__ import annotations
 
+import base64
 import csv
 import itertools
 import json
@@ -315,6 +316,29 @@ def test_a_large_transcript_is_read_from_its_head_and_tail(home):
     text = digest(home, log.sid)
     assert "Only the start and the last 4 MiB of its 11 MiB transcript were read." in text.replace("\n", " ")
     assert "make migrate ENV=staging" in section(text, "Last turn")
+
+
+def screenshot_paste(log: ClaudeLog, mib: float = 5) -> None:
+    """The person pastes a screenshot: one user line of base64 longer than the 4 MiB tail."""
+    data = base64.b64encode(os.urandom(int(mib * (1 << 20) * 3 / 4))).decode()
+    log.user([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+              {"type": "text", "text": "still broken, see this screenshot"}])
+
+
+def test_a_session_whose_last_line_is_a_huge_paste_is_still_recovered(home):
+    log = crashed(ago=900)
+    tid = log.lines[-1]["message"]["content"][0]["id"]
+    log.result(tid, "3 passed")
+    log.say("The cart tests pass now.")
+    screenshot_paste(log)
+    path = log.write(home.home)
+    assert path.stat().st_size > 5 << 20
+    [c] = listing(home)["candidates"]  # named by the head, ranked by the turns before the paste
+    assert c["id"] == log.sid and c["last_prompt"] == "make checkout survive empty carts"
+    assert c["messages_partial"] is True
+    text = digest(home, log.sid)
+    assert "The cart tests pass now." in section(text, "Last plan or answer")
+    assert "pytest tests/test_cart.py -q" in section(text, "Recent tool actions")
 
 
 # ------------------------------------------------------------------------ digest

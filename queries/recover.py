@@ -181,10 +181,12 @@ def find_candidates(
 
 
 def _exclusion(cand: Candidate, live: dict[str, str], now_ms: int) -> str:
-    if live:
-        return f"the live session ({live[cand.session_id]})" if cand.session_id in live else ""
-    # No id known: a tail written in the last minute and still in mid-traffic is
-    # the session this command runs in, not one that crashed.
+    if cand.session_id in live:
+        return f"the live session ({live[cand.session_id]})"
+    # Also with an id known (seed 003, "belt-and-suspenders"): a tail written in
+    # the last minute and still in mid-traffic is a session running now (this
+    # one when its id is unknown, else one in another terminal), not one that
+    # crashed. A crash older than a minute, or one that ended at rest, stays.
     if cand.live_tail and cand.last_ts is not None and now_ms - cand.last_ts <= LIVE_WINDOW_MS:
         return "looks live: written in the last minute and not at rest"
     return ""

@@ -249,8 +249,21 @@ def test_without_an_id_a_fresh_tail_still_in_traffic_is_taken_for_the_live_sessi
     doc = listing(home)
     assert ids(doc) == [resting.sid, dead.sid]
     assert doc["excluded"][0]["id"] == live.sid and "looks live" in doc["excluded"][0]["reason"]
-    # once the live session is known by id, the guess is not needed
-    assert ids(listing(home, "--exclude", resting.sid)) == [live.sid, dead.sid]
+    assert digest(home, live.sid)  # asked for by id, it is still read
+
+
+def test_a_sibling_session_still_running_is_not_the_pick_when_this_sessions_id_is_known(home):
+    me = ClaudeLog(ago=40)  # the session running /recover
+    me.user("/recover")
+    me.write(home.home)
+    sibling = crashed(ago=6, ask="write the changelog")  # another terminal, a Bash call in flight
+    sibling.write(home.home)
+    dead = crashed(ago=600)  # the one that crashed
+    dead.write(home.home)
+    for args, env in ((("--exclude", me.sid), None), ((), {"CLAUDE_CODE_SESSION_ID": me.sid})):
+        doc = listing(home, *args, extra_env=env)
+        assert ids(doc)[0] == dead.sid and sibling.sid not in ids(doc)
+        assert {e["id"]: e["reason"] for e in doc["excluded"]}[sibling.sid].startswith("looks live")
 
 
 def test_candidates_rank_by_their_last_timestamped_line_not_mtime(home):

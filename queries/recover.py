@@ -223,7 +223,7 @@ def _entry_json(entry: Entry, now_ms: int) -> dict:
         "last_prompt": clean(one_line(s.last_prompt, 300)),
         "when": iso(c.last_ts),
         "ago": ago(c.last_ts, now_ms),
-        "branch": s.branch,
+        "branch": clean(s.branch),
         "messages": s.messages,
         "messages_partial": s.partial,
         "incomplete": clean(s.incomplete),
@@ -239,7 +239,8 @@ def render_listing(listing: Listing, now_ms: int | None = None) -> str:
     for i, e in enumerate(listing.entries):
         j = _entry_json(e, now_ms)
         count = f"{'≥' if j['messages_partial'] else ''}{j['messages']} messages"
-        head = "  ".join(x for x in (j["harness"], j["id"], j["ago"], j["branch"], count) if x)
+        # the id comes from a file name, the branch from the transcript: both reach the terminal
+        head = "  ".join(clean(x) for x in (j["harness"], j["id"], j["ago"], j["branch"], count) if x)
         out.append(("* " if i == 0 else "  ") + head)
         out.append(f"    {j['title'] or '(untitled)'}")
         if j["last_prompt"]:

@@ -458,6 +458,20 @@ def test_noise_is_stripped_and_secrets_redacted(home):
     assert "wJalrXUtnFEMI" not in text and "[redacted:" in text
 
 
+def test_the_listing_shows_a_transcripts_branch_without_its_escape_sequences(home):
+    log = finished(ago=600)
+    log.branch = "main\x1b]0;PWNED\x07\x1b[2J\u202eevil"
+    for o in log.lines:
+        if "gitBranch" in o:
+            o["gitBranch"] = log.branch
+    log.write(home.home)
+    out = home.run("recover", "--cwd", CWD).stdout
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert re.search(r"  main ?evil  ", out.splitlines()[0])
+    branch = listing(home)["candidates"][0]["branch"]
+    assert branch.startswith("main") and "\x1b" not in branch and "\u202e" not in branch
+
+
 def test_the_incomplete_turn_flag(home):
     running = crashed(ago=900)
     running.write(home.home)

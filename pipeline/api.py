@@ -591,8 +591,9 @@ def handoff(to: str, ident: str | None = None, *, harness: str | None = None, cw
             notice: Notice = None) -> dict:
     """A session's working state (the crash-recovery digest), packed as the first
     prompt of another agent: ``{from: {harness, id, cwd}, to, prompt, file,
-    command}``. The session is ``ident`` (an id or prefix) or the one last active
-    in ``cwd``; read from its transcript, no index needed. ``write``: the prompt
+    command}``. The session is ``ident`` (an id or prefix: in ``cwd``, else from
+    anywhere through the index) or the one last active in ``cwd``; read from its
+    transcript, no index needed for this folder's sessions. ``write``: the prompt
     goes to a file under ``<index>.handoff/`` and ``command`` reads it; else
     ``file`` is None and ``command`` runs `deja handoff --print`."""
     from deja.pipeline import handover
@@ -609,7 +610,15 @@ def handoff(to: str, ident: str | None = None, *, harness: str | None = None, cw
         named, ident = split_id(ident) if ident else (None, ident)
         harness = check_harness(harness) or named
         if ident:
-            cand, mod, said = rc.resolve_session(ident, where, env, harness)
+            try:
+                cand, mod, said = rc.resolve_session(ident, where, env, harness)
+            except rc.RecoverError:
+                # An explicit id names its session from any folder, as show and resume
+                # resolve it: the index says where it ran, its transcript is read there.
+                ran = _ran_in(ident, harness, env, notice)
+                if ran is None:
+                    raise
+                cand, mod, said = rc.resolve_session(ran["session_id"], ran["cwd"], env, ran["harness"])
             if said:
                 tell(notice, said)
             state = mod.recover_state(cand.path, cand.session_id)
@@ -644,6 +653,19 @@ def handoff(to: str, ident: str | None = None, *, harness: str | None = None, cw
     metric.log(config.index_dir(env), "handoff", bytes=len(prompt.encode("utf-8")), n=1,
                sessions=f"{state.harness}:{state.session_id}", to=to)
     return {"from": source, "to": to, "prompt": prompt, "file": file, "command": command}
+
+
+def _ran_in(ident: str, harness: str | None, env, notice) -> dict | None:
+    """{session_id, harness, cwd} of the indexed session ``ident`` names; None
+    when the index does not know it (or there is no index)."""
+    try:
+        live, res = _resolve(ident, harness, env, notice)
+    except Fail:
+        return None
+    live.close()
+    row = res.row
+    cwd = row.get("cwd") or row.get("project_root") or ""
+    return {"session_id": row["session_id"], "harness": row["harness"], "cwd": cwd} if cwd else None
 
 
 def _quote(s: str) -> str:

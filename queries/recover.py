@@ -181,10 +181,12 @@ def find_candidates(
 
 
 def _exclusion(cand: Candidate, live: dict[str, str], now_ms: int) -> str:
-    if live:
-        return f"the live session ({live[cand.session_id]})" if cand.session_id in live else ""
-    # No id known: a tail written in the last minute and still in mid-traffic is
-    # the session this command runs in, not one that crashed.
+    if cand.session_id in live:
+        return f"the live session ({live[cand.session_id]})"
+    # Also with an id known (seed 003, "belt-and-suspenders"): a tail written in
+    # the last minute and still in mid-traffic is a session running now (this
+    # one when its id is unknown, else one in another terminal), not one that
+    # crashed. A crash older than a minute, or one that ended at rest, stays.
     if cand.live_tail and cand.last_ts is not None and now_ms - cand.last_ts <= LIVE_WINDOW_MS:
         return "looks live: written in the last minute and not at rest"
     return ""
@@ -221,7 +223,7 @@ def _entry_json(entry: Entry, now_ms: int) -> dict:
         "last_prompt": clean(one_line(s.last_prompt, 300)),
         "when": iso(c.last_ts),
         "ago": ago(c.last_ts, now_ms),
-        "branch": s.branch,
+        "branch": clean(s.branch),
         "messages": s.messages,
         "messages_partial": s.partial,
         "incomplete": clean(s.incomplete),
@@ -237,7 +239,8 @@ def render_listing(listing: Listing, now_ms: int | None = None) -> str:
     for i, e in enumerate(listing.entries):
         j = _entry_json(e, now_ms)
         count = f"{'≥' if j['messages_partial'] else ''}{j['messages']} messages"
-        head = "  ".join(x for x in (j["harness"], j["id"], j["ago"], j["branch"], count) if x)
+        # the id comes from a file name, the branch from the transcript: both reach the terminal
+        head = "  ".join(clean(x) for x in (j["harness"], j["id"], j["ago"], j["branch"], count) if x)
         out.append(("* " if i == 0 else "  ") + head)
         out.append(f"    {j['title'] or '(untitled)'}")
         if j["last_prompt"]:

@@ -5,6 +5,7 @@ workspace hands it back once, framed, within 4 KiB."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -150,6 +151,20 @@ def test_capture_then_delivered_once_by_session_start(setup):
     again = start(home, cwd)
     assert "billing exporter" not in again or again.count("deja-recall>") == 2
     assert "Keep until closed" not in again and "refund export" not in prompt(home, cwd, "how is the refund export?")
+
+
+def test_a_transcript_ending_in_a_huge_paste_is_still_captured(home):
+    repo = _repo(home)
+    cwd = str(repo)
+    paste = claude_user(SID, "", "2026-11-20T10:09:00Z", "u9", cwd=cwd)
+    data = base64.b64encode(os.urandom(5 << 20)).decode()  # a screenshot's base64, longer than the 4 MiB tail
+    paste["message"]["content"] = [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                                "data": data}}, {"type": "text", "text": "see this"}]
+    path = _transcript(home, cwd, extra=[paste])
+    precompact(home, path, cwd)
+    assert packets(home) == [(SID, cwd, "claude", False)]
+    packet = context_of(start(home, cwd))
+    assert "billing exporter" in packet and "refund export" in packet  # from the turns before the paste
 
 
 def test_prompt_or_tool_hook_delivers_when_no_session_start(setup):

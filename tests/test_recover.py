@@ -9,6 +9,7 @@ in test_recover_codex.py.
 
 from __future__ import annotations
 
+import base64
 import csv
 import itertools
 import json
@@ -248,8 +249,21 @@ def test_without_an_id_a_fresh_tail_still_in_traffic_is_taken_for_the_live_sessi
     doc = listing(home)
     assert ids(doc) == [resting.sid, dead.sid]
     assert doc["excluded"][0]["id"] == live.sid and "looks live" in doc["excluded"][0]["reason"]
-    # once the live session is known by id, the guess is not needed
-    assert ids(listing(home, "--exclude", resting.sid)) == [live.sid, dead.sid]
+    assert digest(home, live.sid)  # asked for by id, it is still read
+
+
+def test_a_sibling_session_still_running_is_not_the_pick_when_this_sessions_id_is_known(home):
+    me = ClaudeLog(ago=40)  # the session running /recover
+    me.user("/recover")
+    me.write(home.home)
+    sibling = crashed(ago=6, ask="write the changelog")  # another terminal, a Bash call in flight
+    sibling.write(home.home)
+    dead = crashed(ago=600)  # the one that crashed
+    dead.write(home.home)
+    for args, env in ((("--exclude", me.sid), None), ((), {"CLAUDE_CODE_SESSION_ID": me.sid})):
+        doc = listing(home, *args, extra_env=env)
+        assert ids(doc)[0] == dead.sid and sibling.sid not in ids(doc)
+        assert {e["id"]: e["reason"] for e in doc["excluded"]}[sibling.sid].startswith("looks live")
 
 
 def test_candidates_rank_by_their_last_timestamped_line_not_mtime(home):
@@ -315,6 +329,29 @@ def test_a_large_transcript_is_read_from_its_head_and_tail(home):
     text = digest(home, log.sid)
     assert "Only the start and the last 4 MiB of its 11 MiB transcript were read." in text.replace("\n", " ")
     assert "make migrate ENV=staging" in section(text, "Last turn")
+
+
+def screenshot_paste(log: ClaudeLog, mib: float = 5) -> None:
+    """The person pastes a screenshot: one user line of base64 longer than the 4 MiB tail."""
+    data = base64.b64encode(os.urandom(int(mib * (1 << 20) * 3 / 4))).decode()
+    log.user([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+              {"type": "text", "text": "still broken, see this screenshot"}])
+
+
+def test_a_session_whose_last_line_is_a_huge_paste_is_still_recovered(home):
+    log = crashed(ago=900)
+    tid = log.lines[-1]["message"]["content"][0]["id"]
+    log.result(tid, "3 passed")
+    log.say("The cart tests pass now.")
+    screenshot_paste(log)
+    path = log.write(home.home)
+    assert path.stat().st_size > 5 << 20
+    [c] = listing(home)["candidates"]  # named by the head, ranked by the turns before the paste
+    assert c["id"] == log.sid and c["last_prompt"] == "make checkout survive empty carts"
+    assert c["messages_partial"] is True
+    text = digest(home, log.sid)
+    assert "The cart tests pass now." in section(text, "Last plan or answer")
+    assert "pytest tests/test_cart.py -q" in section(text, "Recent tool actions")
 
 
 # ------------------------------------------------------------------------ digest
@@ -419,6 +456,20 @@ def test_noise_is_stripped_and_secrets_redacted(home):
                   "command-name", "\x1b"):
         assert noise not in text, noise
     assert "wJalrXUtnFEMI" not in text and "[redacted:" in text
+
+
+def test_the_listing_shows_a_transcripts_branch_without_its_escape_sequences(home):
+    log = finished(ago=600)
+    log.branch = "main\x1b]0;PWNED\x07\x1b[2J\u202eevil"
+    for o in log.lines:
+        if "gitBranch" in o:
+            o["gitBranch"] = log.branch
+    log.write(home.home)
+    out = home.run("recover", "--cwd", CWD).stdout
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert re.search(r"  main ?evil  ", out.splitlines()[0])
+    branch = listing(home)["candidates"][0]["branch"]
+    assert branch.startswith("main") and "\x1b" not in branch and "\u202e" not in branch
 
 
 def test_the_incomplete_turn_flag(home):

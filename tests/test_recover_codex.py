@@ -184,6 +184,37 @@ def test_the_live_codex_thread_is_excluded(home):
     assert ids(doc) == [resting.sid, dead.sid] and "looks live" in doc["excluded"][0]["reason"]
 
 
+def fork_of(parent: Rollout, ago: float) -> Rollout:
+    """A thread forked from ``parent`` as Codex writes one: its own session_meta
+    (forked_from_id), the parent's, then the parent's history replayed with the
+    fork's time on every line."""
+    fork = Rollout(ago=ago)
+    fork.lines[0]["payload"]["forked_from_id"] = parent.sid
+    at = fork.lines[0]["timestamp"]
+    fork.lines += [{**o, "timestamp": at} for o in parent.lines]
+    return fork
+
+
+def test_a_codex_fork_is_recovered_without_its_parents_replayed_history(home):
+    parent = Rollout(ago=7200)
+    parent.turn("add rate limiting to the public API")
+    parent.shell("go test ./...")
+    parent.say("Added a token bucket.")
+    parent.done()
+    parent.write(home.home)
+    fork = fork_of(parent, ago=1800)
+    fork.turn("try a sliding window instead")
+    fork.shell("go test ./ratelimit/...")
+    fork.say("Switched to a sliding window.")
+    fork.done()
+    fork.write(home.home)
+    c = listing(home)["candidates"][0]
+    assert c["id"] == fork.sid and c["title"] == "try a sliding window instead" and c["messages"] == 2
+    text = digest(home, fork.sid)
+    assert "rate limiting" not in text and "go test ./..." not in text
+    assert "go test ./ratelimit/..." in section(text, "Recent tool actions")
+
+
 def test_a_torn_last_line_is_tolerated_and_flagged(home):
     r = crashed_rollout(ago=1800)
     r.write(home.home, torn='{"timestamp":"2026-03-02T09:00:00Z","type":"response_item","payload":{"type":"mes')

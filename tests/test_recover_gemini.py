@@ -27,31 +27,41 @@ def gemini_chat(home, folder: str, rows, sid=SID, ago: float = 60):
     return p
 
 
-def crashed_rows(sid=SID):
+def crashed_rows(sid=SID, day="2026-04-24"):
     return [
-        header(sid),
-        user("u1", "why does the tide offset test fail?", "2026-04-24T23:16:30.000Z"),
-        model("g1", "The offset is off by one; fixing it.", "2026-04-24T23:16:40.000Z", [
+        header(sid, start=f"{day}T23:16:28.708Z"),
+        user("u1", "why does the tide offset test fail?", f"{day}T23:16:30.000Z"),
+        model("g1", "The offset is off by one; fixing it.", f"{day}T23:16:40.000Z", [
             call("c1", "replace", {"file_path": "src/tides.ts", "old_string": "offset = 3", "new_string": "offset = 4"},
                  output="Successfully modified file"),
         ]),
-        user("u2", "now run the whole suite", "2026-04-24T23:17:10.000Z"),  # no reply: it died here
+        user("u2", "now run the whole suite", f"{day}T23:17:10.000Z"),  # no reply: it died here
     ]
 
 
 def test_gemini_chats_are_found_by_the_folder_their_project_directory_stands_for(home):
     hashed = gemini_chat(home, hashlib.sha256(CWD.encode()).hexdigest(), crashed_rows(), ago=600)
     other = "d2f0a9e4-1111-4c3e-8f1a-6d4b2c9e7a10"
-    gemini_chat(home, "tide-tables", crashed_rows(other), sid=other, ago=60)
+    gemini_chat(home, "tide-tables", crashed_rows(other, day="2026-04-25"), sid=other, ago=60)
     # the slug folder is this project's only once projects.json says so
     assert ids(listing(home, cwd=CWD)) == [SID]
     (home.home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {CWD: "tide-tables"}}))
     doc = listing(home, cwd=CWD)
-    assert ids(doc) == [other, SID]  # the most recently written first
+    assert ids(doc) == [other, SID]  # the most recently active first
     c = doc["candidates"][1]
     assert c["harness"] == "gemini" and c["resume"] == f"gemini --resume {SID}"
     assert ids(listing(home, cwd="/home/dev/src/elsewhere")) == []
     assert hashed.exists()
+
+
+def test_gemini_chats_rank_by_their_last_message_not_the_files_mtime(home):
+    folder = hashlib.sha256(CWD.encode()).hexdigest()
+    march = "a1a1a1a1-1111-4c3e-8f1a-6d4b2c9e7a10"
+    gemini_chat(home, folder, crashed_rows(march, day="2026-03-11"), sid=march, ago=0)  # restored from a backup
+    gemini_chat(home, folder, crashed_rows(day="2026-04-24"), ago=86400 * 30)
+    doc = listing(home, cwd=CWD)
+    assert ids(doc) == [SID, march]
+    assert doc["candidates"][0]["when"] == "2026-04-24T23:17:10Z"
 
 
 def test_a_saved_checkpoint_is_never_a_candidate(home):

@@ -136,6 +136,15 @@ def test_handoff_of_a_named_session_from_another_folder(store):
     assert "from a codex session" in path.read_text()
 
 
+def test_handoff_of_an_explicit_id_works_from_any_folder_as_resume_does(store):
+    home, project = store
+    for ident in (CODEX[:13], f"codex:{CODEX}"):
+        proc = run_in(home, home.root, "handoff", "--to", "claude", ident)
+        path = home.root / "index.db.handoff" / f"codex-{CODEX}-to-claude.md"
+        assert proc.stdout == f'cd {shlex.quote(str(project))} && claude "$(cat {shlex.quote(str(path))})"\n'
+        assert "from a codex session" in path.read_text()
+
+
 def test_handoff_print_writes_the_prompt_to_stdout_and_no_file(tmp_path):
     home = Home(tmp_path)
     project = build(home)

@@ -93,11 +93,15 @@ def read_session(path: str, harness: str, sid: str, cwd: str):
     """(tail messages, head messages, session part, size read) for exactly this
     session and workspace, or NoCapture."""
     from deja.stages.sources import reader
+    from deja.stages.sources.jsonl import before_long_last_line
 
     mod = reader(harness)
     before = os.stat(path)
-    start = _line_start(path, before.st_size - TAIL) if before.st_size > TAIL + HEAD else 0
-    result = mod.read(path, start)
+    # A last line longer than the tail (a pasted screenshot) leaves no complete
+    # line in it: the packet is then built from the turns before that line.
+    end = before_long_last_line(path, before.st_size, TAIL) if before.st_size > TAIL else before.st_size
+    start = _line_start(path, end - TAIL) if end > TAIL + HEAD else 0
+    result = mod.read(path, start, limit=end if end < before.st_size else None)
     if result.error:
         raise NoCapture(result.error)
     head_parts = _read_head(mod, path) if start else []
@@ -108,7 +112,7 @@ def read_session(path: str, harness: str, sid: str, cwd: str):
     if not parts:
         raise NoCapture("session id not declared by the transcript")
     part = parts[-1]
-    declared = {_norm(p.cwd) for p in parts if p.cwd} | declared_workspaces(path, start)
+    declared = {_norm(p.cwd) for p in parts if p.cwd} | declared_workspaces(path, start, end)
     if _norm(cwd) not in declared:
         raise NoCapture("workspace does not match the transcript")
     messages = [m for p in parts for m in p.messages]
@@ -119,16 +123,17 @@ def read_session(path: str, harness: str, sid: str, cwd: str):
 _CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.){1,4096})"')
 
 
-def declared_workspaces(path: str, start: int) -> set[str]:
-    """Every working directory the lines read declare. A session's cwd moves
-    (a `cd`, a worktree) and Windows writes the drive letter in either case, so
-    the hook's workspace must be one of them, not the one the reader kept."""
+def declared_workspaces(path: str, start: int, end: int) -> set[str]:
+    """Every working directory the lines read (the head, ``start`` to ``end``)
+    declare. A session's cwd moves (a `cd`, a worktree) and Windows writes the
+    drive letter in either case, so the hook's workspace must be one of them,
+    not the one the reader kept."""
     out: set[str] = set()
     with open(path, "rb") as fh:
         chunks = [fh.read(HEAD)]
         if start:
             fh.seek(start)
-            chunks.append(fh.read())
+            chunks.append(fh.read(end - start))
     for data in chunks:
         for raw in set(_CWD.findall(data)):
             try:

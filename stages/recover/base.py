@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from deja.stages.sources.jsonl import Lines, read_head
+from deja.stages.sources.jsonl import Lines, before_long_last_line, read_head
 
 HEAD_BYTES = 64 << 10
 TAIL_BYTES = 4 << 20
@@ -119,7 +119,7 @@ class Window:
 
     head: list[dict]  # complete lines of the first 64 KiB, only when the tail does not reach them
     lines: list[dict]  # complete lines of the tail window, in file order
-    partial: bool  # lines between head and tail were not read
+    partial: bool  # lines between head and tail (or a last line too long to read) were not read
     torn: bool  # the file ends in a half-written line
     size: int
 
@@ -129,13 +129,24 @@ def read_window(path: str, tail_bytes: int = TAIL_BYTES, head: bool = True) -> W
     reach back to it, of the first 64 KiB. A half-written last line is reported,
     never fatal."""
     size = os.path.getsize(path)
+    end = _end(path, size, tail_bytes)
     start = 0
-    if size > tail_bytes + (HEAD_BYTES if head else 0):
-        start = _next_line_start(path, size - tail_bytes)
-    lines = Lines(path, start)
+    if end > tail_bytes + (HEAD_BYTES if head else 0):
+        start = _next_line_start(path, end - tail_bytes)
+    lines = Lines(path, start, stop=end)
     objs = [obj for _, obj in lines]
     heads = list(read_head(path, HEAD_BYTES)) if start and head else []
-    return Window(heads, objs, start > 0, _torn(path, lines.end, size), size)
+    torn = _torn(path, lines.end, end) or (end < size and _torn(path, size - 1, size))
+    return Window(heads, objs, start > 0 or end < size, torn, size)
+
+
+def _end(path: str, size: int, tail_bytes: int) -> int:
+    """The end of the window: the file's, unless no line begins in the last
+    ``tail_bytes`` and the last line is longer than recovery ever reads; then
+    the window ends where that line begins, and holds the turns before it."""
+    if size <= tail_bytes or _next_line_start(path, size - tail_bytes) < size:
+        return size
+    return before_long_last_line(path, size, TAIL_BYTES)
 
 
 def _next_line_start(path: str, pos: int) -> int:

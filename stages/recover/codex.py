@@ -5,6 +5,8 @@ are filed by date, not by folder: a rollout belongs to the folder its first
 ``session_meta`` records as ``cwd``. Threads Codex spawned for itself
 (``source: {"subagent": …}``: reviews, spawned agents) are not sessions a
 person can lose, so they are never candidates, as Claude's subagent folders are not.
+A fork's replay of its parent's history is left out by the index's own rule
+(``stages/sources/codex.py``, ``Replay``).
 
 Codex's counterparts of Claude's state: ``update_plan`` calls are the todo
 list, shell and ``apply_patch`` calls the tool actions, patch headers the
@@ -147,6 +149,10 @@ def recover_state(path: str, session_id: str) -> WorkingState:
 class _Builder:
     s: WorkingState
     meta: bool = False
+    # A fork replays its parent's history first: the index's own rule drops it
+    # here too, or the fork would carry the parent's title, asks and actions.
+    fork: codex.Replay = field(default_factory=codex.Replay)
+    ts: int | None = None  # the latest time read, which the replay rule reads
     first_ask: str = ""
     asks: deque = field(default_factory=lambda: deque(maxlen=_RECENT_ASKS))
     n_asks: int = 0
@@ -164,20 +170,28 @@ class _Builder:
     # -- lines
 
     def identity(self, o: dict) -> None:
-        p = _payload(o)
+        if self.own(o) and not self.first_ask and o.get("type") == "response_item":
+            p = _payload(o)
+            if p.get("role") == "user":
+                self.first_ask = _ask(p.get("content"))
+
+    def own(self, o: dict) -> bool:
+        """Whether a line is the thread's own: not a session_meta, not a fork's replay."""
+        ts = parse_ts(o.get("timestamp"))
+        self.ts = ts if ts is not None else self.ts
         if o.get("type") == "session_meta":
-            self.session_meta(p)
-        elif not self.first_ask and o.get("type") == "response_item" and p.get("role") == "user":
-            self.first_ask = _ask(p.get("content"))
+            self.session_meta(_payload(o))
+            return False
+        return not self.fork.replayed(o.get("type"), _payload(o), self.ts)
 
     def line(self, o: dict) -> None:
         ts = parse_ts(o.get("timestamp"))
         if ts is not None:
             self.s.updated = ts if self.s.updated is None else max(self.s.updated, ts)
+        if not self.own(o):
+            return
         t, p = o.get("type"), _payload(o)
-        if t == "session_meta":
-            self.session_meta(p)
-        elif t == "turn_context":
+        if t == "turn_context":
             self.modes(p)
         elif t == "response_item":
             self.item(p)
@@ -186,8 +200,10 @@ class _Builder:
 
     def session_meta(self, p: dict) -> None:
         if self.meta:
-            return  # a fork's second session_meta is its parent's
+            self.fork.later_meta(p, self.ts)  # a fork's second session_meta is its parent's
+            return
         self.meta = True
+        self.fork.own_meta(_s(p.get("id")) or _s(p.get("session_id")) or self.s.session_id, p, self.ts)
         self.s.cwd = _s(p.get("cwd"))
         git = p.get("git")
         if isinstance(git, dict):

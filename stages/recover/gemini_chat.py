@@ -7,9 +7,11 @@ A chat belongs to the folder its project directory stands for
 ``.project_root`` give it), or, for Qwen, the ``cwd`` its lines record. The
 state is rebuilt from the reader's own messages: a Gemini JSONL chat is a
 replay (messages written again, ``$set`` snapshots, rewinds), so chats are
-read whole, never by head and tail. A chat's last activity is its file's
-time (both rewrite it with every line). Saved checkpoints are copies a
-person made, not sessions that can be lost: never candidates.
+read whole, never by head and tail. A chat's last activity is the latest
+time it records (``lastUpdated``, its messages' timestamps), as every
+harness's is: never the file's mtime, which a backup or a copy touches.
+Saved checkpoints are copies a person made, not sessions that can be lost:
+never candidates.
 """
 
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from deja.stages.recover.base import (
+    PROBE_SIZES,
     Candidate,
     FolderScan,
     WorkingState,
@@ -31,7 +34,7 @@ from deja.stages.recover.base import (
 )
 from deja.stages.recover.turns import state_of_part
 from deja.stages.sources import gemini_chat as chat
-from deja.stages.sources.jsonl import read_head
+from deja.stages.sources.jsonl import parse_ts, read_head
 
 @dataclass(frozen=True)
 class ChatRecovery:
@@ -76,12 +79,34 @@ def candidates(harness: str, cwd: str, paths: list[str], read: Callable) -> list
         if not sid:
             continue
         try:
-            mtime = int(os.stat(path).st_mtime * 1000)
+            last, torn = _last_active(path, read)
         except OSError:
             continue
-        torn = path.endswith(".jsonl") and read_window(path, 16 << 10, head=False).torn
-        found.append(Candidate(harness, sid, path, mtime, torn))
+        found.append(Candidate(harness, sid, path, last, torn))
     return found
+
+
+def _last_active(path: str, read: Callable) -> tuple[int | None, bool]:
+    """(the latest time the chat records, whether it ends in a half-written line).
+    A JSONL chat's latest line says it, as its tail does for every harness; a
+    JSON document is read whole."""
+    if not path.endswith(".jsonl"):
+        res = read(path)
+        return max((m.ts for p in res.sessions for m in p.messages if m.ts is not None), default=None), False
+    for size in PROBE_SIZES:
+        win = read_window(path, size, head=False)
+        last = max((t for o in win.lines for t in _times(o) if t is not None), default=None)
+        if last is not None or not win.partial:
+            break
+    return last, win.torn
+
+
+def _times(o: dict):
+    """A line's times: a message's or Qwen event's ``timestamp``, a header's or
+    ``$set``'s ``lastUpdated``."""
+    upd = o.get("$set")
+    for v in (o.get("timestamp"), o.get("lastUpdated"), upd.get("lastUpdated") if isinstance(upd, dict) else None):
+        yield parse_ts(v)
 
 
 def _records(path: str, forms) -> bool:

@@ -167,15 +167,68 @@ def _primed(path: str, start: int, flags: dict) -> "_Rollout":
                 r.step(0, obj, False)
             except Exception:
                 pass
-        if (r.meta and not r.replay and r.has_ri) or limit >= start or limit >= _HEAD_MAX:
+        if (r.meta and not r.fork.on and r.has_ri) or limit >= start or limit >= _HEAD_MAX:
             return r
         limit = min(start, limit * 16)
 
 
+class Replay:
+    """Which lines of a rollout are a fork's replay of its parent's history (the
+    rule in this module's docstring), fed every line in order. The one rule for
+    the index (``_Rollout``) and for recovery (``stages/recover/codex.py``)."""
+
+    __slots__ = ("own_id", "fork_ms", "started", "on", "seen", "since", "tasks")
+
+    def __init__(self) -> None:
+        self.own_id = ""
+        self.fork_ms: int | None = None  # when the thread was created
+        self.started = False  # a line other than session_meta seen
+        self.on = False  # inside the replay
+        self.seen = False
+        self.since: int | None = None  # the time stamped on the replay's lines
+        self.tasks = 0
+
+    def own_meta(self, sid: str, p: dict, ts: int | None) -> None:
+        """The first ``session_meta``: the thread's own."""
+        self.own_id = sid
+        self.fork_ms = parse_ts(p.get("timestamp")) or _uuid7_ms(sid) or ts
+
+    def later_meta(self, p: dict, ts: int | None) -> str:
+        """A later ``session_meta``: the parent's id when it opens a replay, else "".
+        The same id is a resumed run (nothing to drop); a different one directly
+        after ours is the parent's, and the parent's history is replayed next."""
+        if self.started or self.seen:
+            return ""
+        other = p.get("id")
+        if not isinstance(other, str):
+            other = p.get("session_id")
+        if isinstance(other, str) and other and other != self.own_id:
+            self.on = self.seen = True
+            self.since = ts
+            return other
+        return ""
+
+    def replayed(self, t, p: dict, ts: int | None) -> bool:
+        """Whether this line (any but ``session_meta``; ``ts``: the latest time
+        read) belongs to the replay."""
+        self.started = True
+        if not self.on:
+            return False
+        if ts is not None and self.since is not None and ts - self.since > _REPLAY_GUARD_MS:
+            self.on = False
+        elif t == "event_msg" and p.get("type") == "task_started":
+            self.tasks += 1
+            when = _task_ms(p)
+            if when is not None and self.fork_ms is not None:
+                self.on = when // 1000 < self.fork_ms // 1000
+            else:
+                self.on = self.tasks < 2
+        return self.on
+
+
 class _Rollout:
     __slots__ = (
-        "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "spawned", "meta", "first_id",
-        "started", "replay", "replay_seen", "replay_ts", "replay_tasks", "fork_ms", "has_ri",
+        "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "spawned", "meta", "fork", "has_ri",
         "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad", "calls", "results", "said",
     )
 
@@ -189,13 +242,7 @@ class _Rollout:
         self.agent = ""
         self.spawned = False
         self.meta = False  # first session_meta seen
-        self.first_id = ""
-        self.started = False  # a line other than session_meta seen
-        self.replay = False  # inside a fork's replay of the parent history
-        self.replay_seen = False
-        self.replay_ts: int | None = None
-        self.replay_tasks = 0
-        self.fork_ms: int | None = None
+        self.fork = Replay()
         self.has_ri = False  # the file writes response_item messages
         self.ts: int | None = None
         self.last_raw_ts = None
@@ -231,10 +278,10 @@ class _Rollout:
         if t == "session_meta":
             self._meta(payload)
             return
-        self.started = True
+        replayed = self.fork.replayed(t, payload, self.ts)
         if t == "response_item" and payload.get("type") == "message":
             self.has_ri = True
-        if self.replay and not self._replay_over(t, payload):
+        if replayed:
             return
         if not emit:
             return
@@ -260,7 +307,6 @@ class _Rollout:
                 sid = p.get("session_id")
                 if isinstance(sid, str) and sid:
                     self.sid = sid
-            self.first_id = self.sid
             cwd = p.get("cwd")
             if isinstance(cwd, str):
                 self.cwd = cwd
@@ -268,22 +314,12 @@ class _Rollout:
             if isinstance(git, dict) and isinstance(git.get("branch"), str):
                 self.branch = git["branch"]
             self._edge(p)
-            self.fork_ms = parse_ts(p.get("timestamp")) or _uuid7_ms(self.sid) or self.ts
+            self.fork.own_meta(self.sid, p, self.ts)
             return
-        # A later session_meta: the same id is a resumed run (nothing to drop);
-        # a different one directly after ours is the parent's, and the parent's
-        # history is replayed next.
-        if self.started or self.replay_seen:
-            return
-        other = p.get("id")
-        if not isinstance(other, str):
-            other = p.get("session_id")
-        if isinstance(other, str) and other and other != self.first_id:
-            self.replay = self.replay_seen = True
-            self.replay_ts = self.ts
-            if self.kind != "subagent_fork":
-                self.kind = "subagent_fork"
-                self.parent = other
+        parent = self.fork.later_meta(p, self.ts)
+        if parent and self.kind != "subagent_fork":
+            self.kind = "subagent_fork"
+            self.parent = parent
 
     def _edge(self, p: dict) -> None:
         source = p.get("source")
@@ -307,22 +343,6 @@ class _Rollout:
         if isinstance(fork, str) and fork:
             self.kind = "subagent_fork"
             self.parent = fork
-
-    def _replay_over(self, t, p: dict) -> bool:
-        if self.ts is not None and self.replay_ts is not None and self.ts - self.replay_ts > _REPLAY_GUARD_MS:
-            self.replay = False
-            return True
-        if t == "event_msg" and p.get("type") == "task_started":
-            self.replay_tasks += 1
-            when = _task_ms(p)
-            if when is not None and self.fork_ms is not None:
-                own = when // 1000 >= self.fork_ms // 1000
-            else:
-                own = self.replay_tasks >= 2
-            if own:
-                self.replay = False
-                return True
-        return False
 
     # ---- records
 

@@ -127,6 +127,26 @@ def _decode(raw: bytes):
             return None
 
 
+def before_long_last_line(path: str, size: int, longest: int) -> int:
+    """Where a bounded tail read of a file of ``size`` bytes must end: ``size``,
+    or the start of the last line when that line alone is longer than
+    ``longest`` (a pasted screenshot's base64). A window of the tail would hold
+    no complete line; the turns before it can still be read. Found backwards
+    64 KiB at a time, so the long line is never held in memory."""
+    pos = size - 1  # a final newline ends the last line, it does not start one
+    with open(path, "rb") as fh:
+        while pos > 0:
+            step = min(1 << 16, pos)
+            fh.seek(pos - step)
+            nl = fh.read(step).rfind(b"\n")
+            if nl >= 0:
+                pos += nl + 1 - step
+                break
+            pos -= step
+    start = max(pos, 0)
+    return start if size - start > longest else size
+
+
 def line_end_after(path: str, offset: int) -> int | None:
     """The offset just past the first newline at or after ``offset`` (where a
     slice of a file read in slices ends); None when there is none there."""

@@ -126,6 +126,56 @@ def test_discover_missing_store_and_fifo(tmp_path):
     assert codex.discover({"DEJA_CODEX_ROOT": str(tmp_path)}) == []
 
 
+def _compress(path: str, keep: bool = False) -> str:
+    """What Codex's compression worker does to a rollout a week cold: ``.jsonl.zst``, the ``.jsonl`` removed."""
+    import zstandard
+
+    data = Path(path).read_bytes()
+    out = path + ".zst"
+    Path(out).write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
+    if not keep:
+        os.unlink(path)
+    return out
+
+
+def test_a_rollout_codex_compressed_is_still_found_and_stays_one_session(tmp_path):
+    lines = [line(ts(0), "session_meta", meta()), line(ts(1), "response_item", umsg("why does the ledger drift")),
+             line(ts(2), "response_item", fcall("exec_command", {"cmd": "make reconcile"}, "c1")),
+             line(ts(3), "response_item", fout("c1", "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\n"
+                                                   "Original token count: 3\nOutput:\nreconcile: 3 rows off\n")),
+             line(ts(4), "response_item", umsg("rounding in the fx step", role="assistant"))]
+    plain = write(tmp_path, lines)
+    want = codex.read(plain)
+    cut = want.sessions[0].messages[2].byte_offset  # the output's line: its call waits before it
+    sliced = codex.read(plain, limit=cut).safe_offset  # (a slice: pipeline/run.py read_sliced)
+    both = _compress(plain, keep=True)  # the worker between writing the .zst and removing the .jsonl
+    archived = tmp_path / "archived_sessions"
+    archived.mkdir()
+    cold = write(tmp_path, [line(ts(0), "session_meta", meta(sid=CHILD))], sid=CHILD, stamp="2026-01-09T08-00-00")
+    cold = str(Path(_compress(cold)).rename(archived / (Path(cold).name + ".zst")))
+    assert [f.path for f in codex.discover({"DEJA_CODEX_ROOT": str(tmp_path)})] == [plain, cold]
+    os.unlink(plain)
+    assert [f.path for f in codex.discover({"DEJA_CODEX_ROOT": str(tmp_path)})] == [both, cold]
+    got = codex.read(both, live=True)
+    # the same session as the plain file, its offsets the JSONL's (the manifest hashes that prefix)
+    assert (got.sessions, got.safe_offset, got.error) == (want.sessions, want.safe_offset, "")
+    assert codex.filename_id(both) == UID and one(codex.read(cold)).session_id == CHILD
+    assert 0 < codex.read(both, limit=cut).safe_offset == sliced < cut
+
+
+def test_a_damaged_compressed_rollout_is_that_files_error_not_a_crash(tmp_path):
+    p = _compress(write(tmp_path, [line(ts(0), "session_meta", meta()), line(ts(1), "response_item", umsg("hi"))]))
+    data = Path(p).read_bytes()
+    Path(p).write_bytes(data[: len(data) // 2])  # cut short: zstandard's own reader would end quietly
+    res = codex.read(p)
+    assert res.sessions == [] and "compressed rollout unreadable: zstd stream cut short" in res.error
+    Path(p).write_bytes(b"not zstd at all\n")
+    res = codex.read(p)
+    assert res.sessions == [] and "compressed rollout unreadable: damaged zstd stream" in res.error
+    Path(p).write_bytes(b"")
+    assert "no zstd frame" in codex.read(p).error
+
+
 # --------------------------------------------------------------------------- identity
 
 

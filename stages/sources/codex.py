@@ -3,6 +3,12 @@ thread archived in Codex's app or IDE extension is moved, whole, to
 ``~/.codex/archived_sessions/``) and ``history.jsonl`` (harness-formats
 section 4 and "Seen in real published transcripts → Codex CLI").
 
+A rollout untouched for a week may be compressed, in either folder, to
+``rollout-*.jsonl.zst``. It is read as the JSONL it holds (``jsonl.open_bytes``:
+offsets are the JSONL's), whole whenever it changes (the plan never appends to
+it), and a damaged or cut stream is that file's error, which keeps what the
+index already holds of it.
+
 Every rollout line is ``{"timestamp", "type", "payload"}``. Speech comes from
 ``response_item`` messages; the ``event_msg`` copies of the same turns are kept
 aside and used only when a file has no ``response_item`` messages at all (old,
@@ -32,7 +38,7 @@ from deja.stages import work_records as work
 from deja.stages.normalize import strip_plumbing
 from deja.stages.replies import answers_text, questions_text
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import Lines, clip, held_back, is_regular_file, parse_ts, read_head
+from deja.stages.sources.jsonl import COMPRESSED, Lines, clip, held_back, is_regular_file, parse_ts, read_head
 from deja.stages.sources.locate import CODEX_ARCHIVED, codex_files, codex_home  # noqa: F401  (codex_home: recover, capture)
 from deja.stages.sources.locate import codex_rollouts as _rollout_paths
 
@@ -46,8 +52,8 @@ _HEAD = 64 << 10
 _HEAD_MAX = 16 << 20  # larger head passes for huge first lines or a long fork replay
 _REPLAY_GUARD_MS = 5000
 
-_UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
-_NAME = re.compile(r"rollout-(?:\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(?:\.\d+)?Z?-)?(.+?)\.jsonl$")
+_UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl(?:\.zst)?$")
+_NAME = re.compile(r"rollout-(?:\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(?:\.\d+)?Z?-)?(.+?)\.jsonl(?:\.zst)?$")
 
 # Envelope-less lines of the earliest rollouts are bare response items.
 _ITEM_TYPES = frozenset(
@@ -110,9 +116,14 @@ def read(path: str, start: int = 0, live: bool = False, limit: int | None = None
     try:
         if os.path.basename(path) == "history.jsonl":
             return _read_history(path, start)
-        return _read_rollout(path, start, live=live, limit=limit)
+        compressed = path.endswith(COMPRESSED)  # (a week cold: no call in it is still running)
+        return _read_rollout(path, start, live=live and not compressed, limit=limit)
     except OSError as exc:
         return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
+    except ValueError as exc:
+        if path.endswith(COMPRESSED):  # (jsonl.open_bytes: damaged, cut short)
+            return ReadResult(safe_offset=start, error=f"compressed rollout unreadable: {exc}")
+        return ReadResult(safe_offset=start, error=f"codex reader failed: {type(exc).__name__}: {exc}")
     except Exception as exc:  # one bad file costs that file, never the run
         return ReadResult(safe_offset=start, error=f"codex reader failed: {type(exc).__name__}: {exc}")
 
@@ -126,6 +137,7 @@ def filename_id(path: str) -> str:
     m = _NAME.search(name)
     if m:
         return m.group(1)
+    name = name[: -len(COMPRESSED)] if name.endswith(COMPRESSED) else name
     return name[:-6] if name.endswith(".jsonl") else name
 
 

@@ -460,6 +460,34 @@ def test_exit_code_from_exec_end_when_output_has_none(tmp_path):
     assert roles(part)[1:] == [("command", "$ make build  → exit 2"), ("tool-output", "make: *** [build] Error 2")]
 
 
+def test_a_long_command_under_unified_exec_gets_the_exit_code_a_later_write_stdin_reports(tmp_path):
+    """exec_command answers "Process running with session ID N" when the command
+    outlives its first wait; the exit status arrives in a write_stdin call's
+    output for session N (another call_id; exec_command_end is not persisted by
+    default). Another session's exit code is not this command's."""
+    frame = "Chunk ID: {}\nWall time: 10.0 seconds\n{}\nOriginal token count: 12\nOutput:\n{}\n"
+    lines = [
+        line(ts(0), "session_meta", meta()),
+        line(ts(1), "response_item", umsg("run the slow integration suite")),
+        line(ts(2), "response_item", fcall("exec_command", {"cmd": "cargo test --test slowsuite", "yield_time_ms": 10000}, "c1")),
+        line(ts(12), "response_item", fout("c1", frame.format("3f2a", "Process running with session ID 71", "Compiling api"))),
+        line(ts(13), "response_item", fcall("exec_command", {"cmd": "npm run dev"}, "c2")),
+        line(ts(14), "response_item", fout("c2", frame.format("4a1b", "Process running with session ID 72", "listening"))),
+        line(ts(15), "response_item", fcall("write_stdin", {"session_id": 71, "chars": "", "yield_time_ms": 30000}, "p1")),
+        line(ts(40), "response_item", fout("p1", frame.format("9b7e", "Process exited with code 101", "test checkout_flow ... FAILED"))),
+        line(ts(41), "response_item", umsg("The checkout_flow test fails.", role="assistant")),
+    ]
+    part = one(codex.read(write(tmp_path, lines)))
+    got = [(m.role, m.text, m.exit_code, m.is_error) for m in part.messages if m.role in ("command", "tool-output")]
+    assert got == [
+        ("command", "$ cargo test --test slowsuite  → exit 101", 101, None),
+        ("tool-output", "Compiling api", None, True),
+        ("command", "$ npm run dev", None, None),
+        ("tool-output", "listening", None, None),
+        ("tool-output", "test checkout_flow ... FAILED", None, True),
+    ]
+
+
 def test_a_call_still_running_is_read_with_its_exit_code_and_tool_once_its_output_is_written(tmp_path):
     """The index reads live: a run between a call and its output (a hook's
     refresh during the very call) leaves the call's lines for the next read:

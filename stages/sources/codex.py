@@ -13,7 +13,9 @@ Every rollout line is ``{"timestamp", "type", "payload"}``. Speech comes from
 ``response_item`` messages; the ``event_msg`` copies of the same turns are kept
 aside and used only when a file has no ``response_item`` messages at all (old,
 events-only rollouts). Work comes from ``function_call`` (three generations of
-shell tools), ``custom_tool_call`` ``apply_patch`` and their outputs.
+shell tools), ``custom_tool_call`` ``apply_patch`` and their outputs; a
+unified-exec command still running when its call returned takes the exit code
+a later ``write_stdin`` output for its session reports.
 
 Spawned/forked threads start with two ``session_meta`` lines (the thread's own,
 then the parent's) followed by a replay of the parent's history stamped at the
@@ -86,6 +88,7 @@ _FRAME_LINE = re.compile(
     r"|Duration: [^\n]*|Command: [^\n]*)\r?$"
 )
 _EXIT = re.compile(r"^(?:Exit code:|Process exited with code)\s*(-?\d+)", re.M)
+_RUNNING = re.compile(r"^Process running with session ID (\d+)", re.M)
 _OUTPUT_LINE = re.compile(r"^Output:[ \t]*\r?$\n?", re.M)
 
 
@@ -189,6 +192,7 @@ class _Rollout:
         "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "spawned", "meta", "first_id",
         "started", "replay", "replay_seen", "replay_ts", "replay_tasks", "fork_ms", "has_ri",
         "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad", "calls", "results", "said",
+        "running", "polls",
     )
 
     def __init__(self, path: str, flags: dict):
@@ -219,6 +223,9 @@ class _Rollout:
         self.calls: dict[str, int] = {}  # call_id -> its line's offset (read: jsonl.held_back)
         self.results: dict[str, int] = {}  # call_id -> the offset of its output's line
         self.said = -1  # the last line of speech read
+        # unified exec: session ID -> (its command's call_id, that call's output record)
+        self.running: dict[str, tuple[str, Message | None]] = {}
+        self.polls: dict[str, str] = {}  # a write_stdin call_id -> the session ID it polls
 
     # ---- dispatch
 
@@ -421,6 +428,11 @@ class _Rollout:
             if q:
                 self._add("assistant", q, offset, name)
             return
+        if name == "write_stdin":
+            session = json_object(args).get("session_id")
+            if isinstance(session, (int, str)) and isinstance(call_id, str):
+                self.polls[call_id] = str(session)
+            return
         if name in _SHELL_TOOLS:
             a = json_object(args)
             cmd = a.get("cmd") if name == "exec_command" else a.get("command")
@@ -475,16 +487,38 @@ class _Rollout:
         call_id = p.get("call_id")
         if isinstance(call_id, str):
             self.results.setdefault(call_id, offset)
-        body, code = unframe_output(output_text(p.get("output")))
+        raw = output_text(p.get("output"))
+        body, code = unframe_output(raw)
         if isinstance(call_id, str) and self.names.get(call_id) == "request_user_input":
             if body.strip():  # what the person picked: their turn
                 self._add("user", answers_text(body), offset, "request_user_input")
             return
         if isinstance(call_id, str):
             self._set_exit(call_id, code)
+        m = None
         if body and self.flags["TOOL_OUTPUT"]:
             tool = self.names.get(call_id) if isinstance(call_id, str) else None
-            self._add("tool-output", body, offset, tool, None, _is_error(code, body))
+            m = self._add("tool-output", body, offset, tool, None, _is_error(code, body))
+        if isinstance(call_id, str):
+            self._unified_exit(call_id, raw, code, m)
+
+    def _unified_exit(self, call_id: str, raw: str, code: int | None, out: Message | None) -> None:
+        """Unified exec: a command that outlives its first wait answers ``Process
+        running with session ID N``; its exit status comes later, in the output of
+        a ``write_stdin`` call polling session N (``exec_command_end``, which has
+        it, is not persisted by default). It goes to the command's record, and
+        its first output is flagged as a failed command's is."""
+        if call_id in self.pending and code is None:
+            end = _OUTPUT_LINE.search(raw)
+            m = _RUNNING.search(raw, 0, end.start() if end else 1024)  # (the framing, not the output)
+            if m:
+                self.running[m.group(1)] = (call_id, out)
+        elif code is not None and call_id in self.polls:
+            started = self.running.pop(self.polls[call_id], None)
+            if started is not None:
+                self._set_exit(started[0], code)
+                if started[1] is not None:
+                    started[1].is_error = code > 0
 
     def _set_exit(self, call_id: str, code: int | None, override: bool = True) -> None:
         entry = self.pending.get(call_id)

@@ -488,6 +488,44 @@ def test_a_long_command_under_unified_exec_gets_the_exit_code_a_later_write_stdi
     ]
 
 
+def test_a_thread_renamed_is_titled_by_its_last_name(tmp_path):
+    """/rename writes event_msg thread_name_updated: the person's name for the
+    thread (title_rank 2) over the first prompt; the last one written wins."""
+    lines = [line(ts(0), "session_meta", meta()), line(ts(1), "response_item", umsg("check the retry policy docs"))]
+    for i, name in enumerate(("Retry audit", "  Quokka retry audit ")):
+        lines.append(line(ts(2 + i), "event_msg", {"type": "thread_name_updated", "thread_id": UID, "thread_name": name}))
+    part = one(codex.read(write(tmp_path, lines)))
+    assert (part.title, part.title_rank) == ("Quokka retry audit", 2)
+    assert roles(part) == [("user", "check the retry policy docs")]
+    unnamed = one(codex.read(write(tmp_path, lines[:2], sid=CHILD)))
+    assert (unnamed.title, unnamed.title_rank) == ("", 0)
+
+
+def test_web_searches_and_messages_between_agents_are_found(tmp_path):
+    """A web_search_call's query is the only record of what the agent looked up
+    (kept as the web_search tool's output); an agent_message (multi-agent) is
+    an agent's words: assistant speech."""
+    lines = [
+        line(ts(0), "session_meta", meta()),
+        line(ts(1), "response_item", umsg("check the retry policy docs")),
+        line(ts(2), "response_item", {"type": "web_search_call", "status": "completed",
+                                      "action": {"type": "search", "query": "tokio semaphore fairness"}}),
+        line(ts(3), "response_item", {"type": "web_search_call", "status": "completed",
+                                      "action": {"type": "open_page", "url": "https://docs.rs/tokio/latest/tokio/sync/"}}),
+        line(ts(4), "response_item", {"type": "agent_message", "author": "/root/worker1", "recipient": "/root",
+                                      "content": [{"type": "input_text", "text": "worker finding: the cache never expires"}]}),
+        line(ts(5), "response_item", umsg("Done.", role="assistant")),
+    ]
+    part = one(codex.read(write(tmp_path, lines)))
+    assert [(m.role, m.text, m.tool) for m in part.messages] == [
+        ("user", "check the retry policy docs", None),
+        ("tool-output", "tokio semaphore fairness", "web_search"),
+        ("tool-output", "https://docs.rs/tokio/latest/tokio/sync/", "web_search"),
+        ("assistant", "worker finding: the cache never expires", None),
+        ("assistant", "Done.", None),
+    ]
+
+
 def test_a_call_still_running_is_read_with_its_exit_code_and_tool_once_its_output_is_written(tmp_path):
     """The index reads live: a run between a call and its output (a hook's
     refresh during the very call) leaves the call's lines for the next read:

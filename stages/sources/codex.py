@@ -15,7 +15,11 @@ aside and used only when a file has no ``response_item`` messages at all (old,
 events-only rollouts). Work comes from ``function_call`` (three generations of
 shell tools), ``custom_tool_call`` ``apply_patch`` and their outputs; a
 unified-exec command still running when its call returned takes the exit code
-a later ``write_stdin`` output for its session reports.
+a later ``write_stdin`` output for its session reports. A ``web_search_call``'s
+query is kept as the ``web_search`` tool's output, an ``agent_message`` (between
+agents) as assistant speech, and the last ``thread_name_updated`` (``/rename``)
+is the session's title. (``session_index.jsonl`` repeats those names; it is not
+read: the rollout holds each one.)
 
 Spawned/forked threads start with two ``session_meta`` lines (the thread's own,
 then the parent's) followed by a replay of the parent's history stamped at the
@@ -192,7 +196,7 @@ class _Rollout:
         "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "spawned", "meta", "first_id",
         "started", "replay", "replay_seen", "replay_ts", "replay_tasks", "fork_ms", "has_ri",
         "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad", "calls", "results", "said",
-        "running", "polls",
+        "running", "polls", "title",
     )
 
     def __init__(self, path: str, flags: dict):
@@ -226,6 +230,7 @@ class _Rollout:
         # unified exec: session ID -> (its command's call_id, that call's output record)
         self.running: dict[str, tuple[str, Message | None]] = {}
         self.polls: dict[str, str] = {}  # a write_stdin call_id -> the session ID it polls
+        self.title = ""  # the thread's name (/rename): the last one written
 
     # ---- dispatch
 
@@ -384,6 +389,19 @@ class _Rollout:
             action = p.get("action")
             if isinstance(action, dict):
                 self._shell(action.get("command"), "local_shell", p.get("call_id"), offset)
+        elif pt == "web_search_call":
+            # What the agent looked up: its only record (the results are not
+            # persisted), kept as the search tool's output so it is found.
+            text = _web_search_text(p.get("action"))
+            if text and self.flags["TOOL_OUTPUT"]:
+                self._add("tool-output", text, offset, "web_search")
+        elif pt == "agent_message":
+            # A message between agents (multi-agent): an agent's words, though
+            # not a turn of this thread's conversation with its person, so it
+            # leaves held_back's `said` alone (a wait on that agent is pending).
+            text = content_text(p.get("content"))
+            if text.strip():
+                self.out.append(Message("assistant", text, self.ts, None, None, None, offset))
 
     def _user(self, content, offset: int) -> None:
         parts = content if isinstance(content, list) else [{"text": content}]
@@ -537,6 +555,10 @@ class _Rollout:
             if isinstance(msg, str) and msg.strip():
                 self.fallback.append(len(self.out))
                 self._add("assistant" if pt == "agent_message" else "user", msg, offset)
+        elif pt == "thread_name_updated":  # /rename: the last name given is the thread's
+            name = p.get("thread_name")
+            if isinstance(name, str) and name.strip():
+                self.title = name.strip()
         elif pt == "exec_command_end":
             call_id = p.get("call_id")
             code = p.get("exit_code")
@@ -587,6 +609,8 @@ class _Rollout:
                     parent=self.parent,
                     agent=self.agent,
                     spawned=self.spawned,
+                    title=self.title,
+                    title_rank=2 if self.title else 0,  # (a person named it)
                     messages=msgs,
                 )
             )
@@ -643,6 +667,22 @@ def _task_ms(p: dict) -> int | None:
     if isinstance(started, (int, float)) and not isinstance(started, bool) and started > 0:
         return int(started * 1000) if started < 1e12 else int(started)
     return _uuid7_ms(p.get("turn_id"))
+
+
+def _web_search_text(action) -> str:
+    """The words of a ``web_search_call`` action: a search's query (or queries),
+    a page opened, a pattern looked for in one."""
+    if not isinstance(action, dict):
+        return ""
+    words = [action.get("query"), action.get("url"), action.get("pattern")]
+    queries = action.get("queries")
+    if isinstance(queries, list):
+        words.extend(queries)
+    seen: list[str] = []
+    for w in words:
+        if isinstance(w, str) and w.strip() and w.strip() not in seen:
+            seen.append(w.strip())
+    return "\n".join(seen)
 
 
 def content_text(content) -> str:

@@ -526,6 +526,29 @@ def test_web_searches_and_messages_between_agents_are_found(tmp_path):
     ]
 
 
+def test_commands_run_from_code_mode_javascript_are_command_records(tmp_path):
+    """Code mode: the model's JavaScript, run by the `exec` custom tool, calls
+    tools.exec_command({cmd: ...}); each call is a command (its output, the
+    script's, stays tool output)."""
+    js = ('const r = await tools.exec_command({cmd: "pytest tests/test_wombat.py -x"});\n'
+          "await tools.exec_command({ workdir: \"/x\", cmd: 'grep -n \\'retry\\' src/a.py' });\n"
+          "text(r.output);")
+    lines = [
+        line(ts(0), "session_meta", meta()),
+        line(ts(1), "response_item", umsg("run the wombat tests")),
+        line(ts(2), "response_item", {"type": "custom_tool_call", "status": "completed", "call_id": "cm1",
+                                      "name": "exec", "input": js}),
+        line(ts(3), "response_item", {"type": "custom_tool_call_output", "call_id": "cm1",
+                                      "output": [{"type": "input_text", "text": "1 failed: test_wombat_roundtrip"}]}),
+    ]
+    part = one(codex.read(write(tmp_path, lines)))
+    assert [(m.role, m.text, m.tool) for m in part.messages][1:] == [
+        ("command", "$ pytest tests/test_wombat.py -x", "exec"),
+        ("command", "$ grep -n 'retry' src/a.py", "exec"),
+        ("tool-output", "1 failed: test_wombat_roundtrip", "exec"),
+    ]
+
+
 def test_a_call_still_running_is_read_with_its_exit_code_and_tool_once_its_output_is_written(tmp_path):
     """The index reads live: a run between a call and its output (a hook's
     refresh during the very call) leaves the call's lines for the next read:

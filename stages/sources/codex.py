@@ -18,7 +18,9 @@ unified-exec command still running when its call returned takes the exit code
 a later ``write_stdin`` output for its session reports. A ``web_search_call``'s
 query is kept as the ``web_search`` tool's output, an ``agent_message`` (between
 agents) as assistant speech, and the last ``thread_name_updated`` (``/rename``)
-is the session's title. (``session_index.jsonl`` repeats those names; it is not
+is the session's title. In code mode each ``tools.exec_command({cmd})`` in
+the JavaScript of an ``exec`` custom tool call is a command (no exit code: the
+script's output is its own). (``session_index.jsonl`` repeats those names; it is not
 read: the rollout holds each one.)
 
 Spawned/forked threads start with two ``session_meta`` lines (the thread's own,
@@ -93,6 +95,9 @@ _FRAME_LINE = re.compile(
 )
 _EXIT = re.compile(r"^(?:Exit code:|Process exited with code)\s*(-?\d+)", re.M)
 _RUNNING = re.compile(r"^Process running with session ID (\d+)", re.M)
+# Code mode: the model writes JavaScript run by the `exec` tool, which calls
+# tools.exec_command({cmd: "..."}); a JS string literal of any quote.
+_JS_EXEC = re.compile(r"""exec_command\(\s*\{[^{}]*?\bcmd\s*:\s*("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`]*`)""")
 _OUTPUT_LINE = re.compile(r"^Output:[ \t]*\r?$\n?", re.M)
 
 
@@ -385,6 +390,9 @@ class _Rollout:
             patch = p.get("input")
             if isinstance(patch, str) and (name in _PATCH_TOOLS or _PATCH_BEGIN in patch):
                 self._patch(patch, name if isinstance(name, str) else "apply_patch", offset)
+            elif name == "exec" and isinstance(patch, str):  # code mode: a command per exec_command call
+                for lit in _JS_EXEC.findall(patch):
+                    self._shell(_js_string(lit), "exec", None, offset)
         elif pt == "local_shell_call":
             action = p.get("action")
             if isinstance(action, dict):
@@ -667,6 +675,20 @@ def _task_ms(p: dict) -> int | None:
     if isinstance(started, (int, float)) and not isinstance(started, bool) and started > 0:
         return int(started * 1000) if started < 1e12 else int(started)
     return _uuid7_ms(p.get("turn_id"))
+
+
+def _js_string(lit: str) -> str:
+    """A JavaScript string literal's text (a template's ``${…}`` left as written)."""
+    if lit[0] == "`":
+        return lit[1:-1]
+    body = lit[1:-1]
+    if lit[0] == "'":
+        body = body.replace("\\'", "'").replace('"', '\\"')
+    try:
+        out = orjson.loads('"' + body + '"')
+    except orjson.JSONDecodeError:
+        return body
+    return out if isinstance(out, str) else body
 
 
 def _web_search_text(action) -> str:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import re
 
+from deja.stages.sources.jsonl import COMPRESSED, open_bytes
 from deja.stages.sources.locate import REMOTE_PREFIX
 from deja.stages.sources.sqlite_store import SQLITE_SUFFIXES, stat_key
 from deja.stages.sources.task_folders import replaced_by
@@ -78,7 +79,7 @@ class PrefixHash:
         if length < self.at:  # (behind what was hashed: from the start again)
             self.hash.reset()
             self.at = 0
-        with open(self.path, "rb") as fh:
+        with open_bytes(self.path) as fh:  # (a compressed transcript: the JSONL it holds)
             fh.seek(self.at)
             while self.at < length:
                 chunk = fh.read(min(length - self.at, 4 << 20))
@@ -189,7 +190,9 @@ def plan(sources: list[tuple[str, str]], manifest: dict[str, dict], rebuild: boo
             actions.append(Action(REPLACE, path, harness, 0, size, mtime))  # same stat, other bytes
             continue
         safe = row.get("safe_offset") or 0
-        if size >= safe and safe > 0 and row.get("prefix_hash") and prefix_hash(path, safe) == row["prefix_hash"]:
+        if path.endswith(COMPRESSED):  # (never appended to: written whole, once, by its agent)
+            actions.append(Action(REPLACE, path, harness, 0, size, mtime))
+        elif size >= safe and safe > 0 and row.get("prefix_hash") and prefix_hash(path, safe) == row["prefix_hash"]:
             actions.append(Action(APPEND, path, harness, safe, size, mtime))
         else:
             actions.append(Action(REPLACE, path, harness, 0, size, mtime))
@@ -262,11 +265,18 @@ def _name(harness: str, path: str) -> tuple[str, str, str]:
     that holds a UUID is the file's own wherever it goes: Codex moves an
     archived rollout from sessions/YYYY/MM/DD/ to archived_sessions/."""
     folder, name = os.path.split(path)
+    name = name[: -len(COMPRESSED)] if name.endswith(COMPRESSED) else name  # (compressed where it lay: a move)
     return harness, "" if _UUID.search(name) else os.path.basename(folder), name
 
 
 def same_start(path: str, size: int, row: dict) -> bool:
     """The file at ``path`` begins with the bytes a manifest row read."""
     safe = row.get("safe_offset") or 0
-    return bool(row.get("records") and 0 < safe <= size and row.get("prefix_hash")
-                and prefix_hash(path, safe) == row["prefix_hash"])
+    if path.endswith(COMPRESSED):
+        size = safe  # (its size is the compressed bytes': the hash says whether it holds that much)
+    if not (row.get("records") and 0 < safe <= size and row.get("prefix_hash")):
+        return False
+    try:
+        return prefix_hash(path, safe) == row["prefix_hash"]
+    except ValueError:  # a damaged compressed file: not the same file (its own read says why)
+        return False

@@ -924,6 +924,40 @@ def test_a_codex_thread_archived_or_unarchived_is_the_same_session_found_once(ho
     assert _records(home) == before and ids(home.search("settlement", "export")) == [a]
 
 
+def test_a_codex_rollout_compressed_where_it_lay_stays_one_session_and_a_damaged_one_keeps_it(home):
+    """Codex compresses a rollout a week cold to rollout-*.jsonl.zst and removes
+    the .jsonl: the same thread, neither lost (kept as a gone file) nor in the
+    store twice (the .jsonl's records beside the .zst's). A .zst archived is a
+    move too; one that turns out damaged is its file's error and keeps what
+    the index holds of it."""
+    import zstandard
+
+    def compress(path, to=None):
+        to = to or path.with_name(path.name + ".zst")
+        to.write_bytes(zstandard.ZstdCompressor(level=3).compress(path.read_bytes()))
+        path.unlink()
+        return to
+
+    a, b = "019cb000-0000-7000-8000-00000000000a", "019cb000-0000-7000-8000-00000000000b"
+    pa = _codex_rollout(home, a, "why does the settlement export flake on mondays", "the cron ran twice", 0)
+    _codex_rollout(home, b, "rotate the kafka consumer group offsets", "reset to earliest", 5)
+    home.run("index")
+    before = _records(home)
+    za = compress(pa)
+    out = json.loads(home.run("index", "--json").stdout)
+    assert out["harnesses"][0]["files"] == 2 and not out.get("errors")
+    assert _records(home) == before and ids(home.search("settlement", "export")) == [a]
+    archived = home.home / ".codex" / "archived_sessions"
+    archived.mkdir()
+    za = za.rename(archived / za.name)  # a compressed thread archived
+    home.run("index")
+    assert _records(home) == before and ids(home.search("settlement", "export")) == [a]
+    za.write_bytes(za.read_bytes()[:20])  # damaged: a per-file error, what it held stays
+    out = json.loads(home.run("index", "--json").stdout)
+    assert any(za.name in e and "compressed rollout unreadable" in e for e in out["errors"]), out["errors"]
+    assert _records(home) == before and ids(home.search("settlement", "export")) == [a]
+
+
 def test_a_new_file_is_a_move_only_when_it_begins_with_what_was_read_under_its_name(tmp_path):
     from deja.pipeline import manifest as mf
 

@@ -126,6 +126,56 @@ def test_discover_missing_store_and_fifo(tmp_path):
     assert codex.discover({"DEJA_CODEX_ROOT": str(tmp_path)}) == []
 
 
+def _compress(path: str, keep: bool = False) -> str:
+    """What Codex's compression worker does to a rollout a week cold: ``.jsonl.zst``, the ``.jsonl`` removed."""
+    import zstandard
+
+    data = Path(path).read_bytes()
+    out = path + ".zst"
+    Path(out).write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
+    if not keep:
+        os.unlink(path)
+    return out
+
+
+def test_a_rollout_codex_compressed_is_still_found_and_stays_one_session(tmp_path):
+    lines = [line(ts(0), "session_meta", meta()), line(ts(1), "response_item", umsg("why does the ledger drift")),
+             line(ts(2), "response_item", fcall("exec_command", {"cmd": "make reconcile"}, "c1")),
+             line(ts(3), "response_item", fout("c1", "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\n"
+                                                   "Original token count: 3\nOutput:\nreconcile: 3 rows off\n")),
+             line(ts(4), "response_item", umsg("rounding in the fx step", role="assistant"))]
+    plain = write(tmp_path, lines)
+    want = codex.read(plain)
+    cut = want.sessions[0].messages[2].byte_offset  # the output's line: its call waits before it
+    sliced = codex.read(plain, limit=cut).safe_offset  # (a slice: pipeline/run.py read_sliced)
+    both = _compress(plain, keep=True)  # the worker between writing the .zst and removing the .jsonl
+    archived = tmp_path / "archived_sessions"
+    archived.mkdir()
+    cold = write(tmp_path, [line(ts(0), "session_meta", meta(sid=CHILD))], sid=CHILD, stamp="2026-01-09T08-00-00")
+    cold = str(Path(_compress(cold)).rename(archived / (Path(cold).name + ".zst")))
+    assert [f.path for f in codex.discover({"DEJA_CODEX_ROOT": str(tmp_path)})] == [plain, cold]
+    os.unlink(plain)
+    assert [f.path for f in codex.discover({"DEJA_CODEX_ROOT": str(tmp_path)})] == [both, cold]
+    got = codex.read(both, live=True)
+    # the same session as the plain file, its offsets the JSONL's (the manifest hashes that prefix)
+    assert (got.sessions, got.safe_offset, got.error) == (want.sessions, want.safe_offset, "")
+    assert codex.filename_id(both) == UID and one(codex.read(cold)).session_id == CHILD
+    assert 0 < codex.read(both, limit=cut).safe_offset == sliced < cut
+
+
+def test_a_damaged_compressed_rollout_is_that_files_error_not_a_crash(tmp_path):
+    p = _compress(write(tmp_path, [line(ts(0), "session_meta", meta()), line(ts(1), "response_item", umsg("hi"))]))
+    data = Path(p).read_bytes()
+    Path(p).write_bytes(data[: len(data) // 2])  # cut short: zstandard's own reader would end quietly
+    res = codex.read(p)
+    assert res.sessions == [] and "compressed rollout unreadable: zstd stream cut short" in res.error
+    Path(p).write_bytes(b"not zstd at all\n")
+    res = codex.read(p)
+    assert res.sessions == [] and "compressed rollout unreadable: damaged zstd stream" in res.error
+    Path(p).write_bytes(b"")
+    assert "no zstd frame" in codex.read(p).error
+
+
 # --------------------------------------------------------------------------- identity
 
 
@@ -408,6 +458,95 @@ def test_exit_code_from_exec_end_when_output_has_none(tmp_path):
     ]
     part = one(codex.read(write(tmp_path, lines)))
     assert roles(part)[1:] == [("command", "$ make build  → exit 2"), ("tool-output", "make: *** [build] Error 2")]
+
+
+def test_a_long_command_under_unified_exec_gets_the_exit_code_a_later_write_stdin_reports(tmp_path):
+    """exec_command answers "Process running with session ID N" when the command
+    outlives its first wait; the exit status arrives in a write_stdin call's
+    output for session N (another call_id; exec_command_end is not persisted by
+    default). Another session's exit code is not this command's."""
+    frame = "Chunk ID: {}\nWall time: 10.0 seconds\n{}\nOriginal token count: 12\nOutput:\n{}\n"
+    lines = [
+        line(ts(0), "session_meta", meta()),
+        line(ts(1), "response_item", umsg("run the slow integration suite")),
+        line(ts(2), "response_item", fcall("exec_command", {"cmd": "cargo test --test slowsuite", "yield_time_ms": 10000}, "c1")),
+        line(ts(12), "response_item", fout("c1", frame.format("3f2a", "Process running with session ID 71", "Compiling api"))),
+        line(ts(13), "response_item", fcall("exec_command", {"cmd": "npm run dev"}, "c2")),
+        line(ts(14), "response_item", fout("c2", frame.format("4a1b", "Process running with session ID 72", "listening"))),
+        line(ts(15), "response_item", fcall("write_stdin", {"session_id": 71, "chars": "", "yield_time_ms": 30000}, "p1")),
+        line(ts(40), "response_item", fout("p1", frame.format("9b7e", "Process exited with code 101", "test checkout_flow ... FAILED"))),
+        line(ts(41), "response_item", umsg("The checkout_flow test fails.", role="assistant")),
+    ]
+    part = one(codex.read(write(tmp_path, lines)))
+    got = [(m.role, m.text, m.exit_code, m.is_error) for m in part.messages if m.role in ("command", "tool-output")]
+    assert got == [
+        ("command", "$ cargo test --test slowsuite  → exit 101", 101, None),
+        ("tool-output", "Compiling api", None, True),
+        ("command", "$ npm run dev", None, None),
+        ("tool-output", "listening", None, None),
+        ("tool-output", "test checkout_flow ... FAILED", None, True),
+    ]
+
+
+def test_a_thread_renamed_is_titled_by_its_last_name(tmp_path):
+    """/rename writes event_msg thread_name_updated: the person's name for the
+    thread (title_rank 2) over the first prompt; the last one written wins."""
+    lines = [line(ts(0), "session_meta", meta()), line(ts(1), "response_item", umsg("check the retry policy docs"))]
+    for i, name in enumerate(("Retry audit", "  Quokka retry audit ")):
+        lines.append(line(ts(2 + i), "event_msg", {"type": "thread_name_updated", "thread_id": UID, "thread_name": name}))
+    part = one(codex.read(write(tmp_path, lines)))
+    assert (part.title, part.title_rank) == ("Quokka retry audit", 2)
+    assert roles(part) == [("user", "check the retry policy docs")]
+    unnamed = one(codex.read(write(tmp_path, lines[:2], sid=CHILD)))
+    assert (unnamed.title, unnamed.title_rank) == ("", 0)
+
+
+def test_web_searches_and_messages_between_agents_are_found(tmp_path):
+    """A web_search_call's query is the only record of what the agent looked up
+    (kept as the web_search tool's output); an agent_message (multi-agent) is
+    an agent's words: assistant speech."""
+    lines = [
+        line(ts(0), "session_meta", meta()),
+        line(ts(1), "response_item", umsg("check the retry policy docs")),
+        line(ts(2), "response_item", {"type": "web_search_call", "status": "completed",
+                                      "action": {"type": "search", "query": "tokio semaphore fairness"}}),
+        line(ts(3), "response_item", {"type": "web_search_call", "status": "completed",
+                                      "action": {"type": "open_page", "url": "https://docs.rs/tokio/latest/tokio/sync/"}}),
+        line(ts(4), "response_item", {"type": "agent_message", "author": "/root/worker1", "recipient": "/root",
+                                      "content": [{"type": "input_text", "text": "worker finding: the cache never expires"}]}),
+        line(ts(5), "response_item", umsg("Done.", role="assistant")),
+    ]
+    part = one(codex.read(write(tmp_path, lines)))
+    assert [(m.role, m.text, m.tool) for m in part.messages] == [
+        ("user", "check the retry policy docs", None),
+        ("tool-output", "tokio semaphore fairness", "web_search"),
+        ("tool-output", "https://docs.rs/tokio/latest/tokio/sync/", "web_search"),
+        ("assistant", "worker finding: the cache never expires", None),
+        ("assistant", "Done.", None),
+    ]
+
+
+def test_commands_run_from_code_mode_javascript_are_command_records(tmp_path):
+    """Code mode: the model's JavaScript, run by the `exec` custom tool, calls
+    tools.exec_command({cmd: ...}); each call is a command (its output, the
+    script's, stays tool output)."""
+    js = ('const r = await tools.exec_command({cmd: "pytest tests/test_wombat.py -x"});\n'
+          "await tools.exec_command({ workdir: \"/x\", cmd: 'grep -n \\'retry\\' src/a.py' });\n"
+          "text(r.output);")
+    lines = [
+        line(ts(0), "session_meta", meta()),
+        line(ts(1), "response_item", umsg("run the wombat tests")),
+        line(ts(2), "response_item", {"type": "custom_tool_call", "status": "completed", "call_id": "cm1",
+                                      "name": "exec", "input": js}),
+        line(ts(3), "response_item", {"type": "custom_tool_call_output", "call_id": "cm1",
+                                      "output": [{"type": "input_text", "text": "1 failed: test_wombat_roundtrip"}]}),
+    ]
+    part = one(codex.read(write(tmp_path, lines)))
+    assert [(m.role, m.text, m.tool) for m in part.messages][1:] == [
+        ("command", "$ pytest tests/test_wombat.py -x", "exec"),
+        ("command", "$ grep -n 'retry' src/a.py", "exec"),
+        ("tool-output", "1 failed: test_wombat_roundtrip", "exec"),
+    ]
 
 
 def test_a_call_still_running_is_read_with_its_exit_code_and_tool_once_its_output_is_written(tmp_path):

@@ -68,6 +68,8 @@ def recover_candidates(cwd: str, env: Mapping[str, str]) -> FolderScan:
     out = FolderScan(looked=[f"Codex: {os.path.join(home, 'sessions')}"])
     forms = cwd_forms(cwd)
     for path in codex_rollouts(home):
+        if path.endswith(".zst"):
+            continue  # compressed a week after it was last written: no crash left to recover
         if not is_regular_file(path) or not _may_record(path, forms):
             continue
         meta = _meta(path)

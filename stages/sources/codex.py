@@ -3,11 +3,25 @@ thread archived in Codex's app or IDE extension is moved, whole, to
 ``~/.codex/archived_sessions/``) and ``history.jsonl`` (harness-formats
 section 4 and "Seen in real published transcripts → Codex CLI").
 
+A rollout untouched for a week may be compressed, in either folder, to
+``rollout-*.jsonl.zst``. It is read as the JSONL it holds (``jsonl.open_bytes``:
+offsets are the JSONL's), whole whenever it changes (the plan never appends to
+it), and a damaged or cut stream is that file's error, which keeps what the
+index already holds of it.
+
 Every rollout line is ``{"timestamp", "type", "payload"}``. Speech comes from
 ``response_item`` messages; the ``event_msg`` copies of the same turns are kept
 aside and used only when a file has no ``response_item`` messages at all (old,
 events-only rollouts). Work comes from ``function_call`` (three generations of
-shell tools), ``custom_tool_call`` ``apply_patch`` and their outputs.
+shell tools), ``custom_tool_call`` ``apply_patch`` and their outputs; a
+unified-exec command still running when its call returned takes the exit code
+a later ``write_stdin`` output for its session reports. A ``web_search_call``'s
+query is kept as the ``web_search`` tool's output, an ``agent_message`` (between
+agents) as assistant speech, and the last ``thread_name_updated`` (``/rename``)
+is the session's title. In code mode each ``tools.exec_command({cmd})`` in
+the JavaScript of an ``exec`` custom tool call is a command (no exit code: the
+script's output is its own). (``session_index.jsonl`` repeats those names; it is not
+read: the rollout holds each one.)
 
 Spawned/forked threads start with two ``session_meta`` lines (the thread's own,
 then the parent's) followed by a replay of the parent's history stamped at the
@@ -32,7 +46,7 @@ from deja.stages import work_records as work
 from deja.stages.normalize import strip_plumbing
 from deja.stages.replies import answers_text, questions_text
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import Lines, clip, held_back, is_regular_file, parse_ts, read_head
+from deja.stages.sources.jsonl import COMPRESSED, Lines, clip, held_back, is_regular_file, parse_ts, read_head
 from deja.stages.sources.locate import CODEX_ARCHIVED, codex_files, codex_home  # noqa: F401  (codex_home: recover, capture)
 from deja.stages.sources.locate import codex_rollouts as _rollout_paths
 
@@ -46,8 +60,8 @@ _HEAD = 64 << 10
 _HEAD_MAX = 16 << 20  # larger head passes for huge first lines or a long fork replay
 _REPLAY_GUARD_MS = 5000
 
-_UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$")
-_NAME = re.compile(r"rollout-(?:\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(?:\.\d+)?Z?-)?(.+?)\.jsonl$")
+_UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl(?:\.zst)?$")
+_NAME = re.compile(r"rollout-(?:\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(?:\.\d+)?Z?-)?(.+?)\.jsonl(?:\.zst)?$")
 
 # Envelope-less lines of the earliest rollouts are bare response items.
 _ITEM_TYPES = frozenset(
@@ -80,6 +94,10 @@ _FRAME_LINE = re.compile(
     r"|Duration: [^\n]*|Command: [^\n]*)\r?$"
 )
 _EXIT = re.compile(r"^(?:Exit code:|Process exited with code)\s*(-?\d+)", re.M)
+_RUNNING = re.compile(r"^Process running with session ID (\d+)", re.M)
+# Code mode: the model writes JavaScript run by the `exec` tool, which calls
+# tools.exec_command({cmd: "..."}); a JS string literal of any quote.
+_JS_EXEC = re.compile(r"""exec_command\(\s*\{[^{}]*?\bcmd\s*:\s*("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`]*`)""")
 _OUTPUT_LINE = re.compile(r"^Output:[ \t]*\r?$\n?", re.M)
 
 
@@ -110,9 +128,14 @@ def read(path: str, start: int = 0, live: bool = False, limit: int | None = None
     try:
         if os.path.basename(path) == "history.jsonl":
             return _read_history(path, start)
-        return _read_rollout(path, start, live=live, limit=limit)
+        compressed = path.endswith(COMPRESSED)  # (a week cold: no call in it is still running)
+        return _read_rollout(path, start, live=live and not compressed, limit=limit)
     except OSError as exc:
         return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
+    except ValueError as exc:
+        if path.endswith(COMPRESSED):  # (jsonl.open_bytes: damaged, cut short)
+            return ReadResult(safe_offset=start, error=f"compressed rollout unreadable: {exc}")
+        return ReadResult(safe_offset=start, error=f"codex reader failed: {type(exc).__name__}: {exc}")
     except Exception as exc:  # one bad file costs that file, never the run
         return ReadResult(safe_offset=start, error=f"codex reader failed: {type(exc).__name__}: {exc}")
 
@@ -126,6 +149,7 @@ def filename_id(path: str) -> str:
     m = _NAME.search(name)
     if m:
         return m.group(1)
+    name = name[: -len(COMPRESSED)] if name.endswith(COMPRESSED) else name
     return name[:-6] if name.endswith(".jsonl") else name
 
 
@@ -230,6 +254,7 @@ class _Rollout:
     __slots__ = (
         "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "spawned", "meta", "fork", "has_ri",
         "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad", "calls", "results", "said",
+        "running", "polls", "title",
     )
 
     def __init__(self, path: str, flags: dict):
@@ -254,6 +279,10 @@ class _Rollout:
         self.calls: dict[str, int] = {}  # call_id -> its line's offset (read: jsonl.held_back)
         self.results: dict[str, int] = {}  # call_id -> the offset of its output's line
         self.said = -1  # the last line of speech read
+        # unified exec: session ID -> (its command's call_id, that call's output record)
+        self.running: dict[str, tuple[str, Message | None]] = {}
+        self.polls: dict[str, str] = {}  # a write_stdin call_id -> the session ID it polls
+        self.title = ""  # the thread's name (/rename): the last one written
 
     # ---- dispatch
 
@@ -381,10 +410,26 @@ class _Rollout:
             patch = p.get("input")
             if isinstance(patch, str) and (name in _PATCH_TOOLS or _PATCH_BEGIN in patch):
                 self._patch(patch, name if isinstance(name, str) else "apply_patch", offset)
+            elif name == "exec" and isinstance(patch, str):  # code mode: a command per exec_command call
+                for lit in _JS_EXEC.findall(patch):
+                    self._shell(_js_string(lit), "exec", None, offset)
         elif pt == "local_shell_call":
             action = p.get("action")
             if isinstance(action, dict):
                 self._shell(action.get("command"), "local_shell", p.get("call_id"), offset)
+        elif pt == "web_search_call":
+            # What the agent looked up: its only record (the results are not
+            # persisted), kept as the search tool's output so it is found.
+            text = _web_search_text(p.get("action"))
+            if text and self.flags["TOOL_OUTPUT"]:
+                self._add("tool-output", text, offset, "web_search")
+        elif pt == "agent_message":
+            # A message between agents (multi-agent): an agent's words, though
+            # not a turn of this thread's conversation with its person, so it
+            # leaves held_back's `said` alone (a wait on that agent is pending).
+            text = content_text(p.get("content"))
+            if text.strip():
+                self.out.append(Message("assistant", text, self.ts, None, None, None, offset))
 
     def _user(self, content, offset: int) -> None:
         parts = content if isinstance(content, list) else [{"text": content}]
@@ -428,6 +473,11 @@ class _Rollout:
             q = questions_text(json_object(args))
             if q:
                 self._add("assistant", q, offset, name)
+            return
+        if name == "write_stdin":
+            session = json_object(args).get("session_id")
+            if isinstance(session, (int, str)) and isinstance(call_id, str):
+                self.polls[call_id] = str(session)
             return
         if name in _SHELL_TOOLS:
             a = json_object(args)
@@ -483,16 +533,38 @@ class _Rollout:
         call_id = p.get("call_id")
         if isinstance(call_id, str):
             self.results.setdefault(call_id, offset)
-        body, code = unframe_output(output_text(p.get("output")))
+        raw = output_text(p.get("output"))
+        body, code = unframe_output(raw)
         if isinstance(call_id, str) and self.names.get(call_id) == "request_user_input":
             if body.strip():  # what the person picked: their turn
                 self._add("user", answers_text(body), offset, "request_user_input")
             return
         if isinstance(call_id, str):
             self._set_exit(call_id, code)
+        m = None
         if body and self.flags["TOOL_OUTPUT"]:
             tool = self.names.get(call_id) if isinstance(call_id, str) else None
-            self._add("tool-output", body, offset, tool, None, _is_error(code, body))
+            m = self._add("tool-output", body, offset, tool, None, _is_error(code, body))
+        if isinstance(call_id, str):
+            self._unified_exit(call_id, raw, code, m)
+
+    def _unified_exit(self, call_id: str, raw: str, code: int | None, out: Message | None) -> None:
+        """Unified exec: a command that outlives its first wait answers ``Process
+        running with session ID N``; its exit status comes later, in the output of
+        a ``write_stdin`` call polling session N (``exec_command_end``, which has
+        it, is not persisted by default). It goes to the command's record, and
+        its first output is flagged as a failed command's is."""
+        if call_id in self.pending and code is None:
+            end = _OUTPUT_LINE.search(raw)
+            m = _RUNNING.search(raw, 0, end.start() if end else 1024)  # (the framing, not the output)
+            if m:
+                self.running[m.group(1)] = (call_id, out)
+        elif code is not None and call_id in self.polls:
+            started = self.running.pop(self.polls[call_id], None)
+            if started is not None:
+                self._set_exit(started[0], code)
+                if started[1] is not None:
+                    started[1].is_error = code > 0
 
     def _set_exit(self, call_id: str, code: int | None, override: bool = True) -> None:
         entry = self.pending.get(call_id)
@@ -511,6 +583,10 @@ class _Rollout:
             if isinstance(msg, str) and msg.strip():
                 self.fallback.append(len(self.out))
                 self._add("assistant" if pt == "agent_message" else "user", msg, offset)
+        elif pt == "thread_name_updated":  # /rename: the last name given is the thread's
+            name = p.get("thread_name")
+            if isinstance(name, str) and name.strip():
+                self.title = name.strip()
         elif pt == "exec_command_end":
             call_id = p.get("call_id")
             code = p.get("exit_code")
@@ -561,6 +637,8 @@ class _Rollout:
                     parent=self.parent,
                     agent=self.agent,
                     spawned=self.spawned,
+                    title=self.title,
+                    title_rank=2 if self.title else 0,  # (a person named it)
                     messages=msgs,
                 )
             )
@@ -617,6 +695,36 @@ def _task_ms(p: dict) -> int | None:
     if isinstance(started, (int, float)) and not isinstance(started, bool) and started > 0:
         return int(started * 1000) if started < 1e12 else int(started)
     return _uuid7_ms(p.get("turn_id"))
+
+
+def _js_string(lit: str) -> str:
+    """A JavaScript string literal's text (a template's ``${…}`` left as written)."""
+    if lit[0] == "`":
+        return lit[1:-1]
+    body = lit[1:-1]
+    if lit[0] == "'":
+        body = body.replace("\\'", "'").replace('"', '\\"')
+    try:
+        out = orjson.loads('"' + body + '"')
+    except orjson.JSONDecodeError:
+        return body
+    return out if isinstance(out, str) else body
+
+
+def _web_search_text(action) -> str:
+    """The words of a ``web_search_call`` action: a search's query (or queries),
+    a page opened, a pattern looked for in one."""
+    if not isinstance(action, dict):
+        return ""
+    words = [action.get("query"), action.get("url"), action.get("pattern")]
+    queries = action.get("queries")
+    if isinstance(queries, list):
+        words.extend(queries)
+    seen: list[str] = []
+    for w in words:
+        if isinstance(w, str) and w.strip() and w.strip() not in seen:
+            seen.append(w.strip())
+    return "\n".join(seen)
 
 
 def content_text(content) -> str:

@@ -21,6 +21,75 @@ _BOM = b"\xef\xbb\xbf"
 # Messages above this are cut before redaction (harness-formats 1.4).
 MESSAGE_CAP = 1 << 20
 
+# Codex compresses a rollout untouched for a week to ``rollout-*.jsonl.zst`` and
+# removes the ``.jsonl`` (harness-formats section 4).
+COMPRESSED = ".zst"
+
+
+def open_bytes(path: str):
+    """A transcript's bytes, to read as a file: a ``.zst`` one decompressed as
+    it is read, so its offsets (safe_offset, a slice's limit, the prefix hash)
+    are offsets into the JSONL it holds, whatever its compressed bytes."""
+    return _Unzst(path) if path.endswith(COMPRESSED) else open(path, "rb")
+
+
+class _Unzst:
+    """The JSONL inside a chain of zstd frames, read forward a chunk at a time
+    (a seek is a forward skip). A damaged stream, one that ends inside a
+    frame, or holds none, raises ``ValueError``: a cut file is a failed read,
+    not a shorter transcript (zstandard's own stream reader ends quietly there)."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, path: str):
+        import zstandard  # (here: only a compressed transcript pays for it)
+
+        self._fh = open(path, "rb")
+        self._frame = zstandard.ZstdDecompressor().decompressobj
+        self._damaged = zstandard.ZstdError
+        self._obj = None  # the frame being read
+        self._buf = bytearray()
+        self.pos = 0  # the offset of the next byte read
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._fh.close()
+
+    def _fill(self) -> bool:
+        data = self._fh.read(self.CHUNK)
+        if not data:
+            if self._obj is None or not self._obj.eof:
+                raise ValueError("zstd stream cut short" if self._obj else "no zstd frame in it")
+            return False
+        while data:
+            if self._obj is None or self._obj.eof:
+                self._obj = self._frame()
+            try:
+                self._buf += self._obj.decompress(data)
+            except self._damaged as exc:
+                raise ValueError(f"damaged zstd stream: {exc}") from None
+            data = self._obj.unused_data if self._obj.eof else b""
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        while (n < 0 or len(self._buf) < n) and self._fill():
+            pass
+        n = len(self._buf) if n < 0 else min(n, len(self._buf))
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        self.pos += n
+        return out
+
+    def seek(self, to: int) -> None:
+        if to < self.pos:
+            raise ValueError("a compressed transcript is read forward only")
+        while self.pos < to and (self._buf or self._fill()):
+            n = min(to - self.pos, len(self._buf))
+            del self._buf[:n]
+            self.pos += n
+
 
 class Lines:
     """Complete lines of a JSONL file from ``start``; counts what did not decode.
@@ -81,7 +150,7 @@ class Lines:
         if self.data is not None:
             data = self.data[self.start:] if want is None else self.data[self.start:self.start + want]
         else:
-            with open(self.path, "rb") as fh:
+            with open_bytes(self.path) as fh:
                 if self.start:
                     fh.seek(self.start)
                 data = fh.read() if want is None else fh.read(want)  # (a slice reads its own bytes, not the rest)
@@ -151,7 +220,7 @@ def line_end_after(path: str, offset: int) -> int | None:
     """The offset just past the first newline at or after ``offset`` (where a
     slice of a file read in slices ends); None when there is none there."""
     try:
-        with open(path, "rb") as fh:
+        with open_bytes(path) as fh:
             fh.seek(offset)
             pos = offset
             while True:
@@ -162,13 +231,13 @@ def line_end_after(path: str, offset: int) -> int | None:
                 if nl >= 0:
                     return pos + nl + 1
                 pos += len(chunk)
-    except OSError:
+    except (OSError, ValueError):  # (ValueError: a damaged .zst; its read says why)
         return None
 
 
 def read_head(path: str, limit: int = 64 << 10) -> Iterator[dict]:
     """Decoded objects of the complete lines within the first ``limit`` bytes."""
-    with open(path, "rb") as fh:
+    with open_bytes(path) as fh:
         data = fh.read(limit)
     for raw in data.split(b"\n")[:-1] if len(data) == limit else data.split(b"\n"):
         obj = _decode(raw)

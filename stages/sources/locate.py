@@ -234,7 +234,7 @@ def claude_files(env: Mapping[str, str], problems: list[str] | None = None) -> l
     return _made_of(f"{memo}:{root}", walked, paths)
 
 
-# ---- Codex CLI: <home>/sessions/YYYY/MM/DD/rollout-*.jsonl and history.jsonl -------
+# ---- Codex CLI: <home>/sessions/YYYY/MM/DD/rollout-*.jsonl[.zst] and history.jsonl -
 
 
 def codex_home(env: Mapping[str, str]) -> str:
@@ -244,17 +244,22 @@ def codex_home(env: Mapping[str, str]) -> str:
 def codex_rollouts(home: str, problems: list[str] | None = None, folder: str = "sessions") -> list[str]:
     """The rollouts under ``home``'s ``folder``: ``sessions`` (by day), or
     ``archived_sessions`` (flat), where Codex's app and IDE extension move
-    a thread archived, and out of which one unarchived moves back."""
+    a thread archived, and out of which one unarchived moves back.
+
+    A rollout untouched for a week may be compressed to ``rollout-*.jsonl.zst``
+    (Codex then removes the ``.jsonl``); while both lie there, the plain one is
+    the thread's file, so a thread is one file, read once."""
     root = os.path.join(home, folder)
     if not os.path.isdir(root):
         return []
-    want = lambda n: "rollout-" in n and n.endswith(".jsonl")  # noqa: E731
+    want = lambda n: "rollout-" in n and n.endswith((".jsonl", ".jsonl.zst"))  # noqa: E731
 
     def paths(walked):
         out: list[str] = []
         for at, names in walked:
             at = os.path.join(at, "")
-            out.extend(at + n for n in names)
+            plain = {n for n in names if n.endswith(".jsonl")}
+            out.extend(at + n for n in names if not (n.endswith(".zst") and n[:-4] in plain))
         out.sort()
         return out
 

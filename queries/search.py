@@ -360,13 +360,9 @@ class Searcher:
         return tuple(r for r in self.roles if r in semantic.SPEECH_CODES)
 
     def asks_model(self, model: str, unread: frozenset[str], say: bool = False) -> bool:
-        """The query is put to this model: a hook only asks a model fast
-        enough for it, and a question in letters the model does not read is
-        left to its words (its vector would be noise: stages/writing_systems.py)."""
-        from . import semantic
-
-        if self.q.embed == "warm" and not semantic.calibration(model).in_hooks:
-            return False
+        """The query is put to this model: a question in letters the model
+        does not read is left to its words (its vector would be noise:
+        stages/writing_systems.py)."""
         if unread:
             from deja.stages.writing_systems import letters, written_in
 
@@ -415,7 +411,7 @@ class Searcher:
                 return None
             early = self._asked
             if early is not None and early.text == self.text and early.model == sp.model:
-                qv = early.vector(sp)
+                qv = early.vector(sp, self.embed_wait())
             else:
                 qv = semantic.query_vector(sp, self.text, timeout=self.embed_wait())
         except semantic.Unavailable as exc:

@@ -70,8 +70,7 @@ class Calibration(NamedTuple):
     the quantile of the sessions' cosines (for this question) that counts as
     no likeness, None for 0; ``low_coverage``: below this share of the
     question's words found, the words' best session is chance and meaning
-    alone ranks the pool; ``in_hooks``: the prompt hook asks this model
-    (its question fits the hook's 40 ms); ``second``: the weight of a
+    alone ranks the pool; ``second``: the weight of a
     session's second-nearest passage in its likeness (the nearest has the
     rest); ``lead``: a lead of the vectors' first session over their second
     (in cosine) at which meaning takes its whole share, whatever the words
@@ -79,7 +78,6 @@ class Calibration(NamedTuple):
     centred: bool = False
     centre: float | None = None
     low_coverage: float = 0.0
-    in_hooks: bool = True
     second: float = 0.0
     lead: float | None = None
 
@@ -100,8 +98,9 @@ class Calibration(NamedTuple):
 # lead of 0.05–0.14 where it is, 0.02 where it is not, on all three sets, so a
 # lead of 0.05 gives meaning its whole share. (The static model's second
 # passage and lead told little, and cost LoCoMo 1–2 points.)
-# e5 asks a question in 20-30 ms on one core: the prompt hook, warm, took 47 ms
-# at the median with it (18 without), past its 40 ms, so with e5 it stays lexical.
+# e5 asks a question in 20-30 ms on one core. After the words it took the prompt
+# hook, warm, to 47 ms at the median (18 without), past its 40 ms; asked beside
+# them (Asked), 33 ms on a busy machine, so the hook asks it too.
 # An endpoint's model is read as e5 is, but for the lead: centring (little
 # change for a model whose cosines already spread), the second passage and
 # the low-coverage rule say of any model that reads a passage whole what they
@@ -114,24 +113,20 @@ class Calibration(NamedTuple):
 # static reading.
 STATIC = Calibration()
 CONTEXTUAL = Calibration(centred=True, centre=0.75, low_coverage=1 / 3, second=0.3)
-E5 = CONTEXTUAL._replace(in_hooks=False, lead=0.05)
-E5_SERVED = E5._replace(in_hooks=True)  # (an endpoint's question is bounded by its timeout)
+E5 = CONTEXTUAL._replace(lead=0.05)
 STATIC_NAMES = r"wordllama|model2vec|potion-|static-|glove|fasttext|word2vec"
 
 
 def calibration(model: str) -> Calibration:
     """The calibration of a vectors dataset's model (its stamp): the static
     model's for WordLlama and an endpoint's static embeddings, e5's for e5
-    (the local one not asked in the prompt hook), the contextual reading
-    for every other endpoint."""
+    (local or served), the contextual reading for every other endpoint."""
     import re
 
-    if model == embedders.E5_MODEL:
-        return E5
     if model == embedders.LOCAL_MODEL or re.search(STATIC_NAMES, model.lower()):
         return STATIC
-    if re.search(embedders.E5_NAMES, model.lower()):
-        return E5_SERVED
+    if model == embedders.E5_MODEL or re.search(embedders.E5_NAMES, model.lower()):
+        return E5
     return CONTEXTUAL
 
 
@@ -311,8 +306,13 @@ class Asked:
         except BaseException as exc:  # (raised again, in the search's own thread)
             self._got = (None, exc)
 
-    def vector(self, sp: Space):
-        self._thread.join()
+    def vector(self, sp: Space, wait: float):
+        """The vector, waited for at most ``wait`` seconds (a local model has
+        no timeout of its own: on a machine too busy to run it, a hook goes
+        on with its words)."""
+        self._thread.join(wait)
+        if self._thread.is_alive():
+            raise Unavailable(f"{self.model} took longer than {wait:g} s")
         m, exc = self._got
         if exc is not None:
             raise exc

@@ -985,3 +985,32 @@ def test_real_corpus_in_store_layout(tmp_path):
     # subagent files shrink sharply: the replayed parent lines are dropped
     assert totals["sub_user"] + totals["sub_assistant"] < 0.25 * (raw["sub_user"] + raw["sub_assistant"])
     assert totals["main_sessions"] + totals["sub_sessions"] >= 40
+
+
+def test_a_resumed_session_is_one_session_without_its_copied_turns_twice(tmp_path):
+    """A session resumed into a new file that begins with copies of the
+    earlier file's lines (their sessionId and uuid): one session, each turn
+    once; a line of the earlier id that the earlier file lacks stays."""
+    import json
+
+    from conftest import Home, claude_assistant, claude_user, write_jsonl
+
+    home = Home(tmp_path)
+    old, new = "77777777-0000-4000-8000-00000000000a", "00000000-0000-4000-8000-00000000000b"
+    earlier = [claude_user(old, "port the invoice renderer to weasyprint", "2026-03-10T14:00:20Z", "u1"),
+               claude_assistant(old, [{"type": "text", "text": "Ported; decision: we switched to weasyprint 61."}],
+                                "2026-03-10T14:01:20Z", "a1", parent="u1")]
+    write_jsonl(home.claude_file(old), earlier)
+    write_jsonl(home.claude_file(new), earlier + [
+        claude_user(old, "and keep the old template for refunds", "2026-03-10T14:01:30Z", "u1b", parent="a1"),
+        claude_user(new, "resumed: now add page numbers", "2026-03-10T14:01:40Z", "u2", parent="u1b"),
+        claude_assistant(new, [{"type": "text", "text": "Added page numbers via the @page counter."}],
+                         "2026-03-10T14:02:00Z", "a2", msg_id="msg_2", parent="u2")])
+    home.run("index")
+    shown = home.run("show", old[:8]).stdout
+    assert shown.count("[user] 2026-03-10 14:00:20") == 1 and shown.count("switched to weasyprint") == 1
+    assert "keep the old template for refunds" in shown  # only in the new file: kept
+    stats = json.loads(home.run("stats", "--json").stdout)
+    assert (stats["total_sessions"], stats["total_messages"]) == (2, 5)
+    hits = home.search("weasyprint")["hits"]
+    assert [h["count"] for h in hits if h["session"]["id"] == old] == [2]  # its ask and its answer, once each

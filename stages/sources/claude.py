@@ -12,6 +12,11 @@ the older project-level ``agent-<id>.jsonl``) are skipped by ``discover``
 unless ``DEJA_INCLUDE_SUBAGENTS=1``. When read, a current-layout subagent file
 is one ``sidechain`` session whose lines already present in the parent file
 (compaction and ``/btw`` agents replay the parent conversation) are dropped.
+So are a resumed session's copies: a file that begins with lines of an
+earlier session (its ``sessionId``, their ``uuid``) copied from that
+session's own file beside it; the earlier file is read on its own, and the
+session is one (harness-formats 1.8). Lines of that id the earlier file does
+not hold stay: they are nowhere else.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ _LOCAL_OUT = re.compile(r"<local-command-(?:stdout|stderr)>.*?</local-command-(?
 # VS Code adds these as separate text blocks before the real prompt: IDE
 # context, not what the person typed.
 _IDE_BLOCK = ("<ide_opened_file>", "<ide_selection>", "<ide_diagnostics>")
-_PARENT_UUID = re.compile(rb'"uuid":"([^"]+)"')
+_PARENT_UUID = re.compile(rb'"uuid": ?"([^"]+)"')
 
 
 # --------------------------------------------------------------------- discover
@@ -244,6 +249,7 @@ class _Reader:
         self.sub_confirmed = False
         self.main_sid = ""  # first sessionId of a main-conversation line
         self.loose_touched: list[str] = []  # snapshot paths: those lines carry no sessionId
+        self.sibling_uuids: dict[str, frozenset] = {}  # another session's id → the uuids its own file holds
 
     # ---------------------------------------------------------------- sessions
 
@@ -327,6 +333,8 @@ class _Reader:
                     continue
                 if parent_uuids and o.get("uuid") in parent_uuids:
                     continue
+                if self.copied(o):
+                    continue
                 if t == "assistant":
                     self.assistant(o, offset)
                 elif t == "user":
@@ -362,6 +370,19 @@ class _Reader:
         self.result.malformed = lines.malformed + bad + lines.faults.count
         self.result.faults = lines.faults.first
         return self.finish()
+
+    def copied(self, o: dict) -> bool:
+        """A line of another session that its own file beside this one holds
+        too: a resumed session's copy of its earlier turns."""
+        sid = o.get("sessionId")
+        if self.agent_file or not isinstance(sid, str) or not sid or sid == self.stem:
+            return False
+        uuids = self.sibling_uuids.get(sid)
+        if uuids is None:
+            own = os.path.join(os.path.dirname(self.path), sid + ".jsonl")
+            uuids = self.sibling_uuids[sid] = _parent_uuids(own) if "/" not in sid and is_regular_file(own) \
+                else frozenset()
+        return o.get("uuid") in uuids
 
     def touch(self, part: SessionPart, paths) -> None:
         seen = set(part.touched)

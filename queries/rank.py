@@ -47,6 +47,10 @@ def best_records(ranked: list[Ranked]) -> list[tuple[int, int, int]]:
 
 # what a session settled (§5.3): a decision lifts, giving up damps, a note lifts
 DECIDED, GAVE_UP, NOTE = 1.3, 0.6, 1.25
+# a session whose title holds the question's words (§5.3): × (1 + TITLE_LIFT ×
+# the share of its groups the title holds), on the first TITLED a rung ranks (a
+# lift of at most 1.4 moves a session up, not from past there)
+TITLE_LIFT, TITLED = 0.4, 200
 
 
 def signals(decided: bool, gave_up: bool, note: bool) -> float:
@@ -203,6 +207,8 @@ class SessionRanker:
         self._aggregates: dict = {}
         self._worn: dict[int, int] | None = None  # session ord → recent recalls (worn_counts)
         self._postings = None  # q_postings as arrays, in a warm process (score_arrays.Postings)
+        # session ord → its title's tokens (titled): a warm store keeps them while its catalog stands
+        self._titles: dict[int, frozenset[str]] = store.memo.setdefault("title_words", {}) if store.hot else {}
 
     def worn(self) -> dict[int, int]:
         """Recent recalls per session ord: the usage log read once per search, and
@@ -262,14 +268,40 @@ class SessionRanker:
             if key not in self._aggregates:
                 self._aggregates[key] = self._arrays(tokens, gids, k, and_min)
             scored = self._aggregates[key]
-            return [] if scored is None else self._rank_columns(scored, k, n_sessions, avgdl, need_and, min_groups,
-                                                               and_min, whole, windows, time.time() * 1000)
+            return [] if scored is None else self.titled(self._rank_columns(
+                scored, k, n_sessions, avgdl, need_and, min_groups, and_min, whole, windows, time.time() * 1000),
+                groups)
         rows = self._aggregates.get(key)
         if rows is None:
             rows = self._aggregates[key] = self.store.con.execute(
                 duck.inline(sql, tokens=tokens, gids=gids), {"and_min": and_min}).fetchall()
-        return self._rank_rows(rows, k, n_sessions, avgdl, need_and, min_groups, and_min, whole, windows,
-                               time.time() * 1000)
+        return self.titled(self._rank_rows(rows, k, n_sessions, avgdl, need_and, min_groups, and_min, whole,
+                                           windows, time.time() * 1000), groups)
+
+    def titled(self, ranked: list[Ranked], groups: list[list[str]]) -> list[Ranked]:
+        """The title signal (§5.3) on the first ``TITLED`` sessions, then
+        their order again: a person names a session by what it was about (a
+        /rename, an agent's own title), and asks for it in those words."""
+        head = ranked[:TITLED]
+        want = [r.ord for r in head if r.ord not in self._titles]
+        if want:
+            from deja.stages.tokenize import tokenize
+
+            rows = self.store.con.execute("SELECT ord, title FROM sessions WHERE ord IN (SELECT unnest(?))",
+                                          [want]).fetchall()
+            self._titles.update((o, frozenset(tokenize(t)) if t else frozenset()) for o, t in rows)
+        lifted = False
+        for r in head:
+            words = self._titles.get(r.ord)
+            if words:
+                hits = sum(1 for g in groups if not words.isdisjoint(g))
+                if hits:
+                    r.score *= 1.0 + TITLE_LIFT * hits / len(groups)
+                    lifted = True
+        if lifted:
+            head.sort(key=lambda r: (-r.score, -r.updated, r.ord))
+            ranked[:TITLED] = head
+        return ranked
 
     def _rank_rows(self, rows: list[tuple], k: int, n_sessions: int, avgdl: float, need_and: bool,
                    min_groups: int, and_min: int, whole: bool, windows, now: float) -> list[Ranked]:

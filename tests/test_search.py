@@ -627,3 +627,21 @@ def test_a_warm_process_ranks_as_a_cold_one(corpus, filters, monkeypatch):
     finally:
         read.keep_open(False)
     assert ranked and any(answer["hits"] for answer in cold)
+
+
+def test_a_session_named_for_what_was_asked_ranks_above_one_that_only_says_it(tmp_path):
+    """The title signal (cli-contract §5.3): × (1 + 0.4 · title hits / query
+    words). A person renamed the older session for what it was about; asked
+    in those words, it leads the newer one that says them as often."""
+    home = Home(tmp_path)
+    turns = [("user", "can you look into this again, it happened after the deploy"),
+             ("assistant", "The payment webhook retries piled up; they now back off exponentially. Decision: "
+                           "cap the webhook retries at five.")]
+    named = claude_session(home, 1, turns, day="2026-03-01")
+    other = claude_session(home, 2, turns, cwd="/home/dev/src/billing", day="2026-03-02")
+    write_jsonl(home.claude_file(named), [{"type": "custom-title", "customTitle": "payment webhook retries",
+                                           "sessionId": named}], mode="a")
+    home.run("index")
+    assert [h["session"]["id"] for h in home.search("webhook", "retries")["hits"]] == [named, other]
+    # a title holding none of the words lifts nothing: the newer session leads
+    assert [h["session"]["id"] for h in home.search("exponentially", "five")["hits"]] == [other, named]

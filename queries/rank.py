@@ -66,6 +66,24 @@ def signals(decided: bool, gave_up: bool, note: bool) -> float:
     return m
 
 
+def _word_in(word: str, text: str) -> bool:
+    """``word`` (a query token, lower case) is a word of ``text`` (lower case):
+    found with no letter or digit against it, as the tokenizer would cut it
+    (``checkout`` in ``checkout_service``, not in ``checkouts``). A token in
+    letters that are not spaced (a Chinese character pair) is found anywhere.
+    (Not the tokenizer itself: its Unicode tables cost a search 7 ms to
+    compile, for a title with one curly quote.)"""
+    if not word.isascii():
+        return word in text
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or not text[at - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
 # The formulas of a session's score, for one session or (numpy) every session at once.
 def _idf(n_sessions: int, df: int) -> float:
     """A group's IDF over the admitted sessions, ``df`` of which hold it."""
@@ -207,8 +225,8 @@ class SessionRanker:
         self._aggregates: dict = {}
         self._worn: dict[int, int] | None = None  # session ord → recent recalls (worn_counts)
         self._postings = None  # q_postings as arrays, in a warm process (score_arrays.Postings)
-        # session ord → its title's tokens (titled): a warm store keeps them while its catalog stands
-        self._titles: dict[int, frozenset[str]] = store.memo.setdefault("title_words", {}) if store.hot else {}
+        # session ord → its title, lower case (titled): a warm store keeps them while its catalog stands
+        self._titles: dict[int, str] = store.memo.setdefault("titles", {}) if store.hot else {}
 
     def worn(self) -> dict[int, int]:
         """Recent recalls per session ord: the usage log read once per search, and
@@ -283,18 +301,18 @@ class SessionRanker:
         their order again: a person names a session by what it was about (a
         /rename, an agent's own title), and asks for it in those words."""
         head = ranked[:TITLED]
+        if len(head) < 2:  # (nothing to order)
+            return ranked
         want = [r.ord for r in head if r.ord not in self._titles]
         if want:
-            from deja.stages.tokenize import tokenize
-
-            rows = self.store.con.execute("SELECT ord, title FROM sessions WHERE ord IN (SELECT unnest(?))",
-                                          [want]).fetchall()
-            self._titles.update((o, frozenset(tokenize(t)) if t else frozenset()) for o, t in rows)
+            rows = self.store.con.execute(duck.inline(
+                "SELECT ord, lower(title) FROM q_sessions WHERE ord IN (SELECT unnest($ords))", ords=want)).fetchall()
+            self._titles.update((o, t or "") for o, t in rows)
         lifted = False
         for r in head:
-            words = self._titles.get(r.ord)
-            if words:
-                hits = sum(1 for g in groups if not words.isdisjoint(g))
+            title = self._titles.get(r.ord)
+            if title:
+                hits = sum(1 for g in groups if any(_word_in(t, title) for t in g))
                 if hits:
                     r.score *= 1.0 + TITLE_LIFT * hits / len(groups)
                     lifted = True

@@ -214,10 +214,12 @@ def test_missing_folder_and_missing_store_are_empty_answers_with_a_reason(home):
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["candidates"] == []
     assert f"deja: no earlier session recorded for {CWD}" in proc.stderr
+    # one short line: the stores this machine has, not every path of every agent deja reads
+    assert "agents' stores, none on this machine" in proc.stderr and len(proc.stderr) < 200
     finished(cwd="/home/dev/other").write(home.home, folder="-home-dev-other")
     proc = home.run("recover", "--cwd", CWD)
     assert proc.returncode == 0 and proc.stdout == ""
-    assert "no earlier session recorded" in proc.stderr
+    assert "no earlier session recorded" in proc.stderr and "Claude Code: " in proc.stderr
 
 
 # ------------------------------------------------------------------- candidates
@@ -861,3 +863,17 @@ def test_every_real_transcript_rebuilds_within_any_budget():
         state = mod.recover_state(str(CORPUS / r["harness"] / r["file"]), "x")
         for budget in (800, 3000, 8000):
             assert len(build_digest(state, budget).text) <= budget, (r["file"], budget)
+
+
+def test_an_incomplete_turns_note_ending_in_a_commands_own_dots_gets_no_period_more():
+    from types import SimpleNamespace
+
+    from deja.stages.recover.base import incomplete_note
+
+    running = SimpleNamespace(tool="exec_command", detail="go test -race ./...")
+    for note in (incomplete_note("result", [running], [], True, "", noun="rollout", output="output", unanswered=""),
+                 incomplete_note("interrupt", [], [running], False, "", noun="rollout", output="output",
+                                 unanswered="")):
+        assert note.endswith("go test -race ./...") and not note.endswith("....")
+    plain = incomplete_note("interrupt", [], [], False, "", noun="rollout", output="output", unanswered="")
+    assert plain == "The last turn was interrupted by the user."

@@ -257,16 +257,19 @@ def incomplete_note(event: str, pending: list, actions: list, torn: bool, error:
     def name(a) -> str:
         return f"{a.tool} {a.detail}".strip()
 
+    def said(text: str) -> str:  # (a command may end in dots of its own: go test ./...)
+        return text if text.endswith(".") else text + "."
+
     failed = f" (instead, an error: {error})" if error else ""
     running = "; ".join(name(a) for a in pending)
     if torn:
         tail = f", with work in progress on: {running}" if running else ""
-        return f"Last turn may be incomplete: the {noun} ends in a half-written line{tail}."
+        return said(f"Last turn may be incomplete: the {noun} ends in a half-written line{tail}")
     if running:
         return f"Last turn may be incomplete: work was in progress on: {running} (no {output} recorded)."
     if event == "interrupt":
         last = f" during: {name(actions[-1])}" if actions else ""
-        return f"The last turn was interrupted by the user{last}."
+        return said(f"The last turn was interrupted by the user{last}")
     if event == "ask":
         return f"Last turn may be incomplete: the last ask got no reply{failed}."
     if turn_open or event == "result":

@@ -161,6 +161,23 @@ def _preload_model(which: str = "wordllama") -> None:
         pass
 
 
+def _preload_vectors() -> None:
+    """The store's vectors read as a warm process starts. Its memory limit is
+    taken after its first request: vectors a later request read looked like
+    growth, and a warm process whose first request was a hook (or a search
+    with --no-embed) left after every search that used them, each next
+    request answered cold (300-450 ms served, where 25 was the rule)."""
+    from deja.stages.store import config, vectors
+
+    try:
+        if vectors.stamp(config.index_dir()) is not None:
+            from deja.queries import semantic
+
+            semantic.preload(config.index_dir())
+    except Exception:  # (the first search reads them, or says why it cannot)
+        pass
+
+
 class Warm:
     """The main process's handle on one warm process: its end of their
     socket pair, and the client connection it is answering (None: idle)."""
@@ -498,6 +515,7 @@ def warm_main(sock: socket.socket) -> None:
 
     fresh.keep_warm()
     _preload_model("e5")
+    _preload_vectors()
     _BASE["env"] = dict(os.environ)
     limit_mb = _int(os.environ.get("DEJA_SERVE_WARM_MB"), WARM_MB)
     served = 0

@@ -212,6 +212,20 @@ class Space:
         return cos, found
 
 
+def preload(root) -> None:
+    """A warm process's vectors read as it starts (``space`` takes them from
+    here): its first request then measures its memory with them, and no
+    search pays the read."""
+    st = vectors.stamp(root)
+    if st is None or embedders.disabled():
+        return
+    kept = _VECTORS.get(str(root))
+    if kept is None or kept[0] != st:
+        vecs = vectors.load(root, sessions=False)
+        if vecs is not None and len(vecs):
+            _VECTORS[str(root)] = (st, vecs)
+
+
 def space(store) -> Space | None:
     """The store's vectors as a Space, or None when it has none (or none
     sound). A warm process keeps the vectors until `deja embed` commits

@@ -892,6 +892,29 @@ def test_a_warm_server_answers_by_meaning_as_in_process_and_sees_new_vectors(hom
         _stop(home)
 
 
+def test_a_warm_process_reads_the_vectors_as_it_starts_not_at_its_first_search(home, server, monkeypatch):
+    """Its memory limit is taken after its first request: vectors read by a
+    later one looked like growth, and a warm process that first answered a
+    hook left after every search that used them (pipeline/serve.py)."""
+    env = embedded(home, server)
+    for k, v in dict(home.env, **env).items():
+        monkeypatch.setenv(k, v)
+    from deja.pipeline import serve
+    from deja.queries import semantic
+    from deja.stages.store import duck, read, vectors
+
+    monkeypatch.setattr(semantic, "_VECTORS", {})
+    serve._preload_vectors()
+    assert list(semantic._VECTORS) == [str(home.index)]
+    monkeypatch.setattr(vectors, "load", lambda *a, **k: pytest.fail("the vectors were read again"))
+    read.keep_open(True)
+    try:
+        warm = read.open_live(home.index, con=duck.shared())
+        assert semantic.space(warm) is not None
+    finally:
+        read.keep_open(False)
+
+
 @pytest.mark.parametrize("text, pasted", [
     ("reports-worker-7d9f8c6b5-x2k4q   0/1     OOMKilled   5 (2m ago)   31m", True),
     ("root      4121  98.0  12.1 2291840 990112 ?   Rl   10:02  41:17 python train.py", True),

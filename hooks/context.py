@@ -49,6 +49,10 @@ def run(payload: dict, out: c.Output, once: bool = False) -> None:
         live = c.open_warm(env)
         try:
             body, keys = digest(live, c.project_name(cwd), cwd, sid, mode, compacted)
+            if compacted and not out.packet:  # no packet was captured: what the index holds of this session
+                evidence = evidence_packet(live, sid)
+                if evidence:
+                    body = "\n".join([LEAD_COMPACT, evidence, *body.splitlines()[1:]])
         finally:
             live.close()
         if not compacted:
@@ -181,6 +185,46 @@ def digest(live, project: str, cwd: str, sid: str, mode: str, compacted: bool = 
                 lines.append("  warning: this session backed out of its approach; do not repeat it blindly")
             keys.append(r[0])
     return "\n".join(lines), keys
+
+
+EVIDENCE_ITEMS, EVIDENCE_COMMAND = 8, 120  # hooks-contract §5.3
+_SCRATCH = ("/tmp/", "/var/tmp/", "/var/folders/", "/private/tmp/", "/private/var/folders/", "/dev/")
+
+
+def evidence_packet(live, sid: str) -> str:
+    """hooks-contract §5.3's evidence packet for a compacted session whose
+    PreCompact captured nothing (a host without that hook, a capture that
+    failed): the files it touched and the commands it ran, most recent first,
+    from the index (the refresh PreCompact asked for put them there). A
+    summary keeps conclusions and drops these. "" when the index holds none."""
+    if not sid or not live.has("records"):
+        return ""
+    rows = live.con.execute(
+        f"SELECT role, text FROM {live.records_source()} WHERE session_id = ? AND role IN ('files', 'command') "
+        "AND record_id NOT IN (SELECT record_id FROM deletes) ORDER BY ts DESC NULLS LAST, seq DESC LIMIT 400",
+        [sid]).fetchall()
+    files: list[str] = []
+    commands: list[str] = []
+    for role, text in rows:
+        if role == "files":
+            for path in (text or "").splitlines():
+                path = path.strip()
+                if path and not path.startswith(_SCRATCH) and path not in files and len(files) < EVIDENCE_ITEMS:
+                    files.append(path)
+        else:
+            cmd = re.sub(r"  → exit.*$", "", (text or "").removeprefix("$ ")).strip()
+            if cmd and "\n" not in cmd and len(cmd) <= EVIDENCE_COMMAND and cmd not in commands \
+                    and len(commands) < EVIDENCE_ITEMS:
+                commands.append(cmd)
+    if not files and not commands:
+        return ""
+    lines = ["This session before the compaction (a summary keeps its conclusions and drops these):"]
+    if files:
+        lines.append("files it touched: " + ", ".join(c.recall_line(p, 200) for p in files))
+    if commands:
+        lines.append("commands it ran:")
+        lines += [f"- {c.recall_line(cmd, EVIDENCE_COMMAND + 8)}" for cmd in commands]
+    return "\n".join(lines)
 
 
 def accepted_notes(live, project: str, limit: int = 6) -> list[tuple[str, str]]:

@@ -539,3 +539,22 @@ def test_a_warm_process_finds_a_commands_past_runs_as_a_cold_one(store):
     finally:
         read.keep_open(False)
     assert len(want[0]) >= 5 and want[6] == []
+
+
+def test_after_a_compaction_nothing_captured_the_index_says_what_the_session_touched_and_ran(store):
+    """hooks-contract §5.3: with no packet captured at PreCompact (a host
+    without that hook, a capture that failed), SessionStart(compact) puts
+    this session's files and commands from the index before the digest."""
+    sid = "5e550001-0000-4000-8000-000000000000"
+    ctx = envelope(hook(store, "hook-context", start(sid=sid, source="compact")),
+                   "SessionStart")["hookSpecificOutput"]["additionalContext"]
+    assert "The context was just compacted" in ctx
+    assert f"files it touched: {CWD}/app/db.py" in ctx
+    ran = ctx.split("commands it ran:\n", 1)[1].splitlines()
+    # most recent first, each once, without the exit code's note
+    assert ran[:2] == ["- pytest tests/test_pool.py -q --pool-size 20", "- pytest tests/test_pool.py -q"]
+    assert ctx.index("commands it ran:") < ctx.index("Recent sessions in")
+    # a session the index does not hold, or a start that is no compaction: no such block
+    unknown = hook(store, "hook-context", start(sid="0ther-5e55", source="compact"))
+    assert "commands it ran:" not in unknown and "The context was just compacted" in unknown
+    assert "commands it ran:" not in hook(store, "hook-context", start(sid=sid, source="startup"))

@@ -103,7 +103,9 @@ def project_cwd(payload: Mapping, env: Mapping[str, str] | None = None) -> str:
     if cwd:
         if env is os.environ and not os.environ.get("CLAUDE_PROJECT_DIR"):
             os.environ["CLAUDE_PROJECT_DIR"] = cwd
-        return cwd
+        # one spelling per folder (a trailing slash, a doubled one): a packet kept
+        # by one hook is found by the next, whichever way its host wrote the folder
+        return os.path.normpath(cwd) if cwd.startswith("/") else cwd
     if env.get("CLAUDE_PROJECT_DIR"):
         return env["CLAUDE_PROJECT_DIR"]
     try:

@@ -429,3 +429,12 @@ def test_capture_requests_the_background_warmup(home):
         time.sleep(0.5)
     assert json.loads(proc.stdout)["hits"][0]["session"]["id"] == SID
     assert [p[0] for p in packets(home)] == [SID]  # the index run kept the packet
+
+
+def test_a_packet_kept_under_one_spelling_of_the_folder_is_delivered_under_another(setup):
+    """A host that writes the workspace with a trailing slash in one hook and
+    without it in the next still gets its packet back."""
+    home, repo, path = setup
+    precompact(home, path, str(repo) + "/")
+    assert [p[1] for p in packets(home)] == [str(repo)]
+    assert "The root cause was the v1 client" in context_of(start(home, str(repo)))

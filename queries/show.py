@@ -149,12 +149,17 @@ def resolve(store: LiveStore, ident: str, harness: str | None = None, exact: boo
     notice = ""
     exact_hits = [r for r in rows if ident.lower() in _ids(r)]
     if len(exact_hits) > 1 or (not exact_hits and len(rows) > 1):
-        n = len(exact_hits) if exact_hits else len(rows)
+        matched = exact_hits or rows
         when = own_day(best.get("updated") or best.get("started"))
+        # the others by the ids that tell them apart: a synced-in copy of a session shares
+        # the id it had where it ran, and only its own id here names it
+        others = ", ".join(f"{r['harness']} {r['session_id']}" + (f" (from {r['from_machine']})"
+                                                                  if r.get("from_machine") else "")
+                           for r in matched[1:4])
         notice = (
-            f"id {ident!r} matches {n} sessions; showing the most recent: {best['harness']} {best['session_id']}"
-            + (f" ({when})" if when else "")
-            + " — give more of the id" + ("" if harness else " or --harness")
+            f"id {ident!r} matches {len(matched)} sessions; showing the most recent: {best['harness']} "
+            f"{best['session_id']}" + (f" ({when})" if when else "") + f"; also {others}"
+            + (" …" if len(matched) > 4 else "") + " — give more of the id" + ("" if harness else " or --harness")
         )
     return Resolved(best, session_object(best), notice)
 

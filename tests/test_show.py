@@ -317,6 +317,7 @@ def test_show_ambiguous_prefix_picks_the_most_recent_and_says_so(store):
     proc = store.run("show", "a1b2c3d4")
     assert f"claude {SB}" in proc.stdout  # SB is the more recent of SA/SB
     assert "matches 2 sessions" in proc.stderr and SB in proc.stderr
+    assert f"also claude {SA}" in proc.stderr  # the other, by the id that names it
     proc = store.run("show", "A1B2C3D4-0000-4000-8000-000000000001")  # case does not matter
     assert f"claude {SA}" in proc.stdout
 

@@ -81,3 +81,24 @@ def test_deja_index_reads_crush_stores(home):
     crush_store(home)
     summary = json.loads(home.run("index", "--json").stdout)
     assert {h["harness"]: h for h in summary["harnesses"]}["crush"]["sessions"] == 1
+
+
+def test_a_failed_bash_command_takes_the_exit_code_its_result_ends_with(home):
+    """Crush's bash tool ends a failed command's output with "Exit code N"
+    (internal/agent/tools/bash.go); the command record carries it."""
+    db = crush_store(home)
+    con = sqlite3.connect(db)
+    call = [{"type": "tool_call", "data": {"id": "tc9", "name": "bash", "input": json.dumps({"command": "go vet ./..."}),
+                                           "finished": True}}]
+    result = [{"type": "tool_result", "data": {"tool_call_id": "tc9", "name": "bash", "is_error": False,
+                                               "content": "stock/restock.go:12: unreachable code\n\nExit code 1"}}]
+    for mid, role, parts, at in (("m8", "assistant", call, 1772892600), ("m9", "tool", result, 1772892601)):
+        con.execute("INSERT INTO messages (id, session_id, role, parts, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (mid, SID, role, json.dumps(parts), at, at))
+    con.commit()
+    con.close()
+    (s,) = crush.read(str(db)).sessions
+    vet = next(m for m in s.messages if m.role == "command" and "go vet" in m.text)
+    assert (vet.text, vet.exit_code) == ("$ go vet ./...  → exit 1", 1)
+    ok = next(m for m in s.messages if m.role == "command" and "go test" in m.text)
+    assert ok.exit_code is None  # a command that did not fail says no code

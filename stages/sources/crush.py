@@ -13,7 +13,8 @@ messages), ``shell_command`` (a command the person ran: ``command``,
 ``output``, ``exit_code``). Times are Unix seconds (early versions wrote
 milliseconds: parse_ts tells them apart).
 
-The dialect is Claude's: ``bash`` runs ``command``; ``view``/``write``/
+The dialect is Claude's: ``bash`` runs ``command`` (its result ends with
+``Exit code N`` when the command failed, which the command record takes); ``view``/``write``/
 ``edit``/``multiedit`` name ``file_path``; ``edit`` removes ``old_string``
 and ``multiedit`` each ``edits[].old_string``. The project is the folder
 holding ``.crush`` (or the project a custom data folder is listed under). A
@@ -91,6 +92,7 @@ def _read(snap, cwd: str) -> ReadResult:
     created = "created_at" if "created_at" in mcols else "NULL"
     summary = "is_summary_message" if "is_summary_message" in mcols else "0"
     flags = {f: work.enabled(f) for f in ("PATHS", "COMMANDS", "EDITS", "TOOL_OUTPUT")}
+    runs: dict[str, tuple[Message, str]] = {}  # a bash call's id → its command record and command
     sql = (f"SELECT session_id, role, parts, {created}, {summary} FROM messages "
            f"ORDER BY session_id, {created}, rowid")
     for n, (sid, role, raw, ts, is_summary) in enumerate(snap.rows(sql)):
@@ -106,12 +108,13 @@ def _read(snap, cwd: str) -> ReadResult:
         items = json_cell(raw, res, list)
         if items is None:
             continue
-        part.messages.extend(_message(role, items, parse_ts(ts), n, flags, res))
+        part.messages.extend(_message(role, items, parse_ts(ts), n, flags, res, runs))
     res.sessions = [p for p in parts.values() if p.messages]
     return res
 
 
-def _message(role, items: list, ts, at: int, flags: dict, res: ReadResult) -> list[Message]:
+def _message(role, items: list, ts, at: int, flags: dict, res: ReadResult,
+             runs: dict[str, tuple[Message, str]]) -> list[Message]:
     texts, paths, out = [], [], []
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("data"), dict):
@@ -120,9 +123,13 @@ def _message(role, items: list, ts, at: int, flags: dict, res: ReadResult) -> li
         if kind == "text" and isinstance(data.get("text"), str):
             texts.append(data["text"])
         elif kind == "tool_call":
-            out.extend(_call(data, ts, at, flags, paths, res))
-        elif kind == "tool_result" and flags["TOOL_OUTPUT"] and isinstance(data.get("content"), str):
-            if data["content"].strip():
+            out.extend(_call(data, ts, at, flags, paths, res, runs))
+        elif kind == "tool_result" and isinstance(data.get("content"), str):
+            code = _exit_code(data["content"]) if data.get("tool_call_id") in runs else None
+            if code is not None:  # Crush's bash tool ends a failed command's output with it
+                rec, command = runs.pop(data["tool_call_id"])
+                rec.text, rec.exit_code = work.command_record(command, code) or rec.text, code
+            if flags["TOOL_OUTPUT"] and data["content"].strip():
                 out.append(Message("tool-output", clip(data["content"])[0], ts, tool=data.get("name") or None,
                                    is_error=bool(data.get("is_error")), byte_offset=at))
         elif kind == "shell_command" and isinstance(data.get("command"), str):
@@ -141,7 +148,20 @@ def _message(role, items: list, ts, at: int, flags: dict, res: ReadResult) -> li
     return said + out
 
 
-def _call(data: dict, ts, at: int, flags: dict, paths: list[str], res: ReadResult) -> list[Message]:
+def _exit_code(output: str) -> int | None:
+    """The code on the last line of a bash result, ``Exit code N``
+    (``internal/agent/tools/bash.go``: only a command that failed has one)."""
+    last = output.rstrip().rsplit("\n", 1)[-1]
+    if last.startswith("Exit code "):
+        try:
+            return int(last[len("Exit code "):])
+        except ValueError:
+            return None
+    return None
+
+
+def _call(data: dict, ts, at: int, flags: dict, paths: list[str], res: ReadResult,
+          runs: dict[str, tuple[Message, str]]) -> list[Message]:
     name = data.get("name")
     raw = data.get("input")
     if not isinstance(name, str) or not isinstance(raw, str) or not raw.strip():
@@ -156,7 +176,12 @@ def _call(data: dict, ts, at: int, flags: dict, paths: list[str], res: ReadResul
         return []
     if name == "bash" and isinstance(args.get("command"), str):
         rec = work.command_record(args["command"]) if flags["COMMANDS"] else None
-        return [Message("command", rec, ts, tool=name, byte_offset=at)] if rec else []
+        if not rec:
+            return []
+        msg = Message("command", rec, ts, tool=name, byte_offset=at)
+        if isinstance(data.get("id"), str):
+            runs[data["id"]] = (msg, args["command"])
+        return [msg]
     path = args.get("file_path")
     if name not in _FILE_TOOLS or not isinstance(path, str) or not path:
         return []

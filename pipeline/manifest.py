@@ -32,8 +32,7 @@ from __future__ import annotations
 import os
 import re
 
-from deja.stages.sources.jsonl import COMPRESSED, open_bytes
-from deja.stages.sources.locate import REMOTE_PREFIX
+from deja.stages.sources.locate import COMPRESSED, REMOTE_PREFIX
 from deja.stages.sources.sqlite_store import SQLITE_SUFFIXES, stat_key
 from deja.stages.sources.task_folders import replaced_by
 from deja.stages.store.config import CONTENT_VERSION
@@ -79,6 +78,8 @@ class PrefixHash:
         if length < self.at:  # (behind what was hashed: from the start again)
             self.hash.reset()
             self.at = 0
+        from deja.stages.sources.jsonl import open_bytes  # (here: the plan is on every search's path, jsonl is not)
+
         with open_bytes(self.path) as fh:  # (a compressed transcript: the JSONL it holds)
             fh.seek(self.at)
             while self.at < length:

@@ -92,3 +92,15 @@ def test_import_deja_loads_no_front_door_until_a_name_is_used():
     code = ("import sys, deja; assert 'deja.pipeline.api' not in sys.modules; "
             "deja.search; assert 'deja.pipeline.api' in sys.modules; assert 'typer' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_search_loads_no_reader_nor_what_only_readers_need(indexed):
+    """A search's cost is largely its imports (150 ms in process): the plan
+    it checks freshness with must not pull in the transcript readers' modules
+    (jsonl, orjson, dataclasses with inspect: 14 ms when it did)."""
+    code = ("import sys, deja; deja.search('pool'); "
+            "print([m for m in ('deja.stages.sources.jsonl', 'orjson', 'dataclasses', 'pyarrow', 'polars') "
+            "if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code], env=dict(indexed.env, DEJA_SERVE="off"), capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout.strip() == "[]"

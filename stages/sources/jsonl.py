@@ -14,16 +14,13 @@ from typing import Iterator
 
 import orjson
 
-from .locate import is_regular_file  # noqa: F401  (re-exported: the readers import it from here)
+from .locate import COMPRESSED, is_regular_file  # noqa: F401  (re-exported: the readers import them from here)
 from .values import Faults, epoch_ms, show, valid_ms
 
 _BOM = b"\xef\xbb\xbf"
 # Messages above this are cut before redaction (harness-formats 1.4).
 MESSAGE_CAP = 1 << 20
 
-# Codex compresses a rollout untouched for a week to ``rollout-*.jsonl.zst`` and
-# removes the ``.jsonl`` (harness-formats section 4).
-COMPRESSED = ".zst"
 
 
 def open_bytes(path: str):

@@ -32,6 +32,11 @@ def is_regular_file(path: str) -> bool:
 # A store that is a database server, not a file: its pseudo-path starts so
 # (pipeline/manifest.py and ingest.py do not stat it).
 REMOTE_PREFIX = "postgres:"
+# Codex compresses a rollout untouched for a week to ``rollout-*.jsonl.zst`` and
+# removes the ``.jsonl`` (harness-formats section 4): read as the JSONL it holds
+# (``jsonl.open_bytes``). Named here, where the plan, which every search imports,
+# finds it without the readers' modules.
+COMPRESSED = ".zst"
 
 
 def _home(env: Mapping[str, str]) -> str:

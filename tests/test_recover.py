@@ -877,3 +877,21 @@ def test_an_incomplete_turns_note_ending_in_a_commands_own_dots_gets_no_period_m
         assert note.endswith("go test -race ./...") and not note.endswith("....")
     plain = incomplete_note("interrupt", [], [], False, "", noun="rollout", output="output", unanswered="")
     assert plain == "The last turn was interrupted by the user."
+
+
+def test_from_a_folder_reached_through_a_symlink_the_sessions_run_at_its_real_path_are_offered(home):
+    """A session run at the repository's real path is filed under that
+    spelling's folder; asked from the link, recover finds it as well as the
+    ones run through the link."""
+    import re
+
+    real = home.root / "data" / "shop"
+    real.mkdir(parents=True)
+    link = home.root / "code-shop"
+    link.symlink_to(real)
+    at_real = crashed(cwd=str(real), ago=900, ask="fix the cart totals at the real path")
+    at_real.write(home.home, folder=re.sub(r"[^A-Za-z0-9]", "-", str(real)))
+    via_link = finished(cwd=str(link), ago=1800, ask="rename the loader through the link")
+    via_link.write(home.home, folder=re.sub(r"[^A-Za-z0-9]", "-", str(link)))
+    assert set(ids(listing(home, cwd=str(link)))) == {at_real.sid, via_link.sid}
+    assert ids(listing(home, cwd=str(real))) == [at_real.sid]  # (the link's spelling cannot be known from here)

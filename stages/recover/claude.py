@@ -89,20 +89,29 @@ def recover_candidates(cwd: str, env: Mapping[str, str]) -> FolderScan:
     if not os.path.isdir(root):
         return out
     forms = cwd_forms(cwd)
-    variants = slug_variants(cwd)
+    # the folder as given, and as its symlinks resolve: a session run through a
+    # link (~/code -> /data/src) is filed under one spelling, one run at the real
+    # path under the other, and both are this folder's
+    spellings = list(dict.fromkeys([cwd, *(f for f in forms if f != cwd.rstrip("/"))]))
+    variants: list[str] = []
     chosen = ""
-    for name in variants:
-        folder = os.path.join(root, name)
-        if not os.path.isdir(folder):
-            continue
-        found = _sessions(folder, forms)
-        if not found:
-            out.notes.append(f"ignored {folder}: no transcript in it records {cwd}")
-        elif chosen:
-            out.notes.append(f"ignored {folder}: an older Claude Code build's folder, superseded by {chosen}")
-        else:
-            chosen = folder
-            out.candidates = found
+    for spelling in spellings:
+        chosen_here = ""
+        for name in slug_variants(spelling):
+            if name in variants:  # (two spellings, one folder: read once)
+                continue
+            variants.append(name)
+            folder = os.path.join(root, name)
+            if not os.path.isdir(folder):
+                continue
+            found = _sessions(folder, forms)
+            if not found:
+                out.notes.append(f"ignored {folder}: no transcript in it records {cwd}")
+            elif chosen_here:
+                out.notes.append(f"ignored {folder}: an older Claude Code build's folder, superseded by {chosen_here}")
+            else:
+                chosen = chosen_here = folder
+                out.candidates.extend(found)
     if not chosen:
         for folder in _folders_recording(root, forms, set(variants)):
             out.candidates.extend(_sessions(folder, forms))

@@ -217,13 +217,22 @@ def preload(root) -> None:
     here): its first request then measures its memory with them, and no
     search pays the read."""
     st = vectors.stamp(root)
-    if st is None or embedders.disabled():
-        return
+    if st is not None and not embedders.disabled():
+        _kept_vectors(root, st, keep=True)
+
+
+def _kept_vectors(root, st, keep: bool):
+    """The committed vectors (stamped ``st``): a warm process's kept ones while
+    the stamp stands, else read (and kept, with ``keep``); None when unsound."""
     kept = _VECTORS.get(str(root))
-    if kept is None or kept[0] != st:
-        vecs = vectors.load(root, sessions=False)
-        if vecs is not None and len(vecs):
-            _VECTORS[str(root)] = (st, vecs)
+    if kept is not None and kept[0] == st:
+        return kept[1]
+    vecs = vectors.load(root, sessions=False)
+    if vecs is None or not len(vecs):
+        return None
+    if keep:
+        _VECTORS[str(root)] = (st, vecs)
+    return vecs
 
 
 def space(store) -> Space | None:
@@ -241,16 +250,9 @@ def space(store) -> Space | None:
         got = store.memo.get("semantic_space")
         if got is not None and got.stamp == st:
             return got
-    root = str(store.root)
-    kept = _VECTORS.get(root)
-    if kept is not None and kept[0] == st:
-        vecs = kept[1]
-    else:
-        vecs = vectors.load(store.root, sessions=False)
-        if vecs is None or not len(vecs):
-            return None
-        if hot:
-            _VECTORS[root] = (st, vecs)
+    vecs = _kept_vectors(store.root, st, keep=hot)
+    if vecs is None:
+        return None
     # each passage's session, from the store's docs (a live record's session
     # ordinal; a record replaced or forgotten since the last `deja embed` has none)
     from .score_arrays import Docs, docs_of

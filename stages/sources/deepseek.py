@@ -30,12 +30,11 @@ from typing import Mapping
 
 from deja.stages import work_records as work
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
-from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts, read_head
+from deja.stages.sources.jsonl import Lines, clip, is_regular_file, parse_ts, read_head, unzstd
 from deja.stages.sources.locate import deepseek_files, deepseek_home
 
 HARNESS = "deepseek"
 
-_CHUNK = 1 << 20
 _PATH_KEYS = ("path", "file_path", "filePath")
 _OLD_KEYS = ("old_string", "oldText", "old_text", "oldString")
 
@@ -53,7 +52,7 @@ def read(path: str, start: int = 0) -> ReadResult:
         return ReadResult(safe_offset=start, error=f"not a readable regular file: {path}")
     try:
         if path.endswith(".zstd"):
-            data, cut = decompress(path)
+            data, cut = unzstd(path)  # (every frame's bytes, and why the stream stopped early)
             if cut and not data.strip():
                 return ReadResult(error=f"zstd stream cut short ({cut}): nothing readable")
             res = _parse(path, Lines(path, 0, data=data), (cut, len(data)) if cut else None)
@@ -64,28 +63,6 @@ def read(path: str, start: int = 0) -> ReadResult:
         return ReadResult(safe_offset=start, error=f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # one bad file costs that file, never the run
         return ReadResult(safe_offset=start, error=f"deepseek reader failed: {type(exc).__name__}: {exc}")
-
-
-def decompress(path: str) -> tuple[bytes, str]:
-    """Every frame's bytes, and why the stream stopped early ("" when it did not)."""
-    import zstandard
-
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    out: list[bytes] = []
-    dctx = zstandard.ZstdDecompressor()
-    pos = 0
-    while pos < len(raw):
-        obj = dctx.decompressobj()
-        try:
-            out.append(obj.decompress(raw[pos:]))
-        except zstandard.ZstdError as exc:
-            return b"".join(out), f"corrupt frame at byte {pos}: {exc}"
-        if not obj.eof:
-            return b"".join(out), f"last frame incomplete at byte {pos}"
-        rest = obj.unused_data
-        pos = len(raw) - len(rest)
-    return b"".join(out), ""
 
 
 def _parse(path: str, lines: Lines, cut) -> ReadResult:

@@ -30,6 +30,22 @@ def open_bytes(path: str):
     return _Unzst(path) if path.endswith(COMPRESSED) else open(path, "rb")
 
 
+def unzstd(path: str) -> tuple[bytes, str]:
+    """A chain of zstd frames decompressed whole, and why it stopped early (""
+    when it did not): for a reader that keeps what came before a cut, where
+    ``open_bytes`` makes the cut the file's error."""
+    out = bytearray()
+    if os.path.getsize(path) == 0:  # (no frame at all: an empty stream, not a cut one)
+        return b"", ""
+    with _Unzst(path) as z:
+        try:
+            while z.fill():
+                out += z.take()
+        except ValueError as exc:
+            return bytes(out + z.take()), str(exc)
+    return bytes(out), ""
+
+
 class _Unzst:
     """The JSONL inside a chain of zstd frames, read forward a chunk at a time
     (a seek is a forward skip). A damaged stream, one that ends inside a
@@ -54,7 +70,14 @@ class _Unzst:
     def __exit__(self, *exc) -> None:
         self._fh.close()
 
-    def _fill(self) -> bool:
+    def take(self) -> bytes:
+        """What is decompressed and not yet read."""
+        out = bytes(self._buf)
+        self.pos += len(out)
+        self._buf.clear()
+        return out
+
+    def fill(self) -> bool:
         data = self._fh.read(self.CHUNK)
         if not data:
             if self._obj is None or not self._obj.eof:
@@ -71,7 +94,7 @@ class _Unzst:
         return True
 
     def read(self, n: int = -1) -> bytes:
-        while (n < 0 or len(self._buf) < n) and self._fill():
+        while (n < 0 or len(self._buf) < n) and self.fill():
             pass
         n = len(self._buf) if n < 0 else min(n, len(self._buf))
         out = bytes(self._buf[:n])
@@ -82,7 +105,7 @@ class _Unzst:
     def seek(self, to: int) -> None:
         if to < self.pos:
             raise ValueError("a compressed transcript is read forward only")
-        while self.pos < to and (self._buf or self._fill()):
+        while self.pos < to and (self._buf or self.fill()):
             n = min(to - self.pos, len(self._buf))
             del self._buf[:n]
             self.pos += n

@@ -105,7 +105,7 @@ class Listing:
     entries: list[Entry]
     excluded: list[tuple[Candidate, str]]
     more: int  # further candidates past the limit
-    looked: list[str]
+    looked: list[tuple[str, list[str]]]  # (harness, its stores)
     notes: list[str]
 
 
@@ -257,11 +257,13 @@ def render_listing(listing: Listing, now_ms: int | None = None) -> str:
 def nothing_found(listing: Listing) -> str:
     looked = listing.looked
     if len(looked) > 3:  # every agent's: the stores this machine has, and a count of the rest
-        have = [e for e in looked if any(os.path.exists(p) for p in e.partition(": ")[2].split(", ") if p)]
-        rest = len(looked) - len(have)
-        looked = have + ([f"{rest} more agents' stores, not on this machine" if have
-                          else f"{rest} agents' stores, none on this machine"] if rest else [])
-    where = "; ".join(looked) or "no agent store"
+        looked = [(name, paths) for name, paths in looked if any(os.path.exists(p) for p in paths if p)]
+    said = [f"{name}: {', '.join(paths)}" for name, paths in looked]
+    rest = len(listing.looked) - len(looked)
+    if rest:
+        said.append(f"{rest} more agents' stores, not on this machine" if said
+                    else f"{rest} agents' stores, none on this machine")
+    where = "; ".join(said) or "no agent store"
     why = f"no earlier session recorded for {listing.cwd} (looked in {where})"
     if listing.excluded:
         why += f"; {len(listing.excluded)} excluded as live"

@@ -59,7 +59,7 @@ class Candidate:
 @dataclass(slots=True)
 class FolderScan:
     candidates: list[Candidate] = field(default_factory=list)
-    looked: list[str] = field(default_factory=list)  # where the harness looked, for "nothing found"
+    looked: list[tuple[str, list[str]]] = field(default_factory=list)  # (harness, its stores), for "nothing found"
     notes: list[str] = field(default_factory=list)  # folders ignored and why
 
 

@@ -85,7 +85,7 @@ def slug_variants(cwd: str) -> list[str]:
 
 def recover_candidates(cwd: str, env: Mapping[str, str]) -> FolderScan:
     root = claude.roots(env)[0]
-    out = FolderScan(looked=[f"Claude Code: {root}"])
+    out = FolderScan(looked=[("Claude Code", [root])])
     if not os.path.isdir(root):
         return out
     forms = cwd_forms(cwd)

@@ -65,7 +65,7 @@ _RECENT_ACTIONS = 16
 
 def recover_candidates(cwd: str, env: Mapping[str, str]) -> FolderScan:
     home = codex.codex_home(env)
-    out = FolderScan(looked=[f"Codex: {os.path.join(home, 'sessions')}"])
+    out = FolderScan(looked=[("Codex", [os.path.join(home, "sessions")])])
     forms = cwd_forms(cwd)
     for path in codex_rollouts(home):
         if path.endswith(".zst"):

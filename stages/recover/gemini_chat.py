@@ -49,7 +49,7 @@ class ChatRecovery:
 
     def recover_candidates(self, cwd: str, env: Mapping[str, str]) -> FolderScan:
         home = self.home(env)
-        out = FolderScan(looked=[f"{self.name}: " + ", ".join(os.path.join(home, d) for d in self.subdirs)])
+        out = FolderScan(looked=[(self.name, [os.path.join(home, d) for d in self.subdirs])])
         out.candidates = candidates(self.harness, cwd, self.files(env), self._read)
         return out
 

@@ -63,7 +63,7 @@ class Recovery:
         return reader(self.harness)
 
     def recover_candidates(self, cwd: str, env: Mapping[str, str]) -> FolderScan:
-        out = FolderScan(looked=[f"{self.name}: {', '.join(self.reader().roots(env))}"])
+        out = FolderScan(looked=[(self.name, list(self.reader().roots(env)))])
         forms = cwd_forms(cwd)
         for src in self.reader().discover(env):
             if not self.keep(src.path):

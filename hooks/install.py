@@ -43,12 +43,14 @@ from typing import Mapping
 
 from deja.hooks.install_skills import SKILL_NAME, SKILLS, install_skills, remove_skills
 from deja.stages.recover.base import RecoverError
+from deja.stages.sources import LONG_NAMES
 from deja.stages.sources.retention import KEEP_HISTORY_DAYS, claude_cleanup_days
 
 LAUNCHER_NAME = "deja-hook"
 SUBCOMMANDS = ("hook-context", "hook-prompt", "hook-tool", "hook-tool-after", "hook-precompact")
 TARGETS = ("claude", "codex")
-_ALIASES = {"claude-auto": "claude", "claude-code": "claude", "codex-auto": "codex"}
+_ALIASES = {"claude-auto": "claude", "codex-auto": "codex",
+            **{long: t for long, t in LONG_NAMES.items() if t in TARGETS}}
 
 # (event, matcher or None, subcommand, status message)
 CLAUDE_HOOKS = (

@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Mapping
 
 from deja.hooks import install as base
+from deja.stages.sources import LONG_NAMES
 
 TARGETS = ("gemini", "qwen", "kimi", "cursor", "opencode", "grok")
-ALIASES = {"gemini-cli": "gemini", "qwen-code": "qwen", "kimi-code": "kimi", "cursor-agent": "cursor",
-           "grok-build": "grok", **{f"{t}-auto": t for t in TARGETS}}
+ALIASES = {**{long: t for long, t in LONG_NAMES.items() if t in TARGETS}, **{f"{t}-auto": t for t in TARGETS}}
 NAMES = {"gemini": "Gemini CLI", "qwen": "Qwen Code", "kimi": "Kimi Code", "cursor": "Cursor",
          "opencode": "opencode", "grok": "Grok Build"}
 

@@ -44,6 +44,11 @@ READERS = {
     "zcode": "deja.stages.sources.zcode",
 }
 
+# the long names agents go by (a person types them to `deja install`, another
+# tool writes them in a sync batch) → deja's harness ids
+LONG_NAMES = {"claude-code": "claude", "codex-cli": "codex", "gemini-cli": "gemini", "qwen-code": "qwen",
+              "kimi-code": "kimi", "cursor-agent": "cursor", "grok-build": "grok", "copilot-cli": "copilot"}
+
 
 def reader(harness: str) -> ModuleType:
     return importlib.import_module(READERS[harness])

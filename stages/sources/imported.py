@@ -21,6 +21,7 @@ import hashlib
 from typing import Mapping
 
 from deja.stages.roles import ROLES
+from deja.stages.sources import LONG_NAMES
 from deja.stages.sources.base import Message, ReadResult, SessionPart, SourceFile
 from deja.stages.sources.jsonl import Lines, clip, parse_ts, read_guarded
 from deja.stages.sources.locate import imports_dir, imports_files
@@ -43,12 +44,7 @@ def harness_name(name: str) -> str:
     must still find. Unknown names are kept (lower-cased): a newer deja on the
     other machine may read agents this one does not."""
     name = "-".join(name.strip().lower().split())
-    return ALIASES.get(name, name)
-
-
-# the long names agents go by (as `deja install` takes them) → deja's harness ids
-ALIASES = {"claude-code": "claude", "codex-cli": "codex", "gemini-cli": "gemini", "qwen-code": "qwen",
-           "kimi-code": "kimi", "cursor-agent": "cursor", "grok-build": "grok", "copilot-cli": "copilot"}
+    return LONG_NAMES.get(name, name)
 
 
 def imported_id(machine: str, harness: str, session_id: str) -> str:

@@ -93,7 +93,8 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False,
     projects = {k: (r.get("project") or "", r.get("project_root") or "") for k, r in prior.items()} if action.start else {}
     faults = Faults()
     faults.first = list(res.faults)
-    cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects, faults)
+    cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects, faults,
+                                      _named(res.sessions, prior) if action.start else None)
     counts = redact_texts(cols, vectorized=not light)
     for key, m in meta.items():
         redact_meta(m)
@@ -110,6 +111,22 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False,
     out.edge_hash = edge
     out.kept, out.present = kept, present
     return out
+
+
+def _named(parts, prior: dict[str, dict]) -> dict[str, tuple[set[str], int | None]]:
+    """For an append: the names earlier reads wrote of each session (stored
+    redacted) and its last time (normalize.names writes a name once). A name
+    that reads the same once redacted counts as the same."""
+    named = {k: (set(r.get("named") or ()), r.get("updated")) for k, r in prior.items()}
+    for part in parts:
+        before = named.get(normalize.session_key(part.harness, part.session_id))
+        if before is None:
+            continue
+        for _, t in part.titles or [(-1, part.title)]:
+            t = t.strip() if isinstance(t, str) else ""
+            if t and t not in before[0] and redact.redact(t)[0] in before[0]:
+                before[0].add(t)
+    return named
 
 
 def fingerprints(parts) -> dict[str, str]:
@@ -196,7 +213,8 @@ def redact_meta(m: dict) -> None:
     for key in ("title", "last_prompt", "first_assistant", "first_output", "decision"):
         if m.get(key):
             m[key] = redact.redact(m[key])[0]
-    m["first_user"] = [redact.redact(t)[0] for t in m.get("first_user", [])]
+    for key in ("first_user", "named"):
+        m[key] = [redact.redact(t)[0] for t in m.get(key, [])]
     if m.get("touched"):
         counts: dict[str, int] = {}
         for path, n in zip(m["touched"], m.get("touched_counts") or []):

@@ -44,8 +44,9 @@ FILLER = STOP_WORDS | frozenset(
 )
 ROLE_ALIASES = {"tool": "tool-output"}
 ROLE_CODE = ROLE_CODES
-# summaries are the harness's digest of turns it compacted away: served only by --role summary
-SPEECH = (0, 1, 2, 4)
+# summaries are the harness's digest of turns it compacted away: served only by --role summary;
+# a session's names (8, title) are searched with what was said
+SPEECH = (0, 1, 2, 4, 8)
 _ERROR_SOURCE = (
     r"error|exception|traceback|failed|failure|panic|fatal|cannot|can't|undefined|not found|refused|denied|"
     r"timed? ?out|segmentation|E\d{4}|ERR!|errno|abort|invalid|unexpected|no such|permission"

@@ -61,7 +61,7 @@ MEANING_FLOOR = 0.2
 # percentile 0.39). A search and MCP recall, asked, rank by meaning without it.
 HOOK_MIN_COSINE = 0.5
 # Role codes (stages/roles.py) of the records that are embedded: what was said
-SPEECH_CODES = (0, 1, 3, 4)
+SPEECH_CODES = (0, 1, 3, 4, 8)
 
 
 class Calibration(NamedTuple):

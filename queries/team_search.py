@@ -41,7 +41,7 @@ def search(con, records: str, sessions: str | None, query: str, limit: int = 15)
         WITH c AS (
             SELECT machine, harness, session_id, project, role, text, ts
             FROM {records}
-            WHERE role IN ('user', 'assistant', 'summary', 'note', 'command') AND regexp_matches(text, $any)
+            WHERE role IN ('user', 'assistant', 'summary', 'note', 'title', 'command') AND regexp_matches(text, $any)
         ), m AS (
             SELECT *, {hits_expr} AS hits FROM c
         ), s AS (

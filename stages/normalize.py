@@ -193,7 +193,7 @@ def to_table(cols: dict[str, list]):
 
 
 def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projects: dict[str, str] | None = None,
-               faults: v.Faults | None = None):
+               faults: v.Faults | None = None, named: dict[str, tuple[set[str], int | None]] | None = None):
     """Records of one read, plumbing stripped, empties dropped; and per-session stats.
 
     Plain lists, not Arrow: this runs in reader worker processes, which stay
@@ -204,10 +204,14 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
     Every value is checked against its column here, once for all readers
     (sources/values.py): one out of range becomes unknown and is noted in
     ``faults`` with its line's offset.
+    Each name the harness or a person gave a session becomes a title record
+    too (``names``); ``named`` holds, for an append, the names earlier reads
+    wrote and the session's last time they saw, so a name is written once.
     Returns ({column: list}, {session_key: partial-metadata dict}).
     """
     seq_start = seq_start or {}
     projects = projects or {}
+    named = named or {}
     faults = faults if faults is not None else v.Faults()
     cols: dict[str, list] = {name: [] for name in RECORD_COLUMNS}
     meta: dict[str, dict] = {}
@@ -221,6 +225,10 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
         else:
             _merge_part_fields(m, part, project, root)
         seq = seq_start.get(key, 0) + m["_n"]
+        before, before_ts = named.get(key) or (set(), None)
+        # (a file that only names a session, no turn yet, makes no session of it)
+        titles = names(part, before | set(m["named"]), m["named"]) if part.messages or key in named else []
+        last_ts = None
         for msg in part.messages:
             text = msg.text
             if not text:
@@ -233,27 +241,88 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
                 text = strip_plumbing(text)
                 if not text:
                     continue
+            while titles and msg.byte_offset > titles[0][0]:  # a name where its line is
+                offset, title = titles.pop(0)
+                seq = _title(cols, m, key, part, project, root, path, faults, seq, title,
+                             last_ts if last_ts is not None else msg.ts, max(offset, 0))
             _account(m, msg.role, text, msg.ts)
-            cols["session_key"].append(key)
-            cols["session_id"].append(part.session_id)
-            cols["project"].append(project)
-            cols["seq"].append(seq if seq <= v.INT32[1] else faults.note(msg.byte_offset, f"seq {seq} past int32"))
-            cols["role"].append(msg.role)
-            cols["text"].append(text)
-            cols["ts"].append(msg.ts)
-            cols["tool"].append(msg.tool)
-            cols["exit_code"].append(msg.exit_code)
-            cols["is_error"].append(msg.is_error)
-            cols["source_path"].append(path)
-            cols["byte_offset"].append(msg.byte_offset)
-            cols["project_root"].append(root)
+            _append(cols, key, part.session_id, project, root, path, faults, seq, msg.role, text, msg.ts,
+                    msg.tool, msg.exit_code, msg.is_error, msg.byte_offset)
+            last_ts = msg.ts if msg.ts is not None else last_ts
             seq += 1
+        for offset, title in titles:  # after every message of the read (or of an append only renaming)
+            seq = _title(cols, m, key, part, project, root, path, faults, seq, title,
+                         last_ts if last_ts is not None else before_ts, max(offset, 0))
         m["_n"] = seq - seq_start.get(key, 0)
         m["max_seq"] = seq - 1
     for m in meta.values():
         m.pop("_n", None)
         set_touched(m, m.pop("_touch"))
     return cols, meta
+
+
+def _append(cols, key, sid, project, root, path, faults, seq, role, text, ts, tool, exit_code, is_error, offset):
+    cols["session_key"].append(key)
+    cols["session_id"].append(sid)
+    cols["project"].append(project)
+    cols["seq"].append(seq if seq <= v.INT32[1] else faults.note(offset, f"seq {seq} past int32"))
+    cols["role"].append(role)
+    cols["text"].append(text)
+    cols["ts"].append(ts)
+    cols["tool"].append(tool)
+    cols["exit_code"].append(exit_code)
+    cols["is_error"].append(is_error)
+    cols["source_path"].append(path)
+    cols["byte_offset"].append(offset)
+    cols["project_root"].append(root)
+
+
+_ELLIPSIS = ("…", "...")
+
+
+def names(part, before: set[str], handled: list[str]) -> list[tuple[int, str]]:
+    """The names of a session part that become title records: (offset, name).
+
+    A name a person gave (a rename) or the harness wrote (Claude's ai-title,
+    Cursor's and opencode's chat names, Gemini's summary) holds words the
+    turns may not: "the upload saga" finds the session its person named so.
+    Not a name ``before`` holds (an earlier read's, or this read's other
+    part's), nor one that is only the harness's spelling of what the part's
+    turns already hold (a first prompt cut short). (A summary the turns were
+    compacted into does not count: a search reads it only when asked to.)
+    Every name looked at is added to ``handled``
+    (the session's ``named``), so an append that sees it again passes it by."""
+    if part.from_machine or part.harness == "deja":
+        return []  # (a synced-in session's records hold its names; a note is its own text)
+    given = part.titles or ([(-1, part.title)] if part.title and (part.title_rank or 0) >= 1 else [])
+    out = []
+    for offset, name in given:
+        name = name.strip() if isinstance(name, str) else ""
+        if not name or name in before or type(offset) is not int:
+            continue
+        before.add(name)
+        handled.append(name)
+        if not _said(name, part.messages):
+            out.append((offset, name))
+    return out
+
+
+def _said(name: str, messages) -> bool:
+    """Whether the turns hold the name (whitespace aside, a cut-off's ellipsis dropped)."""
+    core = " ".join(name.split())
+    for e in _ELLIPSIS:
+        if core.endswith(e):
+            core = core[: -len(e)].rstrip()
+    return bool(core) and any(m.role != "summary" and isinstance(m.text, str) and core in " ".join(m.text.split())
+                              for m in messages)
+
+
+def _title(cols, m, key, part, project, root, path, faults, seq, title, ts, offset) -> int:
+    """A name's title record, at ``seq``; the next seq. (Not counted among
+    the session's turns, nor in its times: a name's line has no time.)"""
+    _append(cols, key, part.session_id, project, root, path, faults, seq, "title", title, ts, None, None, None,
+            offset)
+    return seq + 1
 
 
 TOUCHED_KEPT = 50  # the files a session touched most, kept with it
@@ -330,6 +399,8 @@ def _check_part(part, faults: v.Faults) -> None:
             value = _CONTROLS.sub("", value)
         setattr(part, f, value)
     part.title = faults.name(at, "title", part.title, v.PROSE_CAP)
+    if part.titles:
+        part.titles = [(o, t) for o, t in ((o, faults.name(at, "title", t, v.PROSE_CAP)) for o, t in part.titles) if t]
     part.last_prompt = faults.name(at, "last prompt", part.last_prompt, v.PROSE_CAP)
     if not v.int_in(part.title_rank, (0, 2)):
         part.title_rank = faults.note(at, f"title rank {v.show(part.title_rank)} out of range") or 0
@@ -372,6 +443,7 @@ def _new_meta(part, key: str, project: str, root: str) -> dict:
         "decision": "",
         "decision_ts": None,
         "gave_up": False,
+        "named": [],
         "_n": 0,
         "_touch": touch,
     }
@@ -441,6 +513,7 @@ def merge_meta(o: dict, m: dict) -> None:
     if m.get("decision"):
         o["decision"], o["decision_ts"] = m["decision"], m.get("decision_ts")
     o["gave_up"] = bool(o.get("gave_up") or m.get("gave_up"))
+    o["named"] = list(dict.fromkeys(list(o.get("named") or []) + list(m.get("named") or [])))
 
 
 def _outcome(m: dict, text: str, ts: int | None) -> None:

@@ -85,10 +85,11 @@ def test_a_new_message_in_one_session_rewrites_only_that_sessions_records(home):
     add_message(db, "ses_b", "lighthouse keeper asked about the fog horn")
     second = by_harness(index(home))["opencode"]
     after = live_records(home.index)
-    assert second["records_added"] == len(after["opencode:ses_b"]) == 2  # that session only
+    # that session only: its name (a title record: opencode named it) and its two turns
+    assert second["records_added"] == len(after["opencode:ses_b"]) == 3
     for key in ("opencode:ses_01JQ8ZK4", "opencode:ses_c"):
         assert after[key] == before[key]  # the same records under the same ids: not written again
-    assert [r[3] for r in after["opencode:ses_b"]] == ["lighthouse lens polishing schedule",
+    assert [r[3] for r in after["opencode:ses_b"]] == ["t ses_b", "lighthouse lens polishing schedule",
                                                         "lighthouse keeper asked about the fog horn"]
     assert home.search("fog", "horn")["total"] == 1
     assert home.search("lighthouse")["total"] == 1  # one session: its old records are gone, not doubled

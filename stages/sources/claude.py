@@ -395,9 +395,12 @@ class _Reader:
         if not isinstance(title, str) or not title.strip():
             return
         part = self.part_for(o)
+        title = title.strip()
+        if all(t != title for _, t in part.titles):  # (Claude Code writes it again every turn)
+            part.titles.append((offset, title))
         cur = self.best_title.get(id(part))
         if cur is None or (rank, offset) >= cur[:2]:
-            self.best_title[id(part)] = (rank, offset, title.strip())
+            self.best_title[id(part)] = (rank, offset, title)
 
     def summary(self, o: dict, offset: int) -> None:
         text = o.get("summary")

@@ -254,7 +254,7 @@ class _Rollout:
     __slots__ = (
         "flags", "sid", "cwd", "branch", "kind", "parent", "agent", "spawned", "meta", "fork", "has_ri",
         "ts", "last_raw_ts", "out", "fallback", "names", "pending", "bad", "calls", "results", "said",
-        "running", "polls", "title",
+        "running", "polls", "title", "titles",
     )
 
     def __init__(self, path: str, flags: dict):
@@ -283,6 +283,7 @@ class _Rollout:
         self.running: dict[str, tuple[str, Message | None]] = {}
         self.polls: dict[str, str] = {}  # a write_stdin call_id -> the session ID it polls
         self.title = ""  # the thread's name (/rename): the last one written
+        self.titles: list[tuple[int, str]] = []  # every name given, where it was first written
 
     # ---- dispatch
 
@@ -587,6 +588,8 @@ class _Rollout:
             name = p.get("thread_name")
             if isinstance(name, str) and name.strip():
                 self.title = name.strip()
+                if all(t != self.title for _, t in self.titles):
+                    self.titles.append((offset, self.title))
         elif pt == "exec_command_end":
             call_id = p.get("call_id")
             code = p.get("exit_code")
@@ -639,6 +642,7 @@ class _Rollout:
                     spawned=self.spawned,
                     title=self.title,
                     title_rank=2 if self.title else 0,  # (a person named it)
+                    titles=self.titles,
                     messages=msgs,
                 )
             )

@@ -79,6 +79,9 @@ ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS gone_at TIMESTAMP;
 -- the name that machine gave itself, and the session's id there.
 ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS from_machine VARCHAR;
 ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS orig_id VARCHAR;
+-- The names a file gave a session that its records hold as summaries (a title, a
+-- rename: normalize.names), so an append that sees the name again writes it once.
+ALTER TABLE file_sessions ADD COLUMN IF NOT EXISTS named VARCHAR[];
 
 -- Stable small integers for sessions; postings carry them.
 CREATE TABLE IF NOT EXISTS session_ords (session_key VARCHAR PRIMARY KEY, ord INTEGER NOT NULL);

@@ -34,7 +34,7 @@ TEXT_SHARE = 0.3  # of the budget, at most this much for texts (the index's part
 # assistant, summary, note) before what tools printed. Tool output is most of
 # a history's text (the bench store: 57 of 62 MB): a long text is held
 # compressed (zstd, record by record: one decompresses in microseconds).
-HELD_ROLES = ("user", "assistant", "tool-output", "summary", "note")
+HELD_ROLES = ("user", "assistant", "tool-output", "summary", "note", "title")
 PACK_FROM = 512  # a text this long is held compressed
 
 _lock = threading.Lock()

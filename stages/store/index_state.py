@@ -21,7 +21,7 @@ FILE_SESSION_COLS = (
     "last_prompt", "kind", "parent", "agent", "started", "updated", "n_user", "n_assistant", "n_tool_output",
     "n_command", "n_files", "n_edit", "n_summary", "words", "first_user", "first_assistant", "first_output",
     "touched", "touched_counts", "max_seq", "decision", "decision_ts", "gave_up", "project_root",
-    "fingerprint", "gone_at", "from_machine", "orig_id",
+    "fingerprint", "gone_at", "from_machine", "orig_id", "named",
 )
 INDEX_DATASETS = ("records", "postings", "docs", "deletes", "vocab")  # what a rebuild replaces (sessions: every run)
 

@@ -33,7 +33,8 @@ from pathlib import Path
 FORMAT = 1
 DIR = "vectors"
 META = "meta.json"
-SPEECH_ROLES = ("user", "assistant", "summary", "note")  # what is embedded: what people and agents said
+# what is embedded: what people and agents said, and the names they gave a session
+SPEECH_ROLES = ("user", "assistant", "summary", "note", "title")
 
 
 def folder(root) -> Path:

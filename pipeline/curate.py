@@ -247,6 +247,12 @@ def forget_apply(plan: dict, reason: str, env: Mapping[str, str], notice) -> Non
         raise
     access.tell(notice, f"deja: forgot {len(keys)} session{'s' if len(keys) != 1 else ''}; "
                      f"tombstones in {_notes().tombstones_path(env)}")
+    from deja.pipeline import embed
+
+    try:  # their vectors (`deja embed`) go with them
+        embed.forget(_store(env).root, keys)
+    except Fail as exc:
+        access.tell(notice, f"deja: their vectors stay until `deja embed` runs again ({exc})")
     # what this machine published of them to a team store leaves it too (deja team)
     from deja.pipeline import team
 

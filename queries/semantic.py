@@ -150,6 +150,14 @@ class Space:
         self.calib = calibration(vecs.model)
         self.unread = vecs.unread
         self.ords = np.asarray(ords, np.int64)  # -1: a record no longer live
+        total = vecs.matrix.sum(axis=0, dtype=np.float64) if len(vecs) else None
+        if total is not None and not np.isfinite(total).all():
+            # a row that is no vector (a NaN an endpoint gave, which deja kept
+            # before it refused them) would make every cosine NaN: no passage
+            bad = ~np.isfinite(vecs.matrix).all(axis=1)
+            vecs.matrix = np.where(bad[:, None], np.float32(0), vecs.matrix)
+            self.ords = np.where(bad, -1, self.ords)
+            total = vecs.matrix.sum(axis=0, dtype=np.float64)
         self.order = np.argsort(self.ords, kind="stable")
         sorted_ords = self.ords[self.order]
         self.session_ords, self.starts = np.unique(sorted_ords, return_index=True)
@@ -159,7 +167,7 @@ class Space:
         if self.calib.centred and len(vecs):
             # cosines less the mean passage, without a second matrix: for unit
             # rows p and q, (p-m)·(q-m) = p·q - p·m - q·m + m·m, |p-m|² = 1 - 2p·m + m·m
-            self.mean = vecs.matrix.mean(axis=0, dtype=np.float64).astype(np.float32)
+            self.mean = (total / len(vecs)).astype(np.float32)
             self.mm = float(self.mean @ self.mean)
             self.pm = vecs.matrix @ self.mean
             self.pn = np.sqrt(np.maximum(1.0 - 2.0 * self.pm + self.mm, 1e-12)).astype(np.float32)
@@ -284,7 +292,10 @@ def query_vector(sp: Space, text: str, env=None, timeout: float = embedders.QUER
 
 
 def _embed_query(model: str, text: str, env, timeout: float):
-    emb = embedders.for_model(model, env)
+    try:
+        emb = embedders.for_model(model, env)
+    except embedders.EmbedError as exc:  # a source misconfigured, and the vectors' own model not here
+        raise Unavailable(str(exc)) from None
     if emb is None:
         raise Unavailable(f"the vectors were made by {model}, which this environment cannot run "
                           "(set DEJA_EMBED_URL and DEJA_EMBED_MODEL to it, or run `deja embed` again)")
@@ -380,7 +391,9 @@ def fuse(lexical: list[tuple[int, float]], cos: dict[int, float], found: list[in
     for o, lex in lexical:
         out[o] = (weight * lex + share * meaning(o), False)
     for o in found:
-        if o not in out:
+        # (a session no nearer the question than the store's average passage, or
+        # than nothing for a model read raw, is no evidence: not served)
+        if o not in out and cos.get(o, 0.0) > 0.0:
             out[o] = (share * meaning(o), True)
     lex_pos = {o: i for i, (o, _) in enumerate(lexical)}
     return sorted(((o, s, only) for o, (s, only) in out.items()),

@@ -32,21 +32,35 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 DEFAULT_CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "corpus", "real"))
 QUESTIONS = os.path.join(HERE, "real_questions.jsonl")
+QUESTIONS_MORE = os.path.join(HERE, "real_questions_more.jsonl")
+# Where each harness's files go under ``out``: the part of the published path from the
+# marker on is kept, below the folder score.py points the harness's DEJA_*_ROOT at.
+# (a chezmoi dotfiles repo keeps ~/.claude as dot_claude: the markers skip the dot)
+PLACES = {
+    "claude": (("claude/projects/", ("claude", "projects")),),
+    "codex": (("codex/sessions/", ("codex", "sessions")),),
+    # --set more: the other harnesses' stores, each as its home folder
+    "gemini": (("gemini/tmp/", ("gemini", "tmp")),),
+    "qwen": (("qwen/projects/", ("qwen", "projects")), ("qwen/tmp/", ("qwen", "tmp"))),
+    "copilot": (("copilot/session-state/", ("copilot", "session-state")),
+                ("copilot/history-session-state/", ("copilot", "history-session-state"))),
+    "cursor": (("cursor/projects/", ("cursor", "projects")),),
+}
+SETS = {"claude-codex": ("claude", "codex"), "more": tuple(PLACES)}
 
 
-def layout(corpus: str, out: str) -> int:
-    """Link every Claude Code and Codex transcript of the corpus into ``out`` as the agents
-    lay them out; the number linked."""
+def layout(corpus: str, out: str, harnesses: tuple[str, ...] = SETS["claude-codex"]) -> int:
+    """Link every transcript of the corpus by one of ``harnesses`` (default Claude Code and
+    Codex) into ``out`` as the agents lay them out; the number linked."""
     with open(os.path.join(corpus, "MANIFEST.tsv"), newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["harness"] in ("claude", "codex")]
+        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["harness"] in harnesses]
     n = 0
     for r in rows:
         src = os.path.join(corpus, r["harness"], r["file"])
         if not os.path.isfile(src):
             continue
         path = r["source_path"]
-        # (a chezmoi dotfiles repo keeps ~/.claude as dot_claude)
-        for marker, base in (("claude/projects/", ("claude", "projects")), ("codex/sessions/", ("codex", "sessions"))):
+        for marker, base in PLACES[r["harness"]]:
             at = path.find(marker)
             if at >= 0:
                 dest = os.path.join(out, *base, path[at + len(marker):])
@@ -99,11 +113,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", default=DEFAULT_CORPUS, help="the real transcripts (default ../shared/corpus/real)")
     ap.add_argument("--out", required=True, help="directory to write (score.py --corpus)")
-    ap.add_argument("--questions", default=QUESTIONS, help="questions file (default real_questions.jsonl beside this)")
+    ap.add_argument("--set", default="claude-codex", choices=sorted(SETS),
+                    help="claude-codex (default): the Claude Code and Codex transcripts and real_questions.jsonl; "
+                         "more: also Gemini CLI, Qwen Code, Copilot CLI and Cursor CLI, with real_questions_more.jsonl")
+    ap.add_argument("--questions", default=None,
+                    help="questions file (default real_questions.jsonl beside this, or real_questions_more.jsonl with --set more)")
     ap.add_argument("--check", action="store_true",
                     help="index the layout and list questions whose session is missing or paraphrase shares a word")
     ap.add_argument("--deja", default=None, help="deja executable for --check (default as score.py)")
     a = ap.parse_args(argv)
+    if a.questions is None:
+        a.questions = QUESTIONS_MORE if a.set == "more" else QUESTIONS
     if not os.path.isfile(os.path.join(a.corpus, "MANIFEST.tsv")):
         print(f"real_set: no MANIFEST.tsv in {a.corpus}", file=sys.stderr)
         return 2
@@ -120,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     os.makedirs(a.out, exist_ok=True)
     try:
-        n = layout(a.corpus, a.out)
+        n = layout(a.corpus, a.out, SETS[a.set])
     except (OSError, KeyError, csv.Error) as e:
         print(f"real_set: cannot lay out {a.corpus}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2

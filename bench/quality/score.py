@@ -57,6 +57,11 @@ def make_env(corpus: str, work: str, extra: list[str]) -> dict:
         "DEJA_CODEX_ROOT": os.path.join(corpus, "codex"),
         "NO_COLOR": "1",
     })
+    # other harnesses' stores a corpus may hold (real_set.py --set more), each as its home
+    for sub, var in (("gemini", "DEJA_GEMINI_ROOT"), ("qwen", "DEJA_QWEN_ROOT"),
+                     ("copilot", "DEJA_COPILOT_ROOT"), ("cursor", "DEJA_CURSOR_CLI_ROOT")):
+        if os.path.isdir(os.path.join(corpus, sub)):
+            env[var] = os.path.join(corpus, sub)
     for kv in extra:
         k, _, v = kv.partition("=")
         env[k] = v

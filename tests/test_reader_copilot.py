@@ -310,3 +310,14 @@ def test_the_bundled_sample_reads_cleanly():
         for s in res.sessions:
             got.update(m.role for m in s.messages)
     assert got["user"] >= 3 and got["command"] >= 3 and got["edit"] >= 2 and got["files"] >= 2
+
+
+def test_an_error_the_provider_gave_instead_of_an_answer_is_kept(tmp_path):
+    """session.error (a quota, a rate limit): what the person saw instead of an
+    answer, and often all such a session holds besides the question."""
+    err = ev("session.error", 3, {"errorType": "quota", "statusCode": 402,
+                                  "message": "402 You have no quota (Request ID: CD88:30AFE2)"})
+    p = store(tmp_path, [start()] + turn()[:1] + [err])
+    (s,) = copilot.read(str(p)).sessions
+    assert [(m.role, m.text, m.is_error) for m in s.messages][-1] == (
+        "tool-output", "402 You have no quota (Request ID: CD88:30AFE2)", True)

@@ -160,6 +160,13 @@ class _Events:
             summary = data.get("summaryContent")
             if isinstance(summary, str) and summary.strip():
                 self.add("summary", summary, offset)
+        elif t == "session.error":
+            # the model's provider failed the turn ("402 You have no quota"): what the
+            # person saw instead of an answer, printed, not said; often all a session holds
+            msg = data.get("message")
+            if isinstance(msg, str) and msg.strip():
+                self.flush()
+                self.add("tool-output", msg, offset, is_error=True)
 
     def add(self, role: str, text: str, offset: int, tool=None, exit_code=None, is_error=None) -> None:
         self.out.append(Message(role, text, self.ts, tool, exit_code, is_error, offset))

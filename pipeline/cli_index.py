@@ -7,7 +7,7 @@ import os
 import sys
 
 from deja.pipeline.cli_common import err, out_json, plural, say
-from deja.stages.display import counted
+from deja.stages.display import counted, share
 
 
 def index_command(rebuild: bool, as_json: bool, prune_gone: bool = False, embed: bool = False) -> None:
@@ -67,7 +67,7 @@ def run_embed(rebuild: bool, as_json: bool) -> dict:
 
 
 def print_embed(s: dict) -> None:
-    print(f"vectors: {counted(s['records'], 'record')} of speech, {s['coverage']:.0%} embedded with {s['model']}"
+    print(f"vectors: {counted(s['records'], 'record')} of speech, {share(s['coverage'])} embedded with {s['model']}"
           f" ({counted(s['embedded'], 'record')} now, {counted(s['passages'], 'passage')}"
           + (f", {counted(s['removed'], 'record')} gone from the store removed" if s["removed"] else "") + ")")
     if s.get("unread"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from deja.stages.display import counted, plural
+from deja.stages.display import counted, plural, share
 from deja.stages.sources import harnesses, reader
 
 from deja.stages.store import config, duck
@@ -372,7 +372,7 @@ def render_vectors(v: dict | None) -> list[str]:
         return ["vectors: unreadable; searches leave them out, and `deja embed` makes them anew"]
     line = f"vectors: {v['model']}, {counted(v['passages'], 'passage')}, {_size(v['bytes'])}"
     if "coverage" in v:
-        line += f", {v['coverage']:.0%} of {counted(v['records'], 'record')} of speech embedded"
+        line += f", {share(v['coverage'])} of {counted(v['records'], 'record')} of speech embedded"
         if v["stale"]:
             line += f" ({v['stale']} not yet: run `deja embed`)"
     out = [line]

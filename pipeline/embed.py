@@ -138,7 +138,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                 reuse = Reuse(root, have)
         else:
             todo = live_ids
-        embedded = passages_done = reused = refused = 0
+        embedded = passages_done = reused = refused = bare = 0  # bare: records left without any vector
         if len(todo):
             con.execute("CREATE OR REPLACE TEMP TABLE embed_todo AS SELECT unnest(?::BIGINT[]) AS record_id",
                         [todo.tolist()])
@@ -164,14 +164,16 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                         # a commit every so many passages to embed (and every so
                         # many more only taken over: those cost nothing to redo)
                         if fresh >= every or len(pending) >= 8 * every:
-                            done, taken, left = _embed_commit(root, emb, meta, pending, reuse)
-                            passages_done, reused, refused = passages_done + done, reused + taken, refused + left
+                            done, taken, left, none = _embed_commit(root, emb, meta, pending, reuse)
+                            passages_done, reused, refused, bare = (passages_done + done, reused + taken,
+                                                                    refused + left, bare + none)
                             pending, embedded, fresh = [], read, 0
                             if progress:
                                 progress(embedded, len(todo))
                 if pending:
-                    done, taken, left = _embed_commit(root, emb, meta, pending, reuse)
-                    passages_done, reused, refused = passages_done + done, reused + taken, refused + left
+                    done, taken, left, none = _embed_commit(root, emb, meta, pending, reuse)
+                    passages_done, reused, refused, bare = (passages_done + done, reused + taken,
+                                                            refused + left, bare + none)
                 embedded = read
                 if progress:
                     progress(embedded, len(todo))
@@ -193,7 +195,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
         return {"schema_version": 2, "model": emb.name, "dim": meta["dim"], "records": total, "embedded": embedded,
                 "passages": passages_done, "reused": reused, "removed": removed, "refused": refused, "rebuilt": why,
                 "unread": meta.get("unread"),
-                "coverage": 1.0 if not total else round((total - len(todo) + embedded) / total, 4),
+                "coverage": 1.0 if not total else round((total - len(todo) + embedded - bare) / total, 4),
                 "seconds": round(time.monotonic() - t0, 3)}
     finally:
         live.close()
@@ -213,10 +215,11 @@ def _unread(emb, say) -> list[str] | None:
         return None
 
 
-def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: Reuse) -> tuple[int, int, int]:
+def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: Reuse) -> tuple[int, int, int, int]:
     """Embed these passages (those whose digest has no vector in ``reuse``),
     write them as a part and commit it; (passages written, vectors taken over,
-    passages left out: the model gave no vector for them). When the model
+    passages left out: the model gave no vector for them, records of them
+    left without any vector). When the model
     fails part way, what it embedded is written and committed first, and the
     error carries how many (``kept``)."""
     import numpy as np
@@ -248,7 +251,8 @@ def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: Reuse) -> tup
         exc.kept = _write(root, emb, meta, rows, reuse, have, mat)
         raise
     written = _write(root, emb, meta, rows, reuse, have, mat)
-    return written, len(rows) - len(need), len(rows) - int(have.sum())
+    bare = {r[0] for r, h in zip(rows, have) if not h} - {r[0] for r, h in zip(rows, have) if h}
+    return written, len(rows) - len(need), len(rows) - int(have.sum()), len(bare)
 
 
 def _write(root, emb, meta, rows, reuse, have, mat) -> int:

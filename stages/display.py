@@ -100,5 +100,14 @@ def counted(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {plural(n, word, many)}"
 
 
+def share(part: float) -> str:
+    """A share as a person reads it: "100%" only when it is whole, "0%" only when
+    it is none (201 of 202 is "99.5%", not a rounded "100%")."""
+    pct = part * 100
+    if 99 < pct < 100 or 0 < pct < 1:
+        return f"{pct:.1f}%" if pct < 99.95 else "99.9%"
+    return f"{pct:.0f}%"
+
+
 # shown beside a session whose transcript the agent deleted (cleanupPeriodDays) and deja kept
 GONE_MARK = "(transcript deleted; kept by deja)"

@@ -113,3 +113,10 @@ def test_harness_notes_means_deja_and_an_empty_harness_is_one_line(home):
     for args in (["search", "--harness", "", "vpn"], ["last", "--harness", ""], ["stats", "--harness", ""]):
         proc = home.run(*args, check=False)
         assert proc.returncode != 0 and proc.stderr.strip().startswith("deja: --harness needs"), (args, proc.stderr)
+
+
+def test_a_share_reads_100_percent_only_when_it_is_whole():
+    from deja.stages.display import share
+
+    assert [share(x) for x in (1.0, 201 / 202, 0.9999, 0.5, 0.004, 0.0)] == [
+        "100%", "99.5%", "99.9%", "50%", "0.4%", "0%"]

@@ -307,14 +307,23 @@ def names(part, before: set[str], handled: list[str]) -> list[tuple[int, str]]:
     return out
 
 
+_SPACED_LOOK = 4  # first prompts whose spacing a harness's title may have folded
+
+
 def _said(name: str, messages) -> bool:
-    """Whether the turns hold the name (whitespace aside, a cut-off's ellipsis dropped)."""
+    """Whether the turns hold the name (a cut-off's ellipsis dropped; the first
+    prompts whitespace aside, as a harness titles a session by its first one)."""
     core = " ".join(name.split())
     for e in _ELLIPSIS:
         if core.endswith(e):
             core = core[: -len(e)].rstrip()
-    return bool(core) and any(m.role != "summary" and isinstance(m.text, str) and core in " ".join(m.text.split())
-                              for m in messages)
+    if not core:
+        return False
+    said = [m.text for m in messages if m.role != "summary" and isinstance(m.text, str)]
+    if any(core in t for t in said):  # (a plain search: every turn of a long session, cheaply)
+        return True
+    asks = [m.text for m in messages if m.role == "user" and isinstance(m.text, str)][:_SPACED_LOOK]
+    return any(core in " ".join(t.split()) for t in asks)
 
 
 def _title(cols, m, key, part, project, root, path, faults, seq, title, ts, offset) -> int:

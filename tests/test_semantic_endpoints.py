@@ -9,16 +9,21 @@ misbehave.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from test_semantic import (CACHE, NEW, PARAPHRASE, POOL, UP, _server, embed, http_env, requests, server,  # noqa: F401
                            session, three_sessions, vector_rows)
 
 
-def _with(tmp_path, *how):
+@contextlib.contextmanager
+def endpoint(tmp_path, *how):
+    """The test's embedding server, misbehaving as told: (url base, request log)."""
     gen = _server(tmp_path, *how)
-    url, log = next(gen)
-    return gen, url, log
+    try:
+        yield next(gen)
+    finally:
+        gen.close()
 
 
 def test_a_passage_the_model_cannot_embed_is_left_out_and_the_rest_are_kept(home, tmp_path):
@@ -26,8 +31,7 @@ def test_a_passage_the_model_cannot_embed_is_left_out_and_the_rest_are_kept(home
     session(home, "5e000000-0000-4000-8000-0000000000b1", "the poisoned question about quux",
             "quux cannot be embedded by this model", day="2026-03-05")
     home.run("index")
-    gen, url, log = _with(tmp_path, "--refuse", "quux")
-    try:
+    with endpoint(tmp_path, "--refuse", "quux") as (url, log):
         got = embed(home, http_env(url))
         assert (got["records"], got["refused"], got["coverage"]) == (8, 2, 0.75)  # its two records have none
         assert got["passages"] == 6
@@ -39,31 +43,23 @@ def test_a_passage_the_model_cannot_embed_is_left_out_and_the_rest_are_kept(home
         asked = {t for r in requests(log)[before:] for t in r["texts"]}
         assert all("quux" in t for t in asked - {"hello"})  # (and a text any model embeds, to tell)
         assert home.search(*PARAPHRASE.split(), extra_env=http_env(url))["hits"][0]["session"]["id"] == UP
-    finally:
-        gen.close()
 
 
 def test_an_endpoint_that_refuses_everything_fails_the_run_and_keeps_what_it_made(home, tmp_path):
     three_sessions(home)
     home.run("index")
-    gen, url, _ = _with(tmp_path, "--fail-after", "0")  # a model that crashed: a 500 for everything
-    try:
+    with endpoint(tmp_path, "--fail-after", "0") as (url, _):  # a model that crashed: a 500 for everything
         failed = embed(home, http_env(url), check=False)
         assert failed.returncode == 1 and failed.stderr.count("\n") == 1
         assert "answered 500" in failed.stderr and "0 passages embedded and kept" in failed.stderr
-    finally:
-        gen.close()
 
 
 def test_a_rate_limited_endpoint_is_asked_again_after_its_retry_after(home, tmp_path):
     three_sessions(home)
     home.run("index")
-    gen, url, log = _with(tmp_path, "--busy", "2")
-    try:
+    with endpoint(tmp_path, "--busy", "2") as (url, log):
         got = embed(home, http_env(url))
         assert (got["passages"], got["refused"], got["coverage"]) == (6, 0, 1.0)
-    finally:
-        gen.close()
 
 
 def test_a_server_that_takes_few_texts_a_request_is_asked_in_requests_it_takes(home, tmp_path):
@@ -71,28 +67,22 @@ def test_a_server_that_takes_few_texts_a_request_is_asked_in_requests_it_takes(h
         session(home, f"5e000000-0000-4000-8000-0000000001{i:02d}", f"question number {i} about widgets",
                 f"answer number {i}", day=f"2026-03-{i + 1:02d}")
     home.run("index")
-    gen, url, log = _with(tmp_path, "--most", "3")
-    try:
+    with endpoint(tmp_path, "--most", "3") as (url, log):
         got = embed(home, http_env(url))
         assert (got["passages"], got["refused"]) == (24, 0)
         sizes = [r["n"] for r in requests(log)]
         assert sum(n > 3 for n in sizes) <= 3  # refused for their size; the rest sized to the server's limit
-    finally:
-        gen.close()
     before = len(requests(log))
-    gen, url, log = _with(tmp_path, "--most", "2")  # (the same log)
-    try:  # DEJA_EMBED_BATCH: never more than the setting
+    # DEJA_EMBED_BATCH: never more than the setting (the server logs to the same file)
+    with endpoint(tmp_path, "--most", "2") as (url, log):
         got = embed(home, dict(http_env(url), DEJA_EMBED_BATCH="2"), "--rebuild")
         assert got["passages"] == 24 and max(r["n"] for r in requests(log)[before:]) <= 2
-    finally:
-        gen.close()
 
 
 def test_a_vector_of_nulls_is_no_vector(home, tmp_path):
     three_sessions(home)
     home.run("index")
-    gen, url, _ = _with(tmp_path, "--nulls", "memcached")
-    try:
+    with endpoint(tmp_path, "--nulls", "memcached") as (url, _):
         env = http_env(url)
         got = embed(home, env)
         assert got["refused"] == 1  # the one passage holding the word
@@ -102,8 +92,6 @@ def test_a_vector_of_nulls_is_no_vector(home, tmp_path):
         assert said.stderr.count("\n") == 1 and "not one" in said.stderr
         # the vectors themselves hold only numbers: a search by meaning still ranks
         assert home.search(*PARAPHRASE.split(), extra_env=env)["hits"][0]["session"]["id"] == UP
-    finally:
-        gen.close()
 
 
 def test_vectors_an_older_deja_kept_with_nans_do_not_turn_every_cosine_to_nan(home, tmp_path, server):
@@ -134,8 +122,7 @@ def test_a_reply_cut_short_is_one_line_and_the_search_answers_with_its_words(hom
     three_sessions(home)
     home.run("index")
     embed(home, http_env(server[0]))
-    gen, url, _ = _with(tmp_path, "--cut")
-    try:
+    with endpoint(tmp_path, "--cut") as (url, _):
         env = http_env(url)
         said = home.run("search", "--json", "memcached", "evicting", extra_env=env)
         assert said.returncode == 0
@@ -148,8 +135,6 @@ def test_a_reply_cut_short_is_one_line_and_the_search_answers_with_its_words(hom
         # the prompt hook says nothing of it, and still recalls by words
         hook = home.run("hook-prompt", extra_env=env, check=False)
         assert hook.returncode == 0 and "Traceback" not in hook.stderr
-    finally:
-        gen.close()
 
 
 def test_a_quoted_phrase_stays_literal_when_it_falls_back_to_the_words_around_it(home, server):

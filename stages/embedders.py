@@ -54,9 +54,9 @@ FIRST_BATCH = 8  # in a run's first: a slow endpoint shows itself before a large
 # wait; a search's question is never: it answers with its words instead.
 RETRIES = 5
 RETRY_MOST_S = 60.0
-# A passage the endpoint keeps refusing (a 4xx or 5xx for it alone: a model
-# that cannot embed a text) is left out, once it has embedded others; this
-# many refused in a row mean the endpoint, not the passages, is broken.
+# A passage the endpoint refuses alone (a 4xx or 5xx for it: a model that
+# cannot embed a text) is left out, once a text any model embeds shows the
+# endpoint works; this many refused in a row mean the endpoint is broken.
 REFUSED_IN_ROW = 8
 LOCAL_BATCH = 128  # texts per tokenisation and sum of the local model
 
@@ -70,9 +70,9 @@ class Refused(EmbedError):
     """The endpoint refused a request for what it held (an error status that
     is not about access): asked again in halves, down to the one passage."""
 
-    def __init__(self, msg: str, status: int):
+    def __init__(self, msg: str, status: int, after: float | None = None):
         super().__init__(msg)
-        self.status = status
+        self.status, self.after = status, after  # (after: the seconds its Retry-After names)
 
 
 class Slow(EmbedError):
@@ -152,7 +152,9 @@ def _seconds(value: str | None, default: float) -> float:
 def for_model(name: str, env: Mapping[str, str] | None = None) -> "Embedder | None":
     """An embedder that makes vectors of the space ``name`` (a vectors
     dataset's stamp), or None when this environment has none: a query must be
-    embedded by the model its store's vectors came from."""
+    embedded by the model its store's vectors came from. A source this
+    environment misconfigures raises its EmbedError, unless the vectors'
+    own local model is here to answer."""
     try:
         emb = configured(env)
     except EmbedError as exc:  # (misconfigured: the vectors' own local model may still answer)
@@ -376,7 +378,7 @@ class HttpEmbedder(Embedder):
             except Refused as exc:
                 if not retry or exc.status not in (429, 503) or attempt == RETRIES:
                     raise
-                time.sleep(min(getattr(exc, "after", None) or wait, RETRY_MOST_S))
+                time.sleep(min(exc.after if exc.after is not None else wait, RETRY_MOST_S))
                 wait *= 2
         raise AssertionError("unreachable")
 
@@ -401,9 +403,7 @@ class HttpEmbedder(Embedder):
             msg = f"the embedding source at {self.url} answered {exc.code}" + (f": {detail[0][:200]}" if detail else "")
             if exc.code in (401, 403, 404, 405):  # access or address: no request of it will do better
                 raise EmbedError(msg) from None
-            err = Refused(msg, exc.code)
-            err.after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
-            raise err from None
+            raise Refused(msg, exc.code, _retry_after(exc.headers.get("Retry-After") if exc.headers else None)) from None
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             why = getattr(exc, "reason", exc)
             if isinstance(why, TimeoutError):

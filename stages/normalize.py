@@ -243,7 +243,7 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
                     continue
             while titles and msg.byte_offset > titles[0][0]:  # a name where its line is
                 offset, title = titles.pop(0)
-                seq = _title(cols, m, key, part, project, root, path, faults, seq, title,
+                seq = _title(cols, key, part, project, root, path, faults, seq, title,
                              last_ts if last_ts is not None else msg.ts, max(offset, 0))
             _account(m, msg.role, text, msg.ts)
             _append(cols, key, part.session_id, project, root, path, faults, seq, msg.role, text, msg.ts,
@@ -251,7 +251,7 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
             last_ts = msg.ts if msg.ts is not None else last_ts
             seq += 1
         for offset, title in titles:  # after every message of the read (or of an append only renaming)
-            seq = _title(cols, m, key, part, project, root, path, faults, seq, title,
+            seq = _title(cols, key, part, project, root, path, faults, seq, title,
                          last_ts if last_ts is not None else before_ts, max(offset, 0))
         m["_n"] = seq - seq_start.get(key, 0)
         m["max_seq"] = seq - 1
@@ -290,8 +290,8 @@ def names(part, before: set[str], handled: list[str]) -> list[tuple[int, str]]:
     part's), nor one that is only the harness's spelling of what the part's
     turns already hold (a first prompt cut short). (A summary the turns were
     compacted into does not count: a search reads it only when asked to.)
-    Every name looked at is added to ``handled``
-    (the session's ``named``), so an append that sees it again passes it by."""
+    Every name looked at is added to ``handled`` (the session's ``named``),
+    so an append that sees it again passes it by."""
     if part.from_machine or part.harness == "deja":
         return []  # (a synced-in session's records hold its names; a note is its own text)
     given = part.titles or ([(-1, part.title)] if part.title and (part.title_rank or 0) >= 1 else [])
@@ -326,7 +326,7 @@ def _said(name: str, messages) -> bool:
     return any(core in " ".join(t.split()) for t in asks)
 
 
-def _title(cols, m, key, part, project, root, path, faults, seq, title, ts, offset) -> int:
+def _title(cols, key, part, project, root, path, faults, seq, title, ts, offset) -> int:
     """A name's title record, at ``seq``; the next seq. (Not counted among
     the session's turns, nor in its times: a name's line has no time.)"""
     _append(cols, key, part.session_id, project, root, path, faults, seq, "title", title, ts, None, None, None,

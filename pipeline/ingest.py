@@ -94,7 +94,7 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False,
     faults = Faults()
     faults.first = list(res.faults)
     cols, meta = normalize.to_columns(res.sessions, action.path, seq_start, projects, faults,
-                                      _named(res.sessions, prior) if action.start else None)
+                                      *(_named(res.sessions, prior) if action.start else (None, None)))
     counts = redact_texts(cols, vectorized=not light)
     for key, m in meta.items():
         redact_meta(m)
@@ -113,11 +113,17 @@ def process_file(action: mf.Action, prior: dict[str, dict], light: bool = False,
     return out
 
 
-def _named(parts, prior: dict[str, dict]) -> dict[str, tuple[set[str], int | None]]:
+def _named(parts, prior: dict[str, dict]) -> tuple[dict[str, tuple[set[str], int | None]], dict[str, str]]:
     """For an append: the names earlier reads wrote of each session (stored
-    redacted) and its last time (normalize.names writes a name once). A name
-    that reads the same once redacted counts as the same."""
-    named = {k: (set(r.get("named") or ()), r.get("updated")) for k, r in prior.items()}
+    redacted) and its last time (normalize.names writes a name once), for
+    the sessions this file gave turns before. A name that reads the same
+    once redacted counts as the same. And the name of each session this file
+    only named so far (a /rename before the first prompt): it is written
+    with the session's first turn."""
+    turned = {k: r for k, r in prior.items() if (r.get("max_seq") if r.get("max_seq") is not None else -1) >= 0}
+    named = {k: (set(r.get("named") or ()), r.get("updated")) for k, r in turned.items()}
+    waiting = {k: r["title"] for k, r in prior.items()
+               if k not in turned and r.get("title") and (r.get("title_rank") or 0) >= 1}
     for part in parts:
         before = named.get(normalize.session_key(part.harness, part.session_id))
         if before is None:
@@ -126,7 +132,7 @@ def _named(parts, prior: dict[str, dict]) -> dict[str, tuple[set[str], int | Non
             t = t.strip() if isinstance(t, str) else ""
             if t and t not in before[0] and redact.redact(t)[0] in before[0]:
                 before[0].add(t)
-    return named
+    return named, waiting
 
 
 def fingerprints(parts) -> dict[str, str]:

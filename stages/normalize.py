@@ -193,7 +193,8 @@ def to_table(cols: dict[str, list]):
 
 
 def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projects: dict[str, str] | None = None,
-               faults: v.Faults | None = None, named: dict[str, tuple[set[str], int | None]] | None = None):
+               faults: v.Faults | None = None, named: dict[str, tuple[set[str], int | None]] | None = None,
+               waiting: dict[str, str] | None = None):
     """Records of one read, plumbing stripped, empties dropped; and per-session stats.
 
     Plain lists, not Arrow: this runs in reader worker processes, which stay
@@ -206,12 +207,14 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
     ``faults`` with its line's offset.
     Each name the harness or a person gave a session becomes a title record
     too (``names``); ``named`` holds, for an append, the names earlier reads
-    wrote and the session's last time they saw, so a name is written once.
+    wrote and the session's last time they saw, so a name is written once;
+    ``waiting``, a name an earlier read found for a session it saw no turn of.
     Returns ({column: list}, {session_key: partial-metadata dict}).
     """
     seq_start = seq_start or {}
     projects = projects or {}
     named = named or {}
+    waiting = waiting or {}
     faults = faults if faults is not None else v.Faults()
     cols: dict[str, list] = {name: [] for name in RECORD_COLUMNS}
     meta: dict[str, dict] = {}
@@ -227,7 +230,8 @@ def to_columns(parts, path: str, seq_start: dict[str, int] | None = None, projec
         seq = seq_start.get(key, 0) + m["_n"]
         before, before_ts = named.get(key) or (set(), None)
         # (a file that only names a session, no turn yet, makes no session of it)
-        titles = names(part, before | set(m["named"]), m["named"]) if part.messages or key in named else []
+        titles = names(part, before | set(m["named"]), m["named"], waiting.get(key)) \
+            if part.messages or key in named else []
         last_ts = None
         for msg in part.messages:
             text = msg.text
@@ -280,21 +284,25 @@ def _append(cols, key, sid, project, root, path, faults, seq, role, text, ts, to
 _ELLIPSIS = ("…", "...")
 
 
-def names(part, before: set[str], handled: list[str]) -> list[tuple[int, str]]:
+def names(part, before: set[str], handled: list[str], waiting: str | None = None) -> list[tuple[int, str]]:
     """The names of a session part that become title records: (offset, name).
 
     A name a person gave (a rename) or the harness wrote (Claude's ai-title,
     Cursor's and opencode's chat names, Gemini's summary) holds words the
     turns may not: "the upload saga" finds the session its person named so.
-    Not a name ``before`` holds (an earlier read's, or this read's other
-    part's), nor one that is only the harness's spelling of what the part's
-    turns already hold (a first prompt cut short). (A summary the turns were
-    compacted into does not count: a search reads it only when asked to.)
-    Every name looked at is added to ``handled`` (the session's ``named``),
-    so an append that sees it again passes it by."""
-    if part.from_machine or part.harness == "deja":
-        return []  # (a synced-in session's records hold its names; a note is its own text)
+    Not a placeholder (``_check_part`` dropped those), nor a name ``before``
+    holds (an earlier read's, or this read's other part's), nor one that is
+    only the harness's spelling of what the part's turns already hold (a
+    first prompt cut short). (A summary the turns were compacted into does
+    not count: a search reads it only when asked to.) Every name looked at
+    is added to ``handled`` (the session's ``named``), so an append that sees
+    it again passes it by. A note is its own text; a synced-in session's
+    batch holds its names as title records, unless an older deja wrote it."""
+    if part.harness == "deja" or (part.from_machine and any(m.role == "title" for m in part.messages)):
+        return []
     given = part.titles or ([(-1, part.title)] if part.title and (part.title_rank or 0) >= 1 else [])
+    if waiting:  # (named by an earlier read, before any turn)
+        given = [(-1, waiting)] + list(given)
     out = []
     for offset, name in given:
         name = name.strip() if isinstance(name, str) else ""
@@ -383,6 +391,12 @@ _PART_NAMES = ("project", "cwd", "branch", "kind", "parent", "agent", "from_mach
 
 
 _CONTROLS = re.compile(f"[\t\n{CONTROLS}]")  # (the ones display sanitises, and tab and newline)
+# What an agent calls a session before it has a name: opencode's "New session -
+# 2026-03-02T10:00:00.000Z" (and "Child session - …" for a subagent's), Continue's
+# "New Session", an editor's "New Chat" or "Untitled". No title: a session is
+# titled by its first prompt instead, and no placeholder is a name to search by.
+_PLACEHOLDER = re.compile(r"\s*(?:new|child|untitled)(?:\s+(?:session|chat|thread|conversation|task|agent))?"
+                          r"(?:\s*[-–—:]?\s*[\d\-:.TZ+ ]*)?\s*", re.I)
 
 
 def _check_part(part, faults: v.Faults) -> None:
@@ -408,8 +422,11 @@ def _check_part(part, faults: v.Faults) -> None:
             value = _CONTROLS.sub("", value)
         setattr(part, f, value)
     part.title = faults.name(at, "title", part.title, v.PROSE_CAP)
+    if part.title and _PLACEHOLDER.fullmatch(part.title):
+        part.title, part.title_rank = "", 0
     if part.titles:
-        part.titles = [(o, t) for o, t in ((o, faults.name(at, "title", t, v.PROSE_CAP)) for o, t in part.titles) if t]
+        part.titles = [(o, t) for o, t in ((o, faults.name(at, "title", t, v.PROSE_CAP)) for o, t in part.titles)
+                       if t and not _PLACEHOLDER.fullmatch(t)]
     part.last_prompt = faults.name(at, "last prompt", part.last_prompt, v.PROSE_CAP)
     if not v.int_in(part.title_rank, (0, 2)):
         part.title_rank = faults.note(at, f"title rank {v.show(part.title_rank)} out of range") or 0

@@ -321,3 +321,11 @@ def test_an_error_the_provider_gave_instead_of_an_answer_is_kept(tmp_path):
     (s,) = copilot.read(str(p)).sessions
     assert [(m.role, m.text, m.is_error) for m in s.messages][-1] == (
         "tool-output", "402 You have no quota (Request ID: CD88:30AFE2)", True)
+
+
+def test_the_workspace_summary_reads_as_yaml_writes_it():
+    from deja.stages.sources.copilot import _yaml_scalar
+
+    assert [_yaml_scalar(v) for v in ("'it''s the cache'", '"tab\\there \\"q\\" caf\\u00e9"', "plain words",
+                                      '"broken \\q"')] == ["it's the cache", 'tab\there "q" café', "plain words",
+                                                             "broken \\q"]

@@ -24,6 +24,8 @@ def title_line(kind: str, text: str) -> dict:
 
 
 def names(home) -> list[str]:
+    if not list(home.index.glob("records/**/*.parquet")):
+        return []
     con = duckdb.connect()
     rows = con.execute(f"SELECT text FROM read_parquet('{home.index}/records/**/*.parquet', hive_partitioning=true) "
                        "WHERE role = 'title' ORDER BY seq").fetchall()
@@ -92,3 +94,54 @@ def test_a_codex_thread_is_found_by_the_name_it_was_renamed_to(home):
     hits = home.search("quokka")["hits"]
     assert [h["session"]["id"] for h in hits] == [tid]
     assert names(home) == ["quokka audit"]
+
+
+def test_a_file_that_only_names_a_session_makes_no_name_until_it_has_a_turn(home):
+    p = home.claude_file(S)
+    write_jsonl(p, [title_line("custom-title", "nothing said yet")])
+    home.run("index")
+    write_jsonl(p, [title_line("custom-title", "nothing said yet")], "a")  # (an append of names only)
+    home.run("index")
+    assert names(home) == []
+    write_jsonl(p, [claude_user(S, "now a question about kiwis", "2026-03-02T10:00:00Z", "u1")], "a")
+    home.run("index")
+    assert names(home) == ["nothing said yet"]
+
+
+def part(title="", rank=1, harness="opencode", messages=("what was said",), **kw):
+    from deja.stages.sources.base import Message, SessionPart
+
+    return SessionPart(harness, "s1", title=title, title_rank=rank,
+                       messages=[Message("user", t, ts=1_700_000_000_000 + i, byte_offset=i) for i, t in enumerate(messages)],
+                       **kw)
+
+
+def titled(*parts) -> list[str]:
+    from deja.stages import normalize
+
+    cols, _ = normalize.to_columns(list(parts), "/p")
+    return [t for r, t in zip(cols["role"], cols["text"]) if r == "title"]
+
+
+def test_a_placeholder_is_no_name_and_the_session_is_titled_by_its_first_prompt():
+    from deja.stages import normalize
+
+    for placeholder in ("New session - 2026-03-02T10:00:00.000Z", "Child session - 2026-03-02T10:00:00.000Z",
+                        "New Session", "New Chat", "new thread", "Untitled", "New Conversation 2"):
+        p = part(placeholder)
+        assert titled(p) == [], placeholder
+        assert (p.title, p.title_rank) == ("", 0)
+    for name in ("New session handling for SSO", "Untitled pages 404", "Chat export"):
+        assert titled(part(name)) == [name]
+    _, meta = normalize.to_columns([part("New session - 2026-03-02T10:00:00.000Z", messages=("fix the kiwi cache",))], "/p")
+    assert meta["opencode:s1"]["title"] == ""  # (derived from the first prompt when the sessions are made)
+
+
+def test_a_synced_in_session_from_an_older_deja_is_named_by_its_batch_title():
+    from deja.stages.sources.base import Message
+
+    old = part("flaky CI on arm runners", harness="codex", from_machine="laptop")
+    assert titled(old) == ["flaky CI on arm runners"]
+    new = part("flaky CI on arm runners", harness="codex", from_machine="laptop")
+    new.messages.append(Message("title", "flaky CI on arm runners", byte_offset=9))
+    assert titled(new) == ["flaky CI on arm runners"]  # its own title record, not a second one

@@ -248,13 +248,27 @@ def _workspace_title(path: str) -> str:
         with open(os.path.join(os.path.dirname(path), "workspace.yaml"), encoding="utf-8", errors="replace") as fh:
             for line in fh.read(64 << 10).splitlines():
                 if line.startswith("summary:"):
-                    value = line[8:].strip()
-                    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                        value = value[1:-1]
+                    value = _yaml_scalar(line[8:].strip())
                     return value if value not in ("|", ">", "|-", ">-") else ""
     except OSError:
         pass
     return ""
+
+
+def _yaml_scalar(value: str) -> str:
+    """A one-line YAML scalar's text: a single-quoted one doubles its quotes, a
+    double-quoted one escapes as JSON does (\\", \\t, \\u00e9; YAML's own few
+    others are kept as written)."""
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1].replace("''", "'")
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        import json
+
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value[1:-1]
+    return value
 
 
 # --------------------------------------------------------------------------- history-session-state

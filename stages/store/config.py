@@ -8,10 +8,11 @@ from collections.abc import Mapping
 
 SCHEMA_VERSION = 1
 # Moves when deja derives something new from a transcript: stale stores re-read.
-CONTENT_VERSION = 4  # 2: every shell command is a command record; project identity (project_root)
+CONTENT_VERSION = 5  # 2: every shell command is a command record; project identity (project_root)
 # 3: a decision line carries its content (no bare heading or colon lead-in); AskUserQuestion and
 # request_user_input read; Codex subagent rollouts left out; the seed's whole redactor (issue 14)
 # 4: postings hold (token, record_id, tf); a record's session, role and length live in docs
+# 5: a session's names are title records (normalize.names): sessions indexed before have none
 
 
 def home(env: Mapping[str, str] | None = None) -> Path:

@@ -391,10 +391,14 @@ def fuse(lexical: list[tuple[int, float]], cos: dict[int, float], found: list[in
     for o, lex in lexical:
         out[o] = (weight * lex + share * meaning(o), False)
     for o in found:
-        # (a session no nearer the question than the store's average passage, or
-        # than nothing for a model read raw, is no evidence: not served)
-        if o not in out and cos.get(o, 0.0) > 0.0:
-            out[o] = (share * meaning(o), True)
+        # (a session neither above the question's centre nor nearer it than the
+        # store's average passage, or than nothing for a model read raw, is no
+        # evidence: not served. Either alone is: where every session of a
+        # conversation reads alike, the answer may be nearer than most yet below
+        # the average passage; in a store of a few sessions the centre is the second.)
+        near = meaning(o)
+        if o not in out and (near > 0.0 or cos.get(o, 0.0) > 0.0):
+            out[o] = (share * near, True)
     lex_pos = {o: i for i, (o, _) in enumerate(lexical)}
     return sorted(((o, s, only) for o, (s, only) in out.items()),
                   key=lambda t: (-t[1], lex_pos.get(t[0], len(lex_pos)), t[0]))

@@ -77,7 +77,6 @@ class Searcher:
         self.ranker = SessionRanker(store, q, self.roles)
         self._cosine: dict[int, float] | None = None  # each session's nearest passage, when the vectors took part
         self._asked = None  # the question's vector, asked for early (ask_meaning)
-        self.literal = False  # a quoted phrase in the question: meaning takes no part, fallbacks included
 
     # ---- the ladder ------------------------------------------------------
     def run(self) -> dict:
@@ -85,7 +84,6 @@ class Searcher:
         if q.regex:
             return self.regex_scan()
         terms, phrases, outside = parse_query(q.text)
-        self.literal = bool(phrases)
         if not phrases:  # a quoted query is literal
             rest, windows = time_windows(q.text, time.time() * 1000)
             kept = parse_query(rest)[0] if windows else []
@@ -284,7 +282,7 @@ class Searcher:
               total: int | None = None, keep_order: bool = False, force_cap: bool = False, regex: str | None = None,
               snippets_for: int | None = None, strict: tuple[str, set[int]] | None = None) -> dict:
         only_vector: set[int] = set()
-        if self.q.embed and not phrases and not regex and not self.literal and tier != "error":
+        if self.q.embed and not phrases and not regex and tier != "error":
             fused = self.fuse(ranked, keep_order, len(groups))
             if fused is not None:
                 lexical_total = len(ranked) if total is None else total

@@ -137,13 +137,13 @@ def test_a_reply_cut_short_is_one_line_and_the_search_answers_with_its_words(hom
         assert hook.returncode == 0 and "Traceback" not in hook.stderr
 
 
-def test_a_quoted_phrase_stays_literal_when_it_falls_back_to_the_words_around_it(home, server):
+def test_a_quoted_phrase_a_session_holds_stays_literal(home, server):
     env = http_env(server[0])
     three_sessions(home)
     home.run("index")
     embed(home, env)
-    got = home.search('"blue elephant"', "nginx", "limit", extra_env=env)
-    assert got["tier"] == "relevance" and not got.get("semantic")
+    got = home.search('"raised that limit"', extra_env=env)
+    assert got["tier"] == "exact" and not got.get("semantic")
     assert [h["session"]["id"] for h in got["hits"]] == [UP]
 
 

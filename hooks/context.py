@@ -199,6 +199,8 @@ def evidence_packet(live, sid: str) -> str:
     summary keeps conclusions and drops these. "" when the index holds none."""
     if not sid or not live.has("records"):
         return ""
+    from deja.stages.work_records import command_of  # (only after a compaction nothing captured)
+
     rows = live.con.execute(
         f"SELECT role, text FROM {live.records_source()} WHERE session_id = ? AND role IN ('files', 'command') "
         "AND record_id NOT IN (SELECT record_id FROM deletes) ORDER BY ts DESC NULLS LAST, seq DESC LIMIT 400",
@@ -212,8 +214,10 @@ def evidence_packet(live, sid: str) -> str:
                 if path and not path.startswith(_SCRATCH) and path not in files and len(files) < EVIDENCE_ITEMS:
                     files.append(path)
         else:
-            cmd = re.sub(r"  → exit.*$", "", (text or "").removeprefix("$ ")).strip()
-            if cmd and "\n" not in cmd and len(cmd) <= EVIDENCE_COMMAND and cmd not in commands \
+            if "\n" in (text or "").strip():
+                continue
+            cmd = command_of(text)[0].strip()
+            if cmd and len(cmd) <= EVIDENCE_COMMAND and cmd not in commands \
                     and len(commands) < EVIDENCE_ITEMS:
                 commands.append(cmd)
     if not files and not commands:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from . import show
 from deja.stages.display import clip, one_line
 from deja.stages.outcome import decision_lines
-from deja.stages.work_records import inspects
+from deja.stages.work_records import command_of, inspects
 from deja.stages.store.read import LiveStore
 
 BUDGET = 8000  # bytes of UTF-8
@@ -255,13 +255,8 @@ def _commands(rows) -> list[str]:
     for role, text, exit_code in rows:
         if role != "command" or not text:
             continue
-        line = text.splitlines()[0].strip()
-        m = re.search(r"\s+→ exit (\d+)\s*$", line)
-        code = int(m.group(1)) if m else (exit_code if exit_code and exit_code > 0 else 0)
-        if m:
-            line = line[: m.start()]
-        if line.startswith("$ "):
-            line = line[2:]
+        line, marked = command_of(text)
+        code = marked if marked is not None else (exit_code if exit_code and exit_code > 0 else 0)
         if not code and inspects(line):
             continue  # every command is stored; a brief lists the ones that did something (or failed)
         item = _code(clip(line, 200)) + (f" → exit {code}" if code else "")

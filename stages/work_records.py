@@ -95,6 +95,19 @@ def command_record(command: str, exit_code: int | None = None) -> str | None:
     return text
 
 
+_EXIT = re.compile(r"\s+→ exit (-?\d+)\s*$")
+
+
+def command_of(record: str) -> tuple[str, int | None]:
+    """A command record read back (``command_record`` wrote it): its command
+    line, and the exit code its `` → exit N`` mark gives (None: none)."""
+    line = (record or "").split("\n", 1)[0].strip()
+    m = _EXIT.search(line)
+    if m:
+        line = line[: m.start()]
+    return line.removeprefix("$ "), (int(m.group(1)) if m else None)
+
+
 def notable(command: str) -> bool:
     """The allow-list (harness-formats 1.2): a segment matches it and does not
     start with a trivial verb. ``cd repo && go test ./...`` is notable,

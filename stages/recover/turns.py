@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from deja.stages.display import one_line
+from deja.stages.work_records import command_of
 from deja.stages.normalize import strip_plumbing
 from deja.stages.recover.base import (
     Action,
@@ -194,8 +195,8 @@ def state_of_part(harness: str, path: str, part, same_line_turns: bool = False) 
                 event, said_at = "answer", m.byte_offset
                 running.clear()
         elif m.role in ("command", "edit"):
-            if m.role == "command":  # work_records.command_record: "$ cmd  → exit N"
-                act = Action(m.tool or "shell", m.text.removeprefix("$ ").split("  → exit", 1)[0],
+            if m.role == "command":
+                act = Action(m.tool or "shell", command_of(m.text)[0],
                              f"exit {m.exit_code}" if m.exit_code else "")
             else:
                 act = Action(m.tool or "edit", m.text.split("\n", 1)[0])

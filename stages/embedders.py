@@ -372,15 +372,15 @@ class HttpEmbedder(Embedder):
         import time
 
         wait = 1.0
-        for attempt in range(RETRIES + 1):
+        for _ in range(RETRIES if retry else 0):
             try:
                 return self._post_once(payload, timeout)
             except Refused as exc:
-                if not retry or exc.status not in (429, 503) or attempt == RETRIES:
+                if exc.status not in (429, 503):
                     raise
                 time.sleep(min(exc.after if exc.after is not None else wait, RETRY_MOST_S))
                 wait *= 2
-        raise AssertionError("unreachable")
+        return self._post_once(payload, timeout)
 
     def _post_once(self, payload: dict, timeout: float) -> dict:
         import http.client

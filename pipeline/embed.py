@@ -138,7 +138,9 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                 reuse = Reuse(root, have)
         else:
             todo = live_ids
-        embedded = passages_done = reused = refused = bare = 0  # bare: records left without any vector
+        embedded = 0
+        # passages written, vectors taken over, passages refused, records left without any vector
+        tally = [0, 0, 0, 0]
         if len(todo):
             con.execute("CREATE OR REPLACE TEMP TABLE embed_todo AS SELECT unnest(?::BIGINT[]) AS record_id",
                         [todo.tolist()])
@@ -164,21 +166,17 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                         # a commit every so many passages to embed (and every so
                         # many more only taken over: those cost nothing to redo)
                         if fresh >= every or len(pending) >= 8 * every:
-                            done, taken, left, none = _embed_commit(root, emb, meta, pending, reuse)
-                            passages_done, reused, refused, bare = (passages_done + done, reused + taken,
-                                                                    refused + left, bare + none)
+                            tally = [a + b for a, b in zip(tally, _embed_commit(root, emb, meta, pending, reuse))]
                             pending, embedded, fresh = [], read, 0
                             if progress:
                                 progress(embedded, len(todo))
                 if pending:
-                    done, taken, left, none = _embed_commit(root, emb, meta, pending, reuse)
-                    passages_done, reused, refused, bare = (passages_done + done, reused + taken,
-                                                            refused + left, bare + none)
+                    tally = [a + b for a, b in zip(tally, _embed_commit(root, emb, meta, pending, reuse))]
                 embedded = read
                 if progress:
                     progress(embedded, len(todo))
             except embedders.EmbedError as exc:
-                kept = passages_done + getattr(exc, "kept", 0)
+                kept = tally[0] + getattr(exc, "kept", 0)
                 raise Fail(f"{exc} ({kept} passages embedded and kept; run `deja embed` again to go on)")
             finally:
                 con.execute("DROP TABLE IF EXISTS embed_todo")
@@ -188,6 +186,7 @@ def run_embed(env: Mapping[str, str], rebuild: bool = False, progress: Callable 
                 if unread is not None:
                     meta["unread"] = unread
             vectors.commit(root, meta)  # (stamped with the generation they were checked against)
+        passages_done, reused, refused, bare = tally
         if refused:
             say(f"{refused} {'passage' if refused == 1 else 'passages'} the model would not embed "
                 "(an error for it alone, or no vector) left out; asked again next time")
@@ -219,9 +218,9 @@ def _embed_commit(root, emb, meta: dict, rows: list[tuple], reuse: Reuse) -> tup
     """Embed these passages (those whose digest has no vector in ``reuse``),
     write them as a part and commit it; (passages written, vectors taken over,
     passages left out: the model gave no vector for them, records of them
-    left without any vector). When the model
-    fails part way, what it embedded is written and committed first, and the
-    error carries how many (``kept``)."""
+    left without any vector). When the model fails part way, what it
+    embedded is written and committed first, and the error carries how many
+    (``kept``)."""
     import numpy as np
 
     from deja.stages.embedders import EmbedError
